@@ -1,0 +1,1 @@
+"""Agents that play Cold Iron (baselines and trained policies)."""

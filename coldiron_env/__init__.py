@@ -1,0 +1,25 @@
+"""coldiron_env: the solo card game Cold Iron as a rules engine and a Gymnasium environment.
+
+``import coldiron_env`` registers ``coldiron/ColdIron-v0``.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from gymnasium.envs.registration import register, registry
+
+from coldiron_env.game import Game, GameOverError, IllegalActionError
+from coldiron_env.options import RuleOptions
+
+ENV_ID = "coldiron/ColdIron-v0"
+
+try:
+    __version__ = version("coldiron")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0.0.0+unknown"
+
+if ENV_ID not in registry:
+    register(id=ENV_ID, entry_point="coldiron_env.env:ColdIronEnv")
+
+__all__ = ["ENV_ID", "Game", "GameOverError", "IllegalActionError", "RuleOptions", "__version__"]

@@ -1,0 +1,305 @@
+"""The Gymnasium environment ``coldiron/ColdIron-v0``, a thin adapter over the rules engine."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Final, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from coldiron_env import observation as obs_layout
+from coldiron_env.actions import (
+    LEGAL_ACTIONS,
+    LEGAL_BITS,
+    NUM_ACTIONS,
+    NUM_PHASES,
+    PHASE_NAMES,
+    PHASE_OVER,
+)
+from coldiron_env.cards import CARD_CODES, DECK_SIZE, hand_codes
+from coldiron_env.dealer import Dealer
+from coldiron_env.game import WON, Game, GameOverError, IllegalActionError, max_decisions
+from coldiron_env.options import RuleOptions
+from coldiron_env.render import render_text
+
+ILLEGAL_ACTION_POLICIES: Final = ("end", "raise")
+RESET_OPTION_KEYS: Final = ("deck",)
+
+MASKS_INT8: Final = tuple(
+    np.array([a in LEGAL_ACTIONS[p] for a in range(NUM_ACTIONS)], dtype=np.int8)
+    for p in range(NUM_PHASES)
+)
+MASKS_BOOL: Final = tuple(m.astype(bool) for m in MASKS_INT8)
+
+
+class ColdIronEnv(gym.Env[Any, np.int64]):
+    """
+    Cold Iron, a solo card game by Matthew Hartley: over 24 turns (6pm to
+    midnight) the parents question a changeling to collect, in each of the four
+    suits, three numbered cards of consecutive rank, before the Changeling's
+    Hurt reaches 6 or the deck runs out.
+
+    ## Description
+    A 54-card pack (40 numbered cards Ace..10 in four suits, 12 court cards, 2
+    Jokers) is shuffled face down. Each turn the player applies one method:
+
+    - **Threaten**: draw one card; a numbered card is kept, a court card
+      discarded. A Joker offers three bonus draws, which the player may take.
+    - **Apply the Iron**: draw and resolve one card, then the Changeling takes
+      1 Hurt. A Joker (if the Changeling lives) offers three bonus draws in
+      which each court card hurts. Up to three applications a turn, decided one
+      at a time after seeing each card.
+    - **Rack the Creature**: name a rank or a suit and draw until a numbered
+      card of it appears (kept). Every court card drawn on the way hurts; a
+      Joker slays the Changeling.
+    - **Rest and Lament**: draw and discard one card; Hurt -1.
+
+    The game is won the moment the hand holds the phrase: a run of three
+    consecutive ranks in every suit (A-2-3 .. 8-9-10, no wrap-around). It is
+    lost when Hurt reaches 6 (``slain``), when the deck empties first
+    (``deck_exhausted``), or when the 24th turn ends (``midnight``). Every rule
+    and ruling is numbered in ``RULES.md``.
+
+    ## Action Space
+    ``Discrete(19)``; legality depends on the phase (``info["action_mask"]``,
+    :meth:`action_masks`).
+
+    | index  | action                                     | legal in phase |
+    | ------ | ------------------------------------------ | -------------- |
+    | 0      | Threaten                                   | turn           |
+    | 1      | Apply the Iron (first application, again)  | turn, iron     |
+    | 2..11  | Rack rank A, 2, ..., 10                    | turn           |
+    | 12..15 | Rack suit Hearts, Diamonds, Clubs, Spades  | turn           |
+    | 16     | Rest and Lament                            | turn           |
+    | 17     | Stop: end the turn after ironing, or decline a Joker's bonus | iron, bonus |
+    | 18     | Take the Joker's three bonus draws         | bonus          |
+
+    ## Observation Space
+    Default (``observation_mode="flat"``): ``Box(0, 1, (48,), float32)``, or
+    ``(102,)`` with ``recall=True``:
+
+    {layout}
+
+    ``observation_mode="dict"``: a ``Dict`` with the same content in natural
+    types: ``hand`` MultiBinary(40), ``hurt`` Discrete(7), ``turn``
+    Discrete(turns + 1), ``deck_count`` Discrete(55), ``phase`` Discrete(4),
+    ``iron_count`` Discrete(4), and with ``recall=True`` ``discarded``
+    MultiBinary(54). Without ``recall`` the discard pile is hidden, as the rules
+    require, and the game is partially observable.
+
+    ## Rewards
+    ``win_reward`` (default 1.0) on the step that wins; ``loss_reward``
+    (default 0.0) on the step that loses (slain, deck exhausted, midnight, or
+    an illegal action under ``illegal_action="end"``); 0.0 on every other step.
+
+    ## Starting State
+    A shuffled deck drawn from ``self.np_random`` (or the deck given as
+    ``reset(options={"deck": [...]})``), an empty hand, Hurt 0, turn 1 (6:00pm),
+    phase ``turn``.
+
+    ## Episode End
+    Termination: the phrase completes (``won``), Hurt reaches 6 (``slain``),
+    the deck empties without the phrase (``deck_exhausted``), the 24th turn
+    ends (``midnight``), or an illegal action is taken with
+    ``illegal_action="end"`` (``illegal``). Every episode ends within
+    ``max_episode_steps`` steps (74 for the standard game), so no truncation
+    is needed and ``truncated`` is always False.
+
+    ## Information
+    After ``reset`` and every ``step``: ``action_mask`` (``np.int8``, shape
+    (19,), a fresh array each call), ``phase`` (``"turn"``, ``"iron"``,
+    ``"bonus"``, ``"over"``), ``turn``, ``hurt``, ``deck_count``, ``iron_count``,
+    ``hand`` (card codes sorted by suit then rank), ``drawn`` (codes of the
+    cards the step drew, in order); when the episode ends, ``outcome``
+    (``"won"``, ``"slain"``, ``"deck_exhausted"``, ``"midnight"``,
+    ``"illegal"``) and ``is_success`` (bool).
+
+    ## Arguments
+    ```python
+    import gymnasium as gym
+    import coldiron_env
+
+    env = gym.make(
+        "coldiron/ColdIron-v0",
+        render_mode=None,            # "ansi" returns the text table, "human" prints it
+        observation_mode="flat",     # or "dict"
+        recall=False,                # True: observe the discard pile (perfect memory)
+        bonus_always=False,          # variant: a Joker's bonus is always taken
+        bonus_joker_grants_more=False,  # variant: a Joker among bonus draws grants 3 more
+        win_reward=1.0,
+        loss_reward=0.0,
+        illegal_action="end",        # or "raise"
+        turns=24,                    # training curricula only: not the real game
+        suits_required=4,            # training curricula only: not the real game
+    )
+    obs, info = env.reset(seed=0, options={"deck": None})  # or 54 card codes
+    ```
+
+    ## Version History
+    * v0: Initial version.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "render_fps": 4}  # noqa: RUF012 (Gymnasium declares it so)
+
+    def __init__(
+        self,
+        render_mode: str | None = None,
+        observation_mode: str = "flat",
+        recall: bool = False,
+        bonus_always: bool = False,
+        bonus_joker_grants_more: bool = False,
+        win_reward: float = 1.0,
+        loss_reward: float = 0.0,
+        illegal_action: str = "end",
+        turns: int = 24,
+        suits_required: int = 4,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode must be None or one of {self.metadata['render_modes']}, "
+                f"got {render_mode!r}"
+            )
+        if observation_mode not in obs_layout.OBSERVATION_MODES:
+            raise ValueError(
+                f"observation_mode must be one of {obs_layout.OBSERVATION_MODES}, "
+                f"got {observation_mode!r}"
+            )
+        if not isinstance(recall, bool):
+            raise ValueError(f"recall must be a bool, got {recall!r}")
+        if illegal_action not in ILLEGAL_ACTION_POLICIES:
+            raise ValueError(
+                f"illegal_action must be one of {ILLEGAL_ACTION_POLICIES}, got {illegal_action!r}"
+            )
+        for name, value in (("win_reward", win_reward), ("loss_reward", loss_reward)):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not np.isfinite(value)
+            ):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+        self.rules = RuleOptions(
+            bonus_always=bonus_always,
+            bonus_joker_grants_more=bonus_joker_grants_more,
+            turns=turns,
+            suits_required=suits_required,
+        )
+        self.render_mode = render_mode
+        self.observation_mode = observation_mode
+        self.recall = recall
+        self.win_reward = float(win_reward)
+        self.loss_reward = float(loss_reward)
+        self.illegal_action = illegal_action
+        self._raise_illegal = illegal_action == "raise"
+        self.max_episode_steps = max_decisions(self.rules)
+
+        self.action_space = spaces.Discrete(NUM_ACTIONS)
+        self.observation_space = obs_layout.observation_space(
+            observation_mode, recall, self.rules.turns
+        )
+        self._flat = observation_mode == "flat"
+        self._encoder = obs_layout.FlatEncoder(recall, self.rules.turns)
+        self.game = Game(list(range(DECK_SIZE)), self.rules)
+        self._dealer = Dealer()
+        self._needs_reset = True
+        self._hand_mask = -1
+        self._hand_codes: list[str] = []
+
+    # ------------------------------------------------------------ Gym API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        codes = None
+        if options:
+            unknown = sorted(set(options) - set(RESET_OPTION_KEYS))
+            if unknown:
+                raise ValueError(
+                    f"unknown reset option(s) {unknown}; known: {list(RESET_OPTION_KEYS)}"
+                )
+            codes = options.get("deck")
+        self.game.reset(self._dealer.deal(self.np_random, codes))
+        self._needs_reset = False
+        self._encoder.clear()
+        self._hand_mask = -1
+        if self.render_mode == "human":
+            self.render()
+        return self._observe(), self._info()
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        game = self.game
+        try:
+            a = operator.index(action)
+        except TypeError:
+            raise IllegalActionError(
+                f"action must be an integer in 0..{NUM_ACTIONS - 1}, got {action!r}"
+            ) from None
+        if not 0 <= a < NUM_ACTIONS:
+            raise IllegalActionError(
+                f"action {a} is outside the action space Discrete({NUM_ACTIONS})"
+            )
+        if self._needs_reset or game.phase == PHASE_OVER:
+            raise GameOverError("step() called before reset() or after the episode ended")
+        if LEGAL_BITS[game.phase] >> a & 1:
+            game.step(a)
+        elif self._raise_illegal:
+            raise IllegalActionError(game.describe_illegal(a))
+        else:
+            game.forfeit(a)
+        reward = 0.0
+        terminated = game.phase == PHASE_OVER
+        if terminated:
+            reward = self.win_reward if game.outcome == WON else self.loss_reward
+        if self.render_mode == "human":
+            self.render()
+        return self._observe(), reward, terminated, False, self._info()
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            gym.logger.warn(
+                "render() called without a render_mode; pass render_mode='ansi' or 'human' "
+                "to gymnasium.make"
+            )
+            return None
+        text = render_text(self.game)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def action_masks(self) -> np.ndarray:
+        """Legal actions as a bool array of shape (19,) (for sb3-contrib's MaskablePPO)."""
+        return MASKS_BOOL[self.game.phase].copy()
+
+    # ------------------------------------------------------------ helpers
+    def _observe(self) -> Any:
+        if self._flat:
+            return self._encoder.encode(self.game)
+        return obs_layout.dict_observation(self.game, self.recall)
+
+    def _info(self) -> dict[str, Any]:
+        game = self.game
+        if game.hand != self._hand_mask:
+            self._hand_mask = game.hand
+            self._hand_codes = hand_codes(game.hand)
+        info: dict[str, Any] = {
+            "action_mask": MASKS_INT8[game.phase].copy(),
+            "phase": PHASE_NAMES[game.phase],
+            "turn": game.turn,
+            "hurt": game.hurt,
+            "deck_count": DECK_SIZE - game.pos,
+            "iron_count": game.iron_count,
+            "hand": list(self._hand_codes),
+            "drawn": [CARD_CODES[c] for c in game.drawn],
+        }
+        if game.outcome is not None:
+            info["outcome"] = game.outcome
+            info["is_success"] = game.outcome == WON
+        return info
+
+
+assert ColdIronEnv.__doc__ is not None
+ColdIronEnv.__doc__ = ColdIronEnv.__doc__.replace(
+    "{layout}", obs_layout.layout_table(recall=True).replace("\n", "\n    ")
+)

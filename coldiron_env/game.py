@@ -1,0 +1,372 @@
+"""The rules engine: a pure state machine for one game of Cold Iron.
+
+No Gymnasium here. :class:`Game` holds the state of one game (its attributes
+are the state), is advanced by :meth:`Game.step` with an action index from
+:mod:`coldiron_env.actions`, and exposes the legal set through its phase. The
+rule variants live apart in :class:`~coldiron_env.options.RuleOptions`.
+
+The rules are numbered in ``RULES.md`` (R1..R20); comments below cite them.
+
+The hand is a 40-bit mask of numbered card ids, the discard pile a 54-bit mask;
+each draw is a handful of integer operations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from coldiron_env.actions import (
+    ACTION_NAMES,
+    BONUS,
+    IRON,
+    LEGAL_ACTIONS,
+    LEGAL_BITS,
+    NUM_ACTIONS,
+    PHASE_BONUS,
+    PHASE_IRON,
+    PHASE_NAMES,
+    PHASE_OVER,
+    PHASE_TURN,
+    RACK_TARGETS,
+    REST,
+    STOP,
+    THREATEN,
+)
+from coldiron_env.cards import (
+    DECK_SIZE,
+    FIRST_COURT,
+    FIRST_JOKER,
+    NUM_RANKS,
+    SUIT_FIELD_MASK,
+)
+from coldiron_env.judge import HAS_RUN
+from coldiron_env.options import (
+    BONUS_DRAWS,
+    DEFAULT_RULES,
+    IRON_APPLICATIONS_PER_TURN,
+    MAX_HURT,
+    RuleOptions,
+)
+
+# Outcome codes (spec): exactly one is reported when a game ends.
+WON: Final = "won"
+SLAIN: Final = "slain"
+DECK_EXHAUSTED: Final = "deck_exhausted"
+MIDNIGHT: Final = "midnight"
+ILLEGAL: Final = "illegal"
+OUTCOMES: Final = (WON, SLAIN, DECK_EXHAUSTED, MIDNIGHT, ILLEGAL)
+
+# What granted a pending or running bonus.
+_NO_BONUS: Final = 0
+_FROM_THREATEN: Final = 1
+_FROM_IRON: Final = 2
+
+
+class IllegalActionError(ValueError):
+    """An action that is not legal in the current phase (or not an action at all)."""
+
+
+class GameOverError(RuntimeError):
+    """A step was asked of a game that has ended."""
+
+
+def max_decisions(rules: RuleOptions = DEFAULT_RULES) -> int:
+    """Upper bound on the number of steps (decisions) in one game.
+
+    A turn takes at most three decisions (Iron, Iron, Iron; the third ends the
+    turn) and each of the two Jokers can add one bonus decision. Each decision
+    but Stop also draws at least one card, so the 54-card deck bounds it too.
+    """
+    by_turns = rules.turns * IRON_APPLICATIONS_PER_TURN + 2
+    by_deck = DECK_SIZE + rules.turns + 2  # draws + Stops + bonus decisions
+    return min(by_turns, by_deck)
+
+
+class Game:
+    """One game of Cold Iron, advanced one decision at a time.
+
+    Attributes (the state):
+        deck: the 54 card ids in draw order (face down: not for the player).
+        pos: how many cards have been drawn; ``DECK_SIZE - pos`` remain.
+        hand: bit mask of the numbered cards kept.
+        discarded: bit mask of the cards discarded (the discard pile).
+        hurt: the Changeling's Hurt, 0..6.
+        turn: the turn being played, 1..``rules.turns``.
+        phase: ``PHASE_TURN``, ``PHASE_IRON``, ``PHASE_BONUS`` or ``PHASE_OVER``.
+        iron_count: Iron applications made this turn, 0..3.
+        outcome: ``None`` while playing, then one of :data:`OUTCOMES`.
+        last_action: the last action taken (``-1`` after reset).
+        drawn: the cards drawn by the last step, in order.
+        steps: decisions taken so far.
+    """
+
+    __slots__ = (
+        "rules",
+        "_bonus_always",
+        "_joker_grants_more",
+        "_turns",
+        "_suits_required",
+        "deck",
+        "pos",
+        "hand",
+        "discarded",
+        "hurt",
+        "turn",
+        "phase",
+        "iron_count",
+        "outcome",
+        "last_action",
+        "drawn",
+        "steps",
+        "suits_done",
+        "_suits_done_count",
+        "_bonus_source",
+    )
+
+    def __init__(self, deck: Sequence[int], rules: RuleOptions = DEFAULT_RULES) -> None:
+        self.rules = rules
+        self._bonus_always = rules.bonus_always
+        self._joker_grants_more = rules.bonus_joker_grants_more
+        self._turns = rules.turns
+        self._suits_required = rules.suits_required
+        self.reset(deck)
+
+    def reset(self, deck: Sequence[int]) -> None:
+        """Start a new game on ``deck`` (54 card ids, first drawn first)."""
+        if len(deck) != DECK_SIZE:
+            raise ValueError(f"deck must hold {DECK_SIZE} card ids, got {len(deck)}")
+        self.deck = list(deck)
+        self.pos = 0
+        self.hand = 0
+        self.discarded = 0
+        self.hurt = 0
+        self.turn = 1
+        self.phase = PHASE_TURN
+        self.iron_count = 0
+        self.outcome: str | None = None
+        self.last_action = -1
+        self.drawn: list[int] = []
+        self.steps = 0
+        self.suits_done = 0  # bit mask of suits whose run is complete
+        self._suits_done_count = 0
+        self._bonus_source = _NO_BONUS
+
+    # ----------------------------------------------------------------- queries
+    @property
+    def deck_count(self) -> int:
+        return DECK_SIZE - self.pos
+
+    @property
+    def over(self) -> bool:
+        return self.phase == PHASE_OVER
+
+    @property
+    def won(self) -> bool:
+        return self.outcome == WON
+
+    @property
+    def phase_name(self) -> str:
+        return PHASE_NAMES[self.phase]
+
+    def legal_actions(self) -> tuple[int, ...]:
+        return LEGAL_ACTIONS[self.phase]
+
+    def is_legal(self, action: int) -> bool:
+        return 0 <= action < NUM_ACTIONS and bool(LEGAL_BITS[self.phase] >> action & 1)
+
+    def clone(self) -> Game:
+        """An independent copy of this game (for search)."""
+        other = Game.__new__(Game)
+        for name in Game.__slots__:
+            setattr(other, name, getattr(self, name))
+        other.deck = list(self.deck)
+        other.drawn = list(self.drawn)
+        return other
+
+    # ------------------------------------------------------------------ step
+    def step(self, action: int) -> None:
+        """Take ``action`` (an int). Raises :class:`IllegalActionError` if it is not
+        legal now (the game is unchanged) and :class:`GameOverError` after the end."""
+        if self.phase == PHASE_OVER:
+            raise GameOverError("the game is over; start a new one")
+        if not (0 <= action < NUM_ACTIONS and LEGAL_BITS[self.phase] >> action & 1):
+            raise IllegalActionError(self.describe_illegal(action))
+        self.steps += 1
+        self.last_action = action
+        self.drawn = []
+        if action == THREATEN:
+            self._threaten()
+        elif action == IRON:
+            self._iron()
+        elif action == STOP:
+            if self.phase == PHASE_IRON:
+                self._end_turn()
+            else:
+                self._after_bonus()
+        elif action == BONUS:
+            self._bonus()
+            if self.phase != PHASE_OVER:
+                self._after_bonus()
+        elif action == REST:
+            self._rest()
+        else:
+            self._rack(RACK_TARGETS[action])
+
+    def forfeit(self, action: int) -> None:
+        """End the game as lost by the illegal ``action`` (R18, default policy)."""
+        if self.phase == PHASE_OVER:
+            raise GameOverError("the game is over; start a new one")
+        self.steps += 1
+        self.last_action = action
+        self.drawn = []
+        self._end(ILLEGAL)
+
+    def describe_illegal(self, action: object) -> str:
+        legal = ", ".join(f"{a} ({ACTION_NAMES[a]})" for a in LEGAL_ACTIONS[self.phase])
+        if isinstance(action, int) and 0 <= action < NUM_ACTIONS:
+            shown = f"{action} ({ACTION_NAMES[action]})"
+        else:
+            shown = repr(action)
+        return f"action {shown} is illegal in phase {PHASE_NAMES[self.phase]!r}; legal: {legal}"
+
+    # ------------------------------------------------------------ mechanics
+    def _end(self, outcome: str) -> None:
+        self.outcome = outcome
+        self.phase = PHASE_OVER
+
+    def _draw(self) -> int:
+        card = self.deck[self.pos]
+        self.pos += 1
+        self.drawn.append(card)
+        return card
+
+    def _keep(self, card: int) -> bool:
+        """Keep numbered ``card``; True when that completes the phrase (game won, R7)."""
+        self.hand |= 1 << card
+        suit = card // NUM_RANKS
+        if (
+            not self.suits_done >> suit & 1
+            and HAS_RUN[(self.hand >> (suit * NUM_RANKS)) & SUIT_FIELD_MASK]
+        ):
+            self.suits_done |= 1 << suit
+            self._suits_done_count += 1
+            if self._suits_done_count >= self._suits_required:
+                self._end(WON)
+                return True
+        return False
+
+    def _resolve(self, card: int, keep: bool) -> bool:
+        """Keep or discard a drawn card, then check the deck (R11 order).
+
+        Returns True when the game ended: the kept card completed the phrase
+        (R7), or the deck is now empty (R9).
+        """
+        if keep:
+            if self._keep(card):
+                return True
+        else:
+            self.discarded |= 1 << card
+        if self.pos == DECK_SIZE:
+            self._end(DECK_EXHAUSTED)
+            return True
+        return False
+
+    def _hurt(self) -> bool:
+        """One point of Hurt; True when the Changeling is slain (R8)."""
+        self.hurt += 1
+        if self.hurt >= MAX_HURT:
+            self._end(SLAIN)
+            return True
+        return False
+
+    def _end_turn(self) -> None:
+        if self.turn >= self._turns:
+            self._end(MIDNIGHT)
+            return
+        self.turn += 1
+        self.iron_count = 0
+        self.phase = PHASE_TURN
+
+    def _threaten(self) -> None:
+        card = self._draw()
+        if self._resolve(card, card < FIRST_COURT):
+            return
+        if card >= FIRST_JOKER:
+            self._bonus_source = _FROM_THREATEN
+            if not self._bonus_always:
+                self.phase = PHASE_BONUS
+                return
+            self._bonus()
+            if self.phase == PHASE_OVER:
+                return
+        self._end_turn()
+
+    def _iron(self) -> None:
+        self.iron_count += 1
+        card = self._draw()
+        if self._resolve(card, card < FIRST_COURT):
+            return
+        if self._hurt():
+            return
+        if card >= FIRST_JOKER:
+            self._bonus_source = _FROM_IRON
+            if not self._bonus_always:
+                self.phase = PHASE_BONUS
+                return
+            self._bonus()
+            if self.phase == PHASE_OVER:
+                return
+        self._after_iron()
+
+    def _after_iron(self) -> None:
+        if self.iron_count >= IRON_APPLICATIONS_PER_TURN:
+            self._end_turn()
+        else:
+            self.phase = PHASE_IRON
+
+    def _after_bonus(self) -> None:
+        source = self._bonus_source
+        self._bonus_source = _NO_BONUS
+        if source == _FROM_IRON:
+            self._after_iron()
+        else:
+            self._end_turn()
+
+    def _bonus(self) -> None:
+        """The Joker's bonus draws (R17); may end the game."""
+        courts_hurt = self._bonus_source == _FROM_IRON
+        remaining = BONUS_DRAWS
+        while remaining:
+            remaining -= 1
+            card = self._draw()
+            if self._resolve(card, card < FIRST_COURT):
+                return
+            if card >= FIRST_JOKER:
+                if self._joker_grants_more:
+                    remaining += BONUS_DRAWS
+            elif card >= FIRST_COURT and courts_hurt and self._hurt():
+                return
+
+    def _rack(self, targets: int) -> None:
+        while True:
+            card = self._draw()
+            if targets >> card & 1:
+                if not self._resolve(card, True):
+                    self._end_turn()
+                return
+            if self._resolve(card, False):
+                return
+            if card >= FIRST_JOKER:
+                self._end(SLAIN)
+                return
+            if card >= FIRST_COURT and self._hurt():
+                return
+
+    def _rest(self) -> None:
+        card = self._draw()
+        if self._resolve(card, False):
+            return
+        if self.hurt > 0:
+            self.hurt -= 1
+        self._end_turn()

@@ -1,0 +1,58 @@
+"""The judge: run tables that decide whether a hand holds the phrase.
+
+A suit's numbered cards in a hand are a 10-bit field (bit ``r - 1`` = rank
+``r``). All 1,024 fields are classified once at import, so checking a suit is
+one table look-up.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from coldiron_env.cards import NUM_RANKS, NUM_SUITS, RUN_LENGTH, SUIT_FIELD_MASK, suit_field
+
+NUM_FIELDS: Final = 1 << NUM_RANKS
+WINDOW_STARTS: Final = tuple(range(NUM_RANKS - RUN_LENGTH + 1))  # run A-2-3 .. 8-9-10
+WINDOW_MASKS: Final = tuple(((1 << RUN_LENGTH) - 1) << start for start in WINDOW_STARTS)
+
+
+def _has_run(field: int) -> bool:
+    return any(field & mask == mask for mask in WINDOW_MASKS)
+
+
+def _best_window(field: int) -> int:
+    """Most cards of any 3-rank window held in ``field``."""
+    return max((field & mask).bit_count() for mask in WINDOW_MASKS)
+
+
+HAS_RUN: Final[tuple[bool, ...]] = tuple(_has_run(f) for f in range(NUM_FIELDS))
+"""``HAS_RUN[field]``: the suit's field holds three consecutive ranks."""
+
+BEST_WINDOW: Final[tuple[int, ...]] = tuple(_best_window(f) for f in range(NUM_FIELDS))
+"""``BEST_WINDOW[field]``: 0..3, the most cards held of any one run window."""
+
+
+def suits_with_run(hand: int) -> int:
+    """Number of suits whose run is complete in hand mask ``hand``."""
+    return sum(HAS_RUN[suit_field(hand, s)] for s in range(NUM_SUITS))
+
+
+def phrase_complete(hand: int, suits_required: int = NUM_SUITS) -> bool:
+    return suits_with_run(hand) >= suits_required
+
+
+def run_cards(field: int) -> int:
+    """Ranks of ``field`` (as a field) that form or advance the suit's run.
+
+    A complete run's cards when there is one; otherwise the held cards of every
+    window holding the most cards, when that is at least two (a pair one card
+    from a run). An empty field or lone cards give ``0``.
+    """
+    best = BEST_WINDOW[field & SUIT_FIELD_MASK]
+    if best < RUN_LENGTH - 1:
+        return 0
+    out = 0
+    for mask in WINDOW_MASKS:
+        if (field & mask).bit_count() == best:
+            out |= field & mask
+    return out
