@@ -292,14 +292,8 @@ class Game:
         card = self._draw()
         if self._resolve(card, card < FIRST_COURT):
             return
-        if card >= FIRST_JOKER:
-            self._bonus_source = _FROM_THREATEN
-            if not self._bonus_always:
-                self.phase = PHASE_BONUS
-                return
-            self._bonus()
-            if self.phase == PHASE_OVER:
-                return
+        if card >= FIRST_JOKER and self._offer_bonus(_FROM_THREATEN):
+            return
         self._end_turn()
 
     def _iron(self) -> None:
@@ -309,14 +303,8 @@ class Game:
             return
         if self._hurt():
             return
-        if card >= FIRST_JOKER:
-            self._bonus_source = _FROM_IRON
-            if not self._bonus_always:
-                self.phase = PHASE_BONUS
-                return
-            self._bonus()
-            if self.phase == PHASE_OVER:
-                return
+        if card >= FIRST_JOKER and self._offer_bonus(_FROM_IRON):
+            return
         self._after_iron()
 
     def _after_iron(self) -> None:
@@ -332,6 +320,17 @@ class Game:
             self._after_iron()
         else:
             self._end_turn()
+
+    def _offer_bonus(self, source: int) -> bool:
+        """A Joker's bonus (R16). True when the action stops here: the player must
+        decide (phase ``bonus``), or the bonus drawn at once (variant) ended the game."""
+        self._bonus_source = source
+        if not self._bonus_always:
+            self.phase = PHASE_BONUS
+            return True
+        self._bonus()
+        self._bonus_source = _NO_BONUS
+        return self.phase == PHASE_OVER
 
     def _bonus(self) -> None:
         """The Joker's bonus draws (R17); may end the game."""
