@@ -1,0 +1,295 @@
+"""Evaluation: every agent plays the same seeded deals; win rates with Wilson intervals.
+
+**Deals (paired comparison).** Deal ``i`` of an evaluation with seed ``S`` and
+``N`` episodes is row ``i`` of ``shuffled_decks(np.random.default_rng(S), N)``
+(:func:`deal_decks`): the same ``N`` decks for every agent, whatever the agent.
+Each agent is also reseeded before deal ``i`` with :func:`agent_seeds` (its own
+randomness, e.g. ``random``'s, is reproducible and independent of the deal).
+
+**Two ways to play, one result.** An agent with an ``act_game(game)`` method
+(the built-in players) is driven straight on the rules engine
+(:class:`~coldiron_env.game.Game`), which is several times faster; any other
+agent plays through the plain :class:`~coldiron_env.env.ColdIronEnv` with the
+deck passed as ``reset(options={"deck": codes})``. Both give identical games
+(tested). Evaluation always uses the plain env with its default rewards: no
+shaping wrapper ever applies; the outcome is what is counted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Protocol, runtime_checkable
+
+import numpy as np
+
+from agents.base import Agent
+from agents.stats import wilson_interval
+from coldiron_env.actions import LEGAL_BITS, NUM_ACTIONS, PHASE_OVER
+from coldiron_env.cards import deck_codes
+from coldiron_env.dealer import shuffled_decks
+from coldiron_env.env import ColdIronEnv
+from coldiron_env.game import OUTCOMES, Game
+from coldiron_env.options import RuleOptions
+
+OBSERVATION_KWARGS: Final = ("observation_mode", "recall")
+"""Env options that only change what an agent observes (a model brings its own)."""
+RULE_KWARGS: Final = ("bonus_always", "bonus_joker_grants_more", "turns", "suits_required")
+"""Env options that change the game (the same for every agent of an evaluation)."""
+EVAL_ENV_KWARGS: Final = OBSERVATION_KWARGS + RULE_KWARGS
+"""The env options an evaluation accepts; rewards and the illegal-action policy are fixed."""
+AGENT_SEED_STREAM: Final = 1
+"""Second word of the seed of the generator of the agents' per-deal seeds."""
+MAX_AGENT_SEED: Final = 2**31 - 1
+
+EpisodeCallback = Callable[[int, list[int], str, int], None]
+"""``callback(deal_index, deck_ids_played, outcome, turn_at_end)`` after each episode."""
+
+
+@runtime_checkable
+class GameActor(Protocol):
+    """An agent that can pick its action straight from the engine (what a player knows only)."""
+
+    def act_game(self, game: Game) -> int: ...
+
+
+@runtime_checkable
+class RuleAware(Protocol):
+    """An agent that must be told the game's rules (turn count, phrase) before playing."""
+
+    def set_rules(self, rules: RuleOptions) -> None: ...
+
+
+def deal_decks(seed: int, episodes: int) -> np.ndarray:
+    """The ``episodes`` decks (card ids, shape (episodes, 54)) of an evaluation with ``seed``."""
+    _check_count(episodes)
+    return shuffled_decks(np.random.default_rng(seed), episodes)
+
+
+def agent_seeds(seed: int, episodes: int) -> list[int]:
+    """The seed each agent is reset with before each deal (same for every agent)."""
+    _check_count(episodes)
+    rng = np.random.default_rng([seed, AGENT_SEED_STREAM])
+    return rng.integers(0, MAX_AGENT_SEED, size=episodes).tolist()  # type: ignore[no-any-return]
+
+
+def _check_count(episodes: int) -> None:
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes <= 0:
+        raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
+
+
+def check_env_kwargs(env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Validated evaluation env options (unknown key or bad value: ``ValueError`` naming it)."""
+    unknown = sorted(set(env_kwargs) - set(EVAL_ENV_KWARGS))
+    if unknown:
+        raise ValueError(
+            f"env option(s) {unknown} not allowed in evaluation; allowed: {list(EVAL_ENV_KWARGS)} "
+            "(rewards, shaping and the illegal-action policy are fixed)"
+        )
+    kwargs = dict(env_kwargs)
+    ColdIronEnv(**kwargs)  # raises ValueError naming a bad value
+    return kwargs
+
+
+def rules_of(env_kwargs: Mapping[str, Any]) -> RuleOptions:
+    return RuleOptions(**{k: v for k, v in env_kwargs.items() if k in RULE_KWARGS})
+
+
+@dataclass
+class AgentResult:
+    """One agent's results over the deals of an evaluation."""
+
+    agent: str
+    episodes: int = 0
+    outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    total_turns: int = 0
+    seconds: float = 0.0
+
+    @property
+    def wins(self) -> int:
+        return self.outcomes["won"]
+
+    @property
+    def win_rate(self) -> float:
+        return self.wins / self.episodes if self.episodes else math.nan
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson_interval(self.wins, self.episodes)
+
+    @property
+    def mean_turns(self) -> float:
+        return self.total_turns / self.episodes if self.episodes else math.nan
+
+    def add(self, outcome: str, turns: int) -> None:
+        self.episodes += 1
+        self.outcomes[outcome] += 1
+        self.total_turns += turns
+
+    def to_dict(self) -> dict[str, Any]:
+        low, high = self.interval
+        return {
+            "agent": self.agent,
+            "episodes": self.episodes,
+            "wins": self.wins,
+            "win_rate": self.win_rate,
+            "ci_low": low,
+            "ci_high": high,
+            "outcomes": dict(self.outcomes),
+            "mean_turns": self.mean_turns,
+            "seconds": self.seconds,
+        }
+
+
+def _play_game(agent: GameActor, game: Game) -> None:
+    while game.phase != PHASE_OVER:
+        action = agent.act_game(game)
+        if 0 <= action < NUM_ACTIONS and LEGAL_BITS[game.phase] >> action & 1:
+            game.step(action)
+        else:
+            game.forfeit(action)
+
+
+def evaluate_agent(
+    agent: Agent,
+    decks: np.ndarray,
+    seeds: Sequence[int],
+    env_kwargs: Mapping[str, Any] | None = None,
+    label: str | None = None,
+    use_engine: bool | None = None,
+    callback: EpisodeCallback | None = None,
+) -> AgentResult:
+    """Play ``agent`` on every deck of ``decks`` (reset with ``seeds[i]`` before deck ``i``).
+
+    ``use_engine``: drive the engine directly (default: when the agent is a
+    :class:`GameActor`) or go through the env (False).
+    """
+    kwargs = check_env_kwargs(env_kwargs or {})
+    rules = rules_of(kwargs)
+    if len(seeds) != len(decks):
+        raise ValueError(f"got {len(seeds)} agent seeds for {len(decks)} decks")
+    if isinstance(agent, RuleAware):
+        agent.set_rules(rules)
+    result = AgentResult(label or agent.name)
+    if use_engine is None:
+        use_engine = isinstance(agent, GameActor)
+    start = time.perf_counter()
+    if use_engine:
+        if not isinstance(agent, GameActor):
+            raise ValueError(f"agent {result.agent!r} cannot play on the engine (no act_game)")
+        game = Game(decks[0].tolist(), rules)
+        for i, row in enumerate(decks.tolist()):
+            agent.reset(seed=seeds[i])
+            game.reset(row)
+            _play_game(agent, game)
+            assert game.outcome is not None
+            result.add(game.outcome, game.turn)
+            if callback is not None:
+                callback(i, list(game.deck), game.outcome, game.turn)
+    else:
+        env = ColdIronEnv(**kwargs)
+        for i, row in enumerate(decks.tolist()):
+            agent.reset(seed=seeds[i])
+            obs, info = env.reset(options={"deck": deck_codes(row)})
+            terminated = False
+            while not terminated:
+                action = agent.act(obs, info["action_mask"], info)
+                obs, _, terminated, _, info = env.step(action)
+            result.add(info["outcome"], info["turn"])
+            if callback is not None:
+                callback(i, list(env.game.deck), info["outcome"], info["turn"])
+        env.close()
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def agent_env_kwargs(agent: Agent, env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The env options ``agent`` plays with: the evaluation's, with the observation
+    options the agent carries (a trained model's ``env_kwargs``) taking precedence."""
+    out = dict(env_kwargs)
+    own = getattr(agent, "env_kwargs", None)
+    if isinstance(own, Mapping):
+        out.update({k: own[k] for k in OBSERVATION_KWARGS if k in own})
+    return out
+
+
+def evaluate(
+    agents: Sequence[tuple[str, Agent]],
+    episodes: int,
+    seed: int,
+    env_kwargs: Mapping[str, Any] | None = None,
+    progress: Callable[[AgentResult], None] | None = None,
+) -> list[AgentResult]:
+    """Evaluate each ``(label, agent)`` on the same ``episodes`` deals from ``seed``."""
+    base = check_env_kwargs(env_kwargs or {})
+    decks = deal_decks(seed, episodes)
+    seeds = agent_seeds(seed, episodes)
+    results = []
+    for label, agent in agents:
+        result = evaluate_agent(agent, decks, seeds, agent_env_kwargs(agent, base), label=label)
+        results.append(result)
+        if progress is not None:
+            progress(result)
+    return results
+
+
+def report(
+    results: Sequence[AgentResult], episodes: int, seed: int, env_kwargs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The JSON document of an evaluation."""
+    return {
+        "agents": [r.to_dict() for r in results],
+        "episodes": episodes,
+        "seed": seed,
+        "env_kwargs": dict(env_kwargs),
+        "deals": "row i of coldiron_env.dealer.shuffled_decks(numpy.random.default_rng(seed), "
+        "episodes), identical for every agent",
+        "interval": "Wilson score, 95% (z = 1.96)",
+    }
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` atomically (temporary file, then ``os.replace``)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2)
+            fh.write("\n")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def format_table(results: Sequence[AgentResult]) -> str:
+    """A plain-text table: win rate with its 95% interval, outcomes, mean turns, time."""
+    headers = ["agent", "episodes", "win rate", "95% CI", *OUTCOMES, "mean turns", "seconds"]
+    rows = []
+    for r in results:
+        low, high = r.interval
+        rows.append(
+            [
+                r.agent,
+                str(r.episodes),
+                f"{100 * r.win_rate:.2f}%",
+                f"[{100 * low:.2f}%, {100 * high:.2f}%]",
+                *(str(r.outcomes[o]) for o in OUTCOMES),
+                f"{r.mean_turns:.2f}",
+                f"{r.seconds:.1f}",
+            ]
+        )
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
+    lines = [
+        "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)),
+        "  ".join("-" * w for w in widths),
+    ]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    return "\n".join(lines)

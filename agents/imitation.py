@@ -1,0 +1,370 @@
+"""Behaviour-cloning warm start: imitate a teacher agent before RL.
+
+Why: on the sparse win/lose reward an untrained policy racks into Jokers and
+never sees a win, so RL has nothing to learn from (see issue 3). Cloning a
+hand-written player first starts RL from a policy that already wins a few
+percent of deals, inside the region where the reward carries signal.
+
+Steps (:func:`warm_start`):
+
+1. :func:`collect_demonstrations`: the teacher plays ``episodes`` seeded deals
+   of the real game; each decision is stored as (observation, mask, action)
+   with the episode's Monte-Carlo return (``gamma``-discounted).
+2. :func:`behaviour_clone`: the SB3 policy network is trained by cross-entropy
+   towards the teacher's actions. Actor-critic algorithms (MaskablePPO, PPO,
+   A2C, RecurrentPPO): on the logits, masked for MaskablePPO (which plays
+   masked) and unmasked for the others (which must also learn to avoid illegal
+   actions, as their training env ends the episode on one). With
+   ``value_pretrain`` the value head is regressed on the Monte-Carlo returns at
+   the same time, so the first advantages of RL are not noise that undoes the
+   clone. RecurrentPPO is trained on whole episodes through its LSTM. DQN and
+   QR-DQN: a large-margin loss (the teacher's action above every other legal
+   action by :data:`Q_MARGIN`) plus regression of the teacher action's Q on the
+   return; the target network is synchronised afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+
+from agents.algorithms import algorithm_of
+from agents.base import Agent
+from coldiron_env.env import ColdIronEnv
+
+if TYPE_CHECKING:
+    import torch as th
+    from stable_baselines3.common.base_class import BaseAlgorithm
+
+    from agents.config import Config
+
+Q_MARGIN: Final = 0.05  # DQfD-style margin between the teacher's Q and any other legal action
+MASKED_LOGIT: Final = -1e8  # logit given to illegal actions in the masked cross-entropy
+VALUE_LOSS_WEIGHT: Final = 0.5
+
+
+@dataclass
+class Demonstrations:
+    """Teacher decisions: ``obs`` (array or dict of arrays, n rows), masks, actions, returns.
+
+    ``episode`` gives each row's episode index (rows of an episode are
+    consecutive and in order).
+    """
+
+    obs: Any
+    masks: np.ndarray
+    actions: np.ndarray
+    returns: np.ndarray
+    episode: np.ndarray
+    episodes: int
+    wins: int
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+
+def collect_demonstrations(
+    teacher: Agent,
+    env_kwargs: dict[str, Any],
+    episodes: int,
+    seed: int,
+    gamma: float = 0.99,
+) -> Demonstrations:
+    """The teacher plays deals ``seed .. seed + episodes - 1``; every decision is kept."""
+    env = ColdIronEnv(**env_kwargs)
+    obs_rows: list[Any] = []
+    masks: list[np.ndarray] = []
+    actions: list[int] = []
+    returns: list[float] = []
+    episode_ids: list[int] = []
+    wins = 0
+    for ep in range(episodes):
+        obs, info = env.reset(seed=seed + ep)
+        teacher.reset(seed + ep)
+        rewards: list[float] = []
+        done = False
+        while not done:
+            mask = info["action_mask"].astype(bool)
+            action = int(teacher.act(obs, info["action_mask"], info))
+            if not mask[action]:
+                raise ValueError(
+                    f"teacher {teacher.name!r} chose illegal action {action} "
+                    f"(legal: {np.flatnonzero(mask).tolist()})"
+                )
+            obs_rows.append(obs)
+            masks.append(mask)
+            actions.append(action)
+            episode_ids.append(ep)
+            obs, reward, terminated, truncated, info = env.step(action)
+            rewards.append(float(reward))
+            done = terminated or truncated
+        wins += int(info.get("outcome") == "won")
+        g = 0.0
+        ep_returns = []
+        for r in reversed(rewards):
+            g = r + gamma * g
+            ep_returns.append(g)
+        returns.extend(reversed(ep_returns))
+    if isinstance(obs_rows[0], dict):
+        stacked: Any = {k: np.stack([o[k] for o in obs_rows]) for k in obs_rows[0]}
+    else:
+        stacked = np.stack(obs_rows)
+    return Demonstrations(
+        obs=stacked,
+        masks=np.stack(masks),
+        actions=np.asarray(actions, dtype=np.int64),
+        returns=np.asarray(returns, dtype=np.float32),
+        episode=np.asarray(episode_ids, dtype=np.int64),
+        episodes=episodes,
+        wins=wins,
+    )
+
+
+def _rows(obs: Any, idx: np.ndarray) -> Any:
+    if isinstance(obs, dict):
+        return {k: v[idx] for k, v in obs.items()}
+    return obs[idx]
+
+
+def _masked(scores: th.Tensor, masks: th.Tensor) -> th.Tensor:
+    import torch as th
+
+    return th.where(masks, scores, th.full_like(scores, MASKED_LOGIT))
+
+
+class _Cloner:
+    """Forward passes of one model's network for the cloning losses."""
+
+    def __init__(self, model: BaseAlgorithm) -> None:
+        self.model = model
+        self.spec = algorithm_of(model)
+        self.policy: Any = model.policy
+
+    def tensor(self, obs: Any) -> Any:
+        obs_t, _ = self.policy.obs_to_tensor(obs)
+        return obs_t
+
+    def scores_values(self, obs: Any) -> tuple[th.Tensor, th.Tensor | None]:
+        """(logits or Q-values (n, 19), values (n,) or None) for flat rows."""
+        obs_t = self.tensor(obs)
+        if self.spec.family == "q_value":
+            if hasattr(self.policy, "quantile_net"):
+                quantiles = self.policy.quantile_net(obs_t)
+                return quantiles.mean(dim=1), None
+            return self.policy.q_net(obs_t), None
+        dist = self.policy.get_distribution(obs_t)
+        return dist.distribution.logits, self.policy.predict_values(obs_t).flatten()
+
+
+def _accuracy(model: BaseAlgorithm, demos: Demonstrations) -> float:
+    from agents.sb3_agent import MaskedPolicy
+
+    policy = MaskedPolicy(model)
+    if policy.spec.recurrent:
+        hits = 0
+        for ep in range(demos.episodes):
+            idx = np.flatnonzero(demos.episode == ep)
+            policy.reset_states()
+            for j, row in enumerate(idx):
+                a = policy.act(_rows(demos.obs, np.array([row])), demos.masks[row][None], np.array([j == 0]))
+                hits += int(a[0] == demos.actions[row])
+        return hits / len(demos)
+    chunk = 4096
+    hits = 0
+    for start in range(0, len(demos), chunk):
+        idx = np.arange(start, min(start + chunk, len(demos)))
+        a = policy.act(_rows(demos.obs, idx), demos.masks[idx])
+        hits += int((a == demos.actions[idx]).sum())
+    return hits / len(demos)
+
+
+def behaviour_clone(
+    model: BaseAlgorithm,
+    demos: Demonstrations,
+    *,
+    epochs: int,
+    batch_size: int,
+    learning_rate: float,
+    value_pretrain: bool = True,
+    seed: int = 0,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Train ``model``'s network to imitate ``demos``; returns accuracy and loss figures."""
+    import torch as th
+
+    cloner = _Cloner(model)
+    params = list(model.policy.parameters())
+    optimizer = th.optim.Adam(params, lr=learning_rate)
+    rng = np.random.default_rng(seed)
+    accuracy_before = _accuracy(model, demos)
+    losses: list[float] = []
+    model.policy.set_training_mode(True)
+    for epoch in range(epochs):
+        if cloner.spec.recurrent:
+            loss_sum, batches = _recurrent_epoch(cloner, demos, optimizer, batch_size, rng, value_pretrain)
+        else:
+            loss_sum, batches = _flat_epoch(cloner, demos, optimizer, batch_size, rng, value_pretrain)
+        losses.append(loss_sum / max(batches, 1))
+        if log is not None:
+            log(f"  imitation epoch {epoch + 1}/{epochs}: loss {losses[-1]:.4f}")
+    model.policy.set_training_mode(False)
+    if cloner.spec.family == "q_value":
+        target: Any = model.policy
+        if hasattr(target, "quantile_net_target"):
+            target.quantile_net_target.load_state_dict(target.quantile_net.state_dict())
+        else:
+            target.q_net_target.load_state_dict(target.q_net.state_dict())
+    return {
+        "samples": len(demos),
+        "accuracy_before": accuracy_before,
+        "accuracy_after": _accuracy(model, demos),
+        "epoch_losses": losses,
+    }
+
+
+def _flat_epoch(
+    cloner: _Cloner,
+    demos: Demonstrations,
+    optimizer: th.optim.Optimizer,
+    batch_size: int,
+    rng: np.random.Generator,
+    value_pretrain: bool,
+) -> tuple[float, int]:
+    import torch as th
+    import torch.nn.functional as F  # noqa: N812
+
+    device = cloner.policy.device
+    order = rng.permutation(len(demos))
+    total, batches = 0.0, 0
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        masks = th.as_tensor(demos.masks[idx], device=device)
+        actions = th.as_tensor(demos.actions[idx], device=device)
+        returns = th.as_tensor(demos.returns[idx], device=device)
+        scores, values = cloner.scores_values(_rows(demos.obs, idx))
+        if cloner.spec.family == "q_value":
+            q_teacher = scores.gather(1, actions[:, None]).squeeze(1)
+            margins = th.full_like(scores, Q_MARGIN).scatter(1, actions[:, None], 0.0)
+            best_other = _masked(scores + margins, masks).max(dim=1).values
+            loss = (best_other - q_teacher).mean()
+            if value_pretrain:
+                loss = loss + F.mse_loss(q_teacher, returns)
+        else:
+            logits = _masked(scores, masks) if cloner.spec.supports_masks else scores
+            loss = F.cross_entropy(logits, actions)
+            if value_pretrain and values is not None:
+                loss = loss + VALUE_LOSS_WEIGHT * F.mse_loss(values, returns)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total += float(loss.detach())
+        batches += 1
+    return total, batches
+
+
+def _recurrent_epoch(
+    cloner: _Cloner,
+    demos: Demonstrations,
+    optimizer: th.optim.Optimizer,
+    batch_size: int,
+    rng: np.random.Generator,
+    value_pretrain: bool,
+) -> tuple[float, int]:
+    """Whole episodes through the LSTM: pad to the longest, seq-major rows, mask the padding."""
+    import torch as th
+    import torch.nn.functional as F  # noqa: N812
+
+    policy = cloner.policy
+    device = policy.device
+    bounds = np.flatnonzero(np.diff(demos.episode, prepend=-1, append=-2))
+    starts, ends = bounds[:-1], bounds[1:]
+    lengths = ends - starts
+    mean_len = max(int(lengths.mean()), 1)
+    episodes_per_batch = max(batch_size // mean_len, 1)
+    order = rng.permutation(len(starts))
+    total, batches = 0.0, 0
+    for b in range(0, len(order), episodes_per_batch):
+        eps = order[b : b + episodes_per_batch]
+        horizon = int(lengths[eps].max())
+        rows = np.zeros((len(eps), horizon), dtype=np.int64)
+        valid = np.zeros((len(eps), horizon), dtype=bool)
+        for i, e in enumerate(eps):
+            rows[i, : lengths[e]] = np.arange(starts[e], ends[e])
+            valid[i, : lengths[e]] = True
+        flat_rows = rows.reshape(-1)  # seq-major: episode 0's steps, then episode 1's...
+        obs_t, _ = policy.obs_to_tensor(_rows(demos.obs, flat_rows))
+        shape = policy.lstm_hidden_state_shape
+        zeros = th.zeros((shape[0], len(eps), shape[2]), device=device)
+        states = (zeros, zeros.clone())
+        no_starts = th.zeros(len(flat_rows), device=device)
+        dist, _ = policy.get_distribution(obs_t, states, no_starts)
+        logits = dist.distribution.logits
+        valid_t = th.as_tensor(valid.reshape(-1), device=device)
+        actions = th.as_tensor(demos.actions[flat_rows], device=device)
+        loss = F.cross_entropy(logits[valid_t], actions[valid_t])
+        if value_pretrain:
+            values = policy.predict_values(obs_t, states, no_starts).flatten()
+            returns = th.as_tensor(demos.returns[flat_rows], device=device)
+            loss = loss + VALUE_LOSS_WEIGHT * F.mse_loss(values[valid_t], returns[valid_t])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total += float(loss.detach())
+        batches += 1
+    return total, batches
+
+
+def default_teacher(name: str) -> Agent:
+    """A built-in agent by name, from :mod:`agents.registry`."""
+    try:
+        from agents.registry import make_agent  # type: ignore[import-not-found,unused-ignore]
+    except ImportError as exc:
+        raise RuntimeError(f"imitation teacher {name!r}: agents.registry is not available ({exc})") from None
+    agent: Agent = make_agent(name)
+    return agent
+
+
+def warm_start(
+    model: BaseAlgorithm,
+    cfg: Config,
+    teacher_factory: Callable[[str], Agent] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Collect ``cfg.imitation`` teacher episodes and clone them into ``model``."""
+    im = cfg.imitation
+    teacher = (teacher_factory or default_teacher)(im.teacher)
+    t0 = time.perf_counter()
+    gamma = float(cfg.algorithm.hyperparameters.get("gamma", 0.99))
+    win, lose = cfg.env.win_reward, cfg.env.loss_reward
+    if log is not None:
+        log(f"imitation: {im.teacher!r} plays {im.episodes} deals (win {win}, loss {lose})")
+    demos = collect_demonstrations(teacher, cfg.env_kwargs(), im.episodes, im.seed, gamma)
+    t1 = time.perf_counter()
+    stats = behaviour_clone(
+        model,
+        demos,
+        epochs=im.epochs,
+        batch_size=im.batch_size,
+        learning_rate=im.learning_rate,
+        value_pretrain=im.value_pretrain,
+        seed=cfg.seed,
+        log=log,
+    )
+    stats.update(
+        teacher=im.teacher,
+        episodes=demos.episodes,
+        teacher_wins=demos.wins,
+        teacher_win_rate=demos.wins / demos.episodes,
+        collect_seconds=round(t1 - t0, 2),
+        clone_seconds=round(time.perf_counter() - t1, 2),
+    )
+    if log is not None:
+        log(
+            f"imitation: {len(demos)} decisions, teacher won {demos.wins}/{demos.episodes}; "
+            f"accuracy {stats['accuracy_before']:.3f} -> {stats['accuracy_after']:.3f}"
+        )
+    return stats

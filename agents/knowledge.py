@@ -1,0 +1,192 @@
+"""What a player of Cold Iron knows: the shared state of hand-written players.
+
+A player sees every card drawn (kept cards go to the hand, the others to the
+discard pile, which the rules forbid *examining* but not remembering: a human
+may keep the count in their head). Since every card that is not in the deck
+has been seen, a player with a perfect memory knows the exact *contents* of
+the deck (not its order): the cards not yet seen. :class:`Knowledge` holds
+exactly that, as bit masks over the card ids of :mod:`coldiron_env.cards`, plus
+the public counters (Hurt, turn, deck count, phase, Iron applications this
+turn).
+
+It is built three ways, all giving the same object for the same game:
+
+* :meth:`Knowledge.observe` updates it from an env step's observation and
+  ``info`` (the player's own memory: ``info["drawn"]`` names the cards each
+  step drew; with ``recall=True`` the observation's discard pile is used too);
+* :meth:`Knowledge.from_game` reads it from an engine ``Game``, using only what
+  the player knows (``hand``, ``discarded``, the counters; never the deck order);
+* directly, for tests and planners.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from coldiron_env.actions import PHASE_NAMES, PHASE_TURN
+from coldiron_env.cards import (
+    CARD_CODES,
+    DECK_SIZE,
+    FIRST_COURT,
+    FIRST_JOKER,
+    JOKER_CODE,
+    NUM_NUMBERED,
+    NUM_SUITS,
+    parse_card,
+)
+from coldiron_env.game import Game
+from coldiron_env.observation import decode
+from coldiron_env.options import STANDARD_TURNS
+
+FULL_DECK_MASK: Final = (1 << DECK_SIZE) - 1
+NUMBERED_MASK: Final = (1 << NUM_NUMBERED) - 1
+COURT_MASK: Final = ((1 << (FIRST_JOKER - FIRST_COURT)) - 1) << FIRST_COURT
+JOKER_MASK: Final = FULL_DECK_MASK ^ NUMBERED_MASK ^ COURT_MASK
+FIRST_JOKER_BIT: Final = 1 << FIRST_JOKER
+SECOND_JOKER_BIT: Final = 1 << (FIRST_JOKER + 1)
+
+_PHASE_BY_NAME: Final = {name: index for index, name in enumerate(PHASE_NAMES)}
+_ID_BY_CODE: Final = {code: card for card, code in enumerate(CARD_CODES) if card < FIRST_JOKER}
+
+
+def _card_bit(code: str) -> int:
+    card = _ID_BY_CODE.get(code)
+    if card is None:
+        card = parse_card(code)  # lower case, "T" for 10, or a clear ValueError
+    return 1 << card
+
+
+def mask_from_codes(codes: Iterable[str]) -> int:
+    """Bit mask of the (non-Joker) cards named by ``codes``."""
+    out = 0
+    for code in codes:
+        out |= _card_bit(code)
+    return out
+
+
+@dataclass(slots=True)
+class Knowledge:
+    """A player's knowledge of one game in progress.
+
+    Attributes:
+        hand: bit mask of the numbered cards held (card ids 0..39).
+        seen: bit mask of every card seen so far (the hand and the discard pile;
+            Jokers are ids 52 then 53 in the order they were drawn). Every card
+            not seen is in the deck.
+        hurt: the Changeling's Hurt, 0..6.
+        turn: the turn being played, 1..``turns``.
+        turns: turns in the game (24).
+        deck_count: cards left in the deck.
+        phase: ``PHASE_TURN``, ``PHASE_IRON``, ``PHASE_BONUS`` or ``PHASE_OVER``.
+        iron_count: Iron applications made this turn, 0..3.
+        suits_required: suits whose run completes the phrase (4).
+    """
+
+    hand: int = 0
+    seen: int = 0
+    hurt: int = 0
+    turn: int = 1
+    turns: int = STANDARD_TURNS
+    deck_count: int = DECK_SIZE
+    phase: int = PHASE_TURN
+    iron_count: int = 0
+    suits_required: int = NUM_SUITS
+
+    # ------------------------------------------------------------ derived
+    @property
+    def unseen(self) -> int:
+        """Bit mask of the cards not seen: exactly the deck's contents."""
+        return FULL_DECK_MASK & ~self.seen
+
+    @property
+    def unseen_numbered(self) -> int:
+        """Bit mask of the numbered cards still in the deck."""
+        return NUMBERED_MASK & ~self.seen
+
+    @property
+    def unseen_courts(self) -> int:
+        """Number of court cards still in the deck."""
+        return (COURT_MASK & ~self.seen).bit_count()
+
+    @property
+    def unseen_jokers(self) -> int:
+        """Number of Jokers still in the deck (0..2)."""
+        return (JOKER_MASK & ~self.seen).bit_count()
+
+    @property
+    def turns_left(self) -> int:
+        """Turns still to be started or finished, the current one included."""
+        return self.turns - self.turn + 1
+
+    def is_consistent(self) -> bool:
+        """True when the memory accounts for every card drawn (unseen == deck count)."""
+        return self.unseen.bit_count() == self.deck_count
+
+    # ------------------------------------------------------------ builders
+    @classmethod
+    def from_game(cls, game: Game) -> Knowledge:
+        """What the player of ``game`` knows (hand, discard pile, counters; not the deck)."""
+        rules = game.rules
+        return cls(
+            hand=game.hand,
+            seen=game.hand | game.discarded,
+            hurt=game.hurt,
+            turn=game.turn,
+            turns=rules.turns,
+            deck_count=DECK_SIZE - game.pos,
+            phase=game.phase,
+            iron_count=game.iron_count,
+            suits_required=rules.suits_required,
+        )
+
+    def reset(self) -> None:
+        """Forget everything: the start of a new game (``turns`` and the goal are kept)."""
+        self.hand = 0
+        self.seen = 0
+        self.hurt = 0
+        self.turn = 1
+        self.deck_count = DECK_SIZE
+        self.phase = PHASE_TURN
+        self.iron_count = 0
+
+    def see_codes(self, codes: Iterable[str]) -> None:
+        """Remember the cards named by ``codes`` (a step's ``info["drawn"]``)."""
+        for code in codes:
+            if code == JOKER_CODE:
+                self.seen |= SECOND_JOKER_BIT if self.seen & FIRST_JOKER_BIT else FIRST_JOKER_BIT
+            else:
+                self.seen |= _card_bit(code)
+
+    def observe(self, obs: Any, info: Mapping[str, Any] | None) -> None:
+        """Update from one env step (or reset): its observation and ``info``.
+
+        With ``info`` (the env's usual dict) the counters and the hand come from
+        it and the drawn cards are remembered. Without it they are decoded from
+        ``obs``; then only a ``recall=True`` observation (which shows the
+        discard pile) keeps the memory complete, otherwise the cards discarded
+        are forgotten (:meth:`is_consistent` turns false).
+        """
+        if info is not None and "hand" in info:
+            self.see_codes(info.get("drawn", ()))
+            self.hand = mask_from_codes(info["hand"])
+            self.hurt = int(info["hurt"])
+            self.turn = int(info["turn"])
+            self.deck_count = int(info["deck_count"])
+            phase = info["phase"]
+            if phase not in _PHASE_BY_NAME:
+                raise ValueError(f"info['phase'] must be one of {PHASE_NAMES}, got {phase!r}")
+            self.phase = _PHASE_BY_NAME[phase]
+            self.iron_count = int(info.get("iron_count", 0))
+        else:
+            view = decode(obs, self.turns)
+            self.hand = view.hand
+            self.hurt = view.hurt
+            self.turn = view.turn
+            self.deck_count = view.deck_count
+            self.phase = view.phase
+            self.iron_count = view.iron_count
+            if view.discarded is not None:
+                self.seen |= view.discarded
+        self.seen |= self.hand

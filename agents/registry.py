@@ -1,0 +1,68 @@
+"""Agent names and specs: ``make_agent("heuristic")``, ``make_agent("runs/ppo")``.
+
+A spec is either a built-in name (:data:`BUILTIN_AGENTS`) or a path to a
+trained model: a run directory or a ``.zip`` file, loaded by
+:func:`agents.sb3_agent.load_sb3_agent` (imported only when needed, so the
+built-in players work without the training stack).
+
+To add a built-in player, add one entry to :data:`BUILTIN_AGENTS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+from agents.base import Agent
+from agents.baselines import RandomAgent, ThreatenAgent
+from agents.heuristic import HeuristicAgent
+
+AgentFactory = Callable[[], Agent]
+
+BUILTIN_AGENTS: Final[dict[str, AgentFactory]] = {
+    "random": RandomAgent,
+    "threaten": ThreatenAgent,
+    "heuristic": HeuristicAgent,
+    # "planner": PlannerAgent,  <- later: one entry here
+}
+"""Built-in player names -> factories (each call makes a fresh agent)."""
+
+MODEL_SUFFIX: Final = ".zip"
+
+
+def is_builtin(spec: str) -> bool:
+    return spec in BUILTIN_AGENTS
+
+
+def make_agent(spec: str) -> Agent:
+    """The agent named by ``spec``: a built-in name, a run directory or a ``.zip`` model.
+
+    Raises ``ValueError`` naming the spec when it is neither a built-in name nor
+    an existing path, or naming the file when a model cannot be loaded
+    (``agents.sb3_agent.ModelLoadError`` is a ``ValueError``).
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"agent spec must be a non-empty string, got {spec!r}")
+    factory = BUILTIN_AGENTS.get(spec)
+    if factory is not None:
+        return factory()
+    path = Path(spec)
+    names = ", ".join(BUILTIN_AGENTS)
+    if not path.exists():
+        if path.suffix == MODEL_SUFFIX or len(path.parts) > 1:
+            raise ValueError(f"model path {spec!r} does not exist")
+        raise ValueError(
+            f"unknown agent {spec!r}: expected a built-in agent ({names}), "
+            f"a run directory or a {MODEL_SUFFIX} model file"
+        )
+    if not (path.is_dir() or path.suffix == MODEL_SUFFIX):
+        raise ValueError(
+            f"cannot load agent from {spec!r}: expected a run directory or a "
+            f"{MODEL_SUFFIX} model file (built-in agents: {names})"
+        )
+    try:
+        from agents.sb3_agent import load_sb3_agent  # noqa: PLC0415 (training stack, lazily)
+    except ImportError as err:
+        raise ValueError(f"cannot load model {spec!r}: SB3 support is unavailable ({err})") from err
+    return load_sb3_agent(path)

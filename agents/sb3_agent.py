@@ -1,0 +1,242 @@
+"""Trained Stable-Baselines3 models as agents, and batched masked play.
+
+:func:`load_sb3_agent` loads a model from a run directory (its ``model.zip``)
+or from a ``.zip`` file and returns an :class:`SB3Agent`. The agent carries
+``env_kwargs``: the env options its model was trained with (the real game,
+shaping and curriculum excluded), so evaluation builds the matching env.
+
+Actions are deterministic and always legal: the policy's logits (actor-critic
+algorithms) or Q-values (DQN, QR-DQN: mean over quantiles) are computed, the
+illegal actions set to ``-inf`` and the best legal action taken. For
+MaskablePPO this is exactly ``predict(obs, action_masks=mask, deterministic=True)``;
+for PPO, A2C, DQN/QR-DQN and RecurrentPPO, which were not trained with masks,
+it is their highest-probability / highest-Q legal action. RecurrentPPO keeps its
+LSTM state through an episode and clears it in :meth:`SB3Agent.reset`.
+
+Any missing, corrupt or incompatible file raises :class:`ModelLoadError`,
+whose message names the file.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+import yaml
+
+from agents.algorithms import AlgorithmSpec, algorithm_of, get_algorithm
+from agents.base import Agent
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.base_class import BaseAlgorithm
+    from stable_baselines3.common.vec_env import VecNormalize
+
+MODEL_FILE: Final = "model.zip"
+CONFIG_FILE: Final = "config.yaml"
+VECNORMALIZE_FILE: Final = "vecnormalize.pkl"
+ALGORITHM_ATTR: Final = "coldiron_algorithm"
+"""Model attribute (saved inside the zip) naming its registry algorithm."""
+ENV_KWARGS_ATTR: Final = "coldiron_env_kwargs"
+"""Model attribute (saved inside the zip) holding the env kwargs it was trained for."""
+
+
+class ModelLoadError(ValueError):
+    """A model file that is missing, corrupt or incompatible (the message names it)."""
+
+
+class MaskedPolicy:
+    """Deterministic best-legal-action play of an SB3 model, for a batch of envs.
+
+    ``act(obs, masks, episode_starts)`` takes a batch (leading dimension n);
+    recurrent models keep one LSTM state per batch row (cleared where
+    ``episode_starts`` is true).
+    """
+
+    def __init__(self, model: BaseAlgorithm, obs_normalizer: VecNormalize | None = None) -> None:
+        self.model = model
+        self.spec: AlgorithmSpec = algorithm_of(model)
+        self.obs_normalizer = obs_normalizer
+        self._lstm_states: Any = None
+
+    def reset_states(self) -> None:
+        self._lstm_states = None
+
+    def scores(self, obs: Any, episode_starts: np.ndarray | None = None) -> Any:
+        """Logits or Q-values, shape (n, 19), as a torch tensor (no gradient)."""
+        import torch as th
+
+        policy: Any = self.model.policy
+        if self.obs_normalizer is not None:
+            obs = self.obs_normalizer.normalize_obs(obs)
+        with th.no_grad():
+            obs_t, _ = policy.obs_to_tensor(obs)
+            if self.spec.family == "q_value":
+                if hasattr(policy, "quantile_net"):
+                    return policy.quantile_net(obs_t).mean(dim=1)
+                return policy.q_net(obs_t)
+            if self.spec.recurrent:
+                n = obs_t.shape[0] if not isinstance(obs_t, dict) else next(iter(obs_t.values())).shape[0]
+                if self._lstm_states is None or self._lstm_states[0].shape[1] != n:
+                    shape = policy.lstm_hidden_state_shape
+                    zeros = th.zeros((shape[0], n, shape[2]), device=policy.device)
+                    self._lstm_states = (zeros, zeros.clone())
+                starts = np.zeros(n) if episode_starts is None else episode_starts
+                starts_t = th.as_tensor(starts, dtype=th.float32, device=policy.device)
+                dist, self._lstm_states = policy.get_distribution(
+                    obs_t, self._lstm_states, starts_t
+                )
+                return dist.distribution.logits
+            return policy.get_distribution(obs_t).distribution.logits
+
+    def act(
+        self, obs: Any, masks: np.ndarray, episode_starts: np.ndarray | None = None
+    ) -> np.ndarray:
+        import torch as th
+
+        scores = self.scores(obs, episode_starts)
+        legal = th.as_tensor(np.asarray(masks, dtype=bool), device=scores.device)
+        if not bool(legal.any(dim=1).all()):
+            raise ValueError("an action mask has no legal action")
+        masked = th.where(legal, scores, th.full_like(scores, -th.inf))
+        return masked.argmax(dim=1).cpu().numpy()
+
+
+class SB3Agent(Agent):
+    """A trained model playing as an :class:`~agents.base.Agent` (one env)."""
+
+    def __init__(
+        self,
+        model: BaseAlgorithm,
+        env_kwargs: dict[str, Any],
+        name: str = "model",
+        obs_normalizer: VecNormalize | None = None,
+    ) -> None:
+        self.model = model
+        self.env_kwargs = dict(env_kwargs)
+        self.name = name
+        self.policy = MaskedPolicy(model, obs_normalizer)
+        self._episode_start = True
+
+    def reset(self, seed: int | None = None) -> None:
+        self.policy.reset_states()
+        self._episode_start = True
+
+    def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
+        batch = {k: np.asarray(v)[None] for k, v in obs.items()} if isinstance(obs, dict) else np.asarray(obs)[None]
+        starts = np.array([self._episode_start])
+        self._episode_start = False
+        return int(self.policy.act(batch, np.asarray(action_mask)[None], starts)[0])
+
+
+def _zip_data(path: Path) -> dict[str, Any]:
+    """The JSON ``data`` entry of an SB3 zip (raises on a corrupt file)."""
+    with zipfile.ZipFile(path) as archive:
+        data: dict[str, Any] = json.loads(archive.read("data"))
+    return data
+
+
+def _find_config(zip_path: Path) -> Path | None:
+    for folder in (zip_path.parent, zip_path.parent.parent):
+        candidate = folder / CONFIG_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _env_kwargs_from_config(config_path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+        env = dict(data["env"])
+    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
+        raise ModelLoadError(f"{config_path}: cannot read the env options: {exc}") from None
+    return env
+
+
+def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
+    """Load a trained model (run directory or ``.zip``) as an agent.
+
+    Raises :class:`ModelLoadError` naming the file when it is missing, corrupt,
+    not a model of a registered algorithm, or does not fit the env it was
+    trained for.
+    """
+    given = Path(path)
+    zip_path = given / MODEL_FILE if given.is_dir() else given
+    if not zip_path.is_file():
+        what = "run directory has no model" if given.is_dir() else "no such model file"
+        raise ModelLoadError(f"{zip_path}: {what}")
+    try:
+        data = _zip_data(zip_path)
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
+        raise ModelLoadError(f"{zip_path}: not a Stable-Baselines3 model file ({exc})") from None
+
+    config_path = _find_config(zip_path)
+    algo_name = data.get(ALGORITHM_ATTR)
+    env_kwargs = data.get(ENV_KWARGS_ATTR)
+    if (algo_name is None or env_kwargs is None) and config_path is not None:
+        cfg = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+        algo_name = algo_name or (cfg.get("algorithm") or {}).get("name")
+        env_kwargs = env_kwargs or _env_kwargs_from_config(config_path)
+    if algo_name is None:
+        raise ModelLoadError(
+            f"{zip_path}: cannot tell which algorithm trained this model "
+            f"(no {ALGORITHM_ATTR!r} in the file and no {CONFIG_FILE} beside it)"
+        )
+    try:
+        spec = get_algorithm(str(algo_name))
+    except ValueError as exc:
+        raise ModelLoadError(f"{zip_path}: {exc}") from None
+    env_kwargs = dict(env_kwargs or {})
+
+    try:
+        model = spec.load_class().load(zip_path, device="cpu")
+    except Exception as exc:  # SB3 raises many kinds on a bad file
+        raise ModelLoadError(
+            f"{zip_path}: cannot load as {spec.class_name}: {type(exc).__name__}: {exc}"
+        ) from None
+    _check_compatible(model, env_kwargs, zip_path)
+
+    normalizer = None
+    norm_path = zip_path.parent / VECNORMALIZE_FILE
+    if norm_path.is_file():
+        try:
+            with norm_path.open("rb") as fh:
+                normalizer = pickle.load(fh)  # noqa: S301 (our own run directory)
+        except Exception as exc:
+            raise ModelLoadError(f"{norm_path}: cannot load the observation normalizer: {exc}") from None
+        normalizer.training = False
+    label = name or (given.name if given.is_dir() else given.stem)
+    return SB3Agent(model, env_kwargs, name=label, obs_normalizer=normalizer)
+
+
+def _check_compatible(model: BaseAlgorithm, env_kwargs: dict[str, Any], zip_path: Path) -> None:
+    import gymnasium as gym
+
+    from coldiron_env import ENV_ID
+
+    try:
+        env = gym.make(ENV_ID, **env_kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ModelLoadError(f"{zip_path}: its env options {env_kwargs} are invalid: {exc}") from None
+    try:
+        obs_space, act_space = env.observation_space, env.action_space
+    finally:
+        env.close()
+    if model.action_space != act_space:
+        raise ModelLoadError(
+            f"{zip_path}: model action space {model.action_space} does not match the env's {act_space}"
+        )
+    if model.observation_space != obs_space:
+        raise ModelLoadError(
+            f"{zip_path}: model observation space {model.observation_space} does not match "
+            f"the env's {obs_space} (env options {env_kwargs})"
+        )
+
+
+def tag_model(model: BaseAlgorithm, algorithm: str, env_kwargs: dict[str, Any]) -> None:
+    """Record the algorithm and env kwargs on the model (saved inside its zip)."""
+    setattr(model, ALGORITHM_ATTR, algorithm)
+    setattr(model, ENV_KWARGS_ATTR, dict(env_kwargs))

@@ -1,0 +1,740 @@
+"""Training runs: the run directory, envs, evaluation, checkpoints and resume.
+
+:func:`train` runs one config end to end (see ``docs/run_directory.md`` for
+what it writes). Pieces:
+
+- :func:`make_training_env`: the vectorised training env: base ``VecEnv``
+  (``native`` from :mod:`agents.sb3_vec`, or ``dummy``/``subproc`` built here
+  from :class:`StagedEnv`, which can switch curriculum rule options between
+  episodes) -> ``VecMonitor`` (true episode returns and success) ->
+  :class:`~agents.shaping.ShapingVecEnv` if shaping is on -> ``VecNormalize``
+  if normalisation is on.
+- :func:`evaluate_model`: masked, deterministic play of a fixed list of seeded
+  deals on *plain* envs of the real game (no shaping, no curriculum): the win
+  rates it reports are true win rates.
+- :class:`RunCallback`: periodic evaluation (history in ``evaluations.csv`` /
+  ``.json``, ``learning_curve.png``, ``best_model.zip``), periodic checkpoints,
+  curriculum stage switches.
+
+Every file is written atomically (temp file + ``os.replace``). Ctrl-C saves a
+resumable checkpoint; ``train(..., resume=True)`` continues the run: the same
+timestep count, TensorBoard run, schedules and evaluation history.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.vec_env import (
+    DummyVecEnv,
+    SubprocVecEnv,
+    VecEnv,
+    VecMonitor,
+    VecNormalize,
+)
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvWrapper
+
+import coldiron_env
+from agents.config import Config, algorithm_kwargs, dump_config, load_config, policy_kwargs
+from agents.sb3_agent import (
+    CONFIG_FILE,
+    MODEL_FILE,
+    VECNORMALIZE_FILE,
+    MaskedPolicy,
+    tag_model,
+)
+from agents.shaping import ShapingVecEnv
+from agents.stats import wilson_interval
+from coldiron_env.env import ColdIronEnv
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.base_class import BaseAlgorithm
+
+BEST_MODEL_FILE: Final = "best_model.zip"
+META_FILE: Final = "meta.json"
+EVAL_CSV: Final = "evaluations.csv"
+EVAL_JSON: Final = "evaluations.json"
+CURVE_FILE: Final = "learning_curve.png"
+IMITATION_FILE: Final = "imitation.json"
+CHECKPOINT_DIR: Final = "checkpoint"
+STATE_FILE: Final = "state.json"
+REPLAY_FILE: Final = "replay_buffer.pkl"
+TB_DIR: Final = "tb"
+TB_RUN_NAME: Final = "run"
+EVAL_BATCH: Final = 256  # envs played in lockstep by evaluate_model
+OUTCOME_NAMES: Final = ("won", "slain", "deck_exhausted", "midnight", "illegal")
+
+
+class TrainingError(RuntimeError):
+    """A run that cannot start or continue (bad run directory, missing teacher...)."""
+
+
+# ---------------------------------------------------------------- atomic files
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same folder and ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def save_model_atomic(model: BaseAlgorithm, path: Path) -> None:
+    buf = io.BytesIO()
+    model.save(buf)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def _save_pickle_atomic(saver: Callable[[io.BytesIO], None], path: Path) -> None:
+    buf = io.BytesIO()
+    saver(buf)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+# ---------------------------------------------------------------- envs
+class StagedEnv(gym.Env[Any, np.int64]):
+    """A ``ColdIronEnv`` whose rule options can change between episodes (curriculum).
+
+    :meth:`set_env_kwargs` takes effect at the next ``reset``. The observation
+    space is that of ``space_kwargs`` (the real game), so it never changes.
+    """
+
+    def __init__(
+        self,
+        env_kwargs: dict[str, Any],
+        space_kwargs: dict[str, Any] | None = None,
+        ignore_sigint: bool = False,
+    ) -> None:
+        if ignore_sigint:  # subprocess workers: Ctrl-C is handled by the trainer
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        self._kwargs = dict(env_kwargs)
+        self._pending: dict[str, Any] | None = None
+        self.inner = ColdIronEnv(**self._kwargs)
+        reference = ColdIronEnv(**(space_kwargs or self._kwargs))
+        self.observation_space = reference.observation_space
+        self.action_space = reference.action_space
+
+    def set_env_kwargs(self, env_kwargs: dict[str, Any]) -> None:
+        if env_kwargs != self._kwargs:
+            self._pending = dict(env_kwargs)
+
+    def get_env_kwargs(self) -> dict[str, Any]:
+        return dict(self._pending or self._kwargs)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        if self._pending is not None:
+            rng = self.inner.np_random
+            self._kwargs, self._pending = self._pending, None
+            self.inner = ColdIronEnv(**self._kwargs)
+            if seed is None:
+                seed = int(rng.integers(2**31 - 1))
+        return self.inner.reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        return self.inner.step(action)
+
+    def action_masks(self) -> np.ndarray:
+        return self.inner.action_masks()
+
+
+def build_vec_env(kind: str, n_envs: int, env_kwargs: dict[str, Any], seed: int) -> VecEnv:
+    """Base vectorised env of ``kind`` (``native``, ``dummy`` or ``subproc``), seeded."""
+    if kind == "native":
+        try:
+            from agents.sb3_vec import make_vec_env  # type: ignore[import-not-found,unused-ignore]
+        except ImportError as exc:
+            raise TrainingError(
+                f"vec_env 'native' is not available ({exc}); use vec_env: dummy or subproc"
+            ) from None
+        venv: VecEnv = make_vec_env("native", n_envs, dict(env_kwargs), seed)
+        return venv
+    space_kwargs = {
+        k: v for k, v in env_kwargs.items() if k not in ("turns", "suits_required")
+    }
+    if kind == "subproc":
+        fns = [
+            _env_factory(env_kwargs, space_kwargs, ignore_sigint=True) for _ in range(n_envs)
+        ]
+        venv = SubprocVecEnv(fns, start_method="fork" if sys.platform != "win32" else None)
+    else:
+        venv = DummyVecEnv([_env_factory(env_kwargs, space_kwargs) for _ in range(n_envs)])
+    venv.seed(seed)
+    return venv
+
+
+def _env_factory(
+    env_kwargs: dict[str, Any], space_kwargs: dict[str, Any], ignore_sigint: bool = False
+) -> Callable[[], gym.Env[Any, Any]]:
+    def make() -> gym.Env[Any, Any]:
+        return StagedEnv(env_kwargs, space_kwargs, ignore_sigint)
+
+    return make
+
+
+def set_vec_env_kwargs(venv: VecEnv, env_kwargs: dict[str, Any]) -> None:
+    """Switch every env of ``venv`` to ``env_kwargs`` from its next episode."""
+    base: Any = venv
+    while isinstance(base, VecEnvWrapper):
+        base = base.venv
+    if hasattr(base, "set_env_kwargs"):  # a native vec env that supports curricula
+        base.set_env_kwargs(dict(env_kwargs))
+        return
+    try:
+        venv.env_method("set_env_kwargs", dict(env_kwargs))
+    except AttributeError:
+        raise TrainingError(
+            f"the {type(base).__name__} training env cannot change rule options "
+            "(curriculum); use vec_env: dummy or subproc"
+        ) from None
+
+
+def make_training_env(
+    cfg: Config, timesteps: int = 0, normalizer_path: Path | None = None
+) -> VecEnv:
+    """The training env stack for ``cfg`` at ``timesteps`` (curriculum stage)."""
+    kwargs = cfg.stage_env_kwargs(timesteps)
+    venv = build_vec_env(cfg.training.vec_env, cfg.training.n_envs, kwargs, cfg.seed)
+    venv = VecMonitor(venv)
+    if cfg.shaping.enabled:
+        venv = ShapingVecEnv(
+            venv, cfg.shaping_gamma, cfg.shaping.coefficient, cfg.shaping.potential
+        )
+    if cfg.training.normalize_obs or cfg.training.normalize_reward:
+        if normalizer_path is not None and normalizer_path.is_file():
+            venv = VecNormalize.load(str(normalizer_path), venv)
+            venv.training = True
+        else:
+            gamma = float(cfg.algorithm.hyperparameters.get("gamma", 0.99))
+            venv = VecNormalize(
+                venv,
+                norm_obs=cfg.training.normalize_obs,
+                norm_reward=cfg.training.normalize_reward,
+                gamma=gamma,
+            )
+    return venv
+
+
+# ---------------------------------------------------------------- evaluation
+@dataclass
+class EvalResult:
+    episodes: int
+    wins: int
+    outcomes: dict[str, int]
+    mean_steps: float
+    mean_turns: float
+
+    @property
+    def win_rate(self) -> float:
+        return self.wins / self.episodes if self.episodes else 0.0
+
+    def interval(self) -> tuple[float, float]:
+        return wilson_interval(self.wins, self.episodes)
+
+
+def _stack(observations: Sequence[Any]) -> Any:
+    if isinstance(observations[0], dict):
+        return {k: np.stack([o[k] for o in observations]) for k in observations[0]}
+    return np.stack(observations)
+
+
+def evaluate_policy_on_deals(
+    policy: MaskedPolicy, env_kwargs: dict[str, Any], seeds: Sequence[int]
+) -> EvalResult:
+    """Play deal ``reset(seed=s)`` for every ``s`` with ``policy`` (masked, deterministic).
+
+    Plain ``ColdIronEnv`` instances: no shaping, no curriculum, whatever the
+    training env uses. Up to :data:`EVAL_BATCH` games run in lockstep, one
+    forward pass per step for the whole batch.
+    """
+    outcomes = dict.fromkeys(OUTCOME_NAMES, 0)
+    steps_total = 0
+    turns_total = 0
+    for start in range(0, len(seeds), EVAL_BATCH):
+        chunk = list(seeds[start : start + EVAL_BATCH])
+        envs = [ColdIronEnv(**env_kwargs) for _ in chunk]
+        obs: list[Any] = []
+        masks: list[np.ndarray] = []
+        for env, s in zip(envs, chunk, strict=True):
+            o, info = env.reset(seed=int(s))
+            obs.append(o)
+            masks.append(info["action_mask"].astype(bool))
+        done = np.zeros(len(chunk), dtype=bool)
+        starts = np.ones(len(chunk), dtype=bool)
+        policy.reset_states()
+        all_legal = np.ones_like(masks[0])
+        while not done.all():
+            actions = policy.act(_stack(obs), np.stack(masks), starts)
+            starts[:] = False
+            for i, env in enumerate(envs):
+                if done[i]:
+                    continue
+                o, _, terminated, truncated, info = env.step(int(actions[i]))
+                steps_total += 1
+                obs[i] = o
+                if terminated or truncated:
+                    done[i] = True
+                    outcomes[info.get("outcome", "midnight")] += 1
+                    turns_total += int(info["turn"])
+                    masks[i] = all_legal
+                else:
+                    masks[i] = info["action_mask"].astype(bool)
+    n = len(seeds)
+    return EvalResult(
+        episodes=n,
+        wins=outcomes["won"],
+        outcomes=outcomes,
+        mean_steps=steps_total / n if n else 0.0,
+        mean_turns=turns_total / n if n else 0.0,
+    )
+
+
+def evaluate_model(
+    model: BaseAlgorithm,
+    env_kwargs: dict[str, Any],
+    seeds: Sequence[int],
+    obs_normalizer: VecNormalize | None = None,
+) -> EvalResult:
+    return evaluate_policy_on_deals(MaskedPolicy(model, obs_normalizer), env_kwargs, seeds)
+
+
+def eval_seeds(cfg: Config) -> list[int]:
+    """The fixed deals of periodic evaluation: seeds ``seed .. seed + episodes - 1``."""
+    return list(range(cfg.evaluation.seed, cfg.evaluation.seed + cfg.evaluation.episodes))
+
+
+# ---------------------------------------------------------------- run directory
+@dataclass
+class RunDir:
+    """Paths of one run directory (layout: ``docs/run_directory.md``)."""
+
+    root: Path
+
+    @property
+    def config(self) -> Path:
+        return self.root / CONFIG_FILE
+
+    @property
+    def meta(self) -> Path:
+        return self.root / META_FILE
+
+    @property
+    def model(self) -> Path:
+        return self.root / MODEL_FILE
+
+    @property
+    def best_model(self) -> Path:
+        return self.root / BEST_MODEL_FILE
+
+    @property
+    def normalizer(self) -> Path:
+        return self.root / VECNORMALIZE_FILE
+
+    @property
+    def eval_csv(self) -> Path:
+        return self.root / EVAL_CSV
+
+    @property
+    def eval_json(self) -> Path:
+        return self.root / EVAL_JSON
+
+    @property
+    def curve(self) -> Path:
+        return self.root / CURVE_FILE
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.root / CHECKPOINT_DIR
+
+    @property
+    def tensorboard(self) -> Path:
+        return self.root / TB_DIR
+
+    def load_history(self) -> list[dict[str, Any]]:
+        if not self.eval_json.is_file():
+            return []
+        data = json.loads(self.eval_json.read_text(encoding="utf-8"))
+        return list(data.get("evaluations", []))
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],  # noqa: S607
+            cwd=Path(coldiron_env.__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and commit else "unknown"
+
+
+def _versions() -> dict[str, str]:
+    import sb3_contrib
+    import stable_baselines3
+    import torch
+
+    return {
+        "coldiron": coldiron_env.__version__,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "stable_baselines3": stable_baselines3.__version__,
+        "sb3_contrib": sb3_contrib.__version__,
+        "gymnasium": gym.__version__,
+        "numpy": np.__version__,
+    }
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")  # noqa: UP017 (py3.10)
+
+
+def write_learning_curve(history: list[dict[str, Any]], path: Path, title: str) -> None:
+    """Evaluation win rate with its 95% Wilson interval against timesteps (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if history:
+        x = np.array([h["timesteps"] for h in history], dtype=float)
+        y = np.array([h["win_rate"] for h in history]) * 100
+        lo = np.array([h["ci_low"] for h in history]) * 100
+        hi = np.array([h["ci_high"] for h in history]) * 100
+        ax.fill_between(x, lo, hi, alpha=0.25, label="95% Wilson interval")
+        ax.plot(x, y, marker="o", label="evaluation win rate")
+        ax.legend(loc="best")
+    ax.set_xlabel("timesteps")
+    ax.set_ylabel("win rate (%)")
+    episodes = history[-1]["episodes"] if history else 0
+    ax.set_title(f"{title} ({episodes} fixed deals per evaluation)")
+    ax.grid(alpha=0.3)
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+# ---------------------------------------------------------------- callback
+@dataclass
+class RunState:
+    """What the callback keeps across a run (and a resume)."""
+
+    history: list[dict[str, Any]] = field(default_factory=list)
+    best_win_rate: float = -1.0
+
+
+class RunCallback(BaseCallback):
+    """Periodic evaluation, best model, checkpoints and curriculum switches."""
+
+    def __init__(self, cfg: Config, run: RunDir, state: RunState, title: str) -> None:
+        super().__init__(verbose=0)
+        self.cfg = cfg
+        self.run = run
+        self.state = state
+        self.title = title
+        self.seeds = eval_seeds(cfg)
+        self._next_eval = 0
+        self._next_ckpt = 0
+        self._stage_kwargs: dict[str, Any] | None = None
+
+    def _on_training_start(self) -> None:
+        n = self.model.num_timesteps
+        self._next_eval = (n // self.cfg.evaluation.freq + 1) * self.cfg.evaluation.freq
+        self._next_ckpt = (n // self.cfg.checkpoint.freq + 1) * self.cfg.checkpoint.freq
+        self._stage_kwargs = self.cfg.stage_env_kwargs(n)
+        if not self.state.history or self.state.history[-1]["timesteps"] < n:
+            self.evaluate()
+
+    def _on_step(self) -> bool:
+        n = self.model.num_timesteps
+        if n >= self._next_eval:
+            self._next_eval = (n // self.cfg.evaluation.freq + 1) * self.cfg.evaluation.freq
+            self.evaluate()
+        if n >= self._next_ckpt:
+            self._next_ckpt = (n // self.cfg.checkpoint.freq + 1) * self.cfg.checkpoint.freq
+            save_checkpoint(self.model, self.run, self.cfg)
+        return True
+
+    def _on_rollout_end(self) -> None:
+        kwargs = self.cfg.stage_env_kwargs(self.model.num_timesteps)
+        if kwargs != self._stage_kwargs:
+            self._stage_kwargs = kwargs
+            env = self.model.get_env()
+            assert env is not None
+            set_vec_env_kwargs(env, kwargs)
+            self.logger.record("curriculum/turns", kwargs.get("turns", 24))
+            self.logger.record("curriculum/suits_required", kwargs.get("suits_required", 4))
+
+    def evaluate(self) -> dict[str, Any]:
+        model = self.model
+        normalizer = model.get_vec_normalize_env()
+        t0 = time.perf_counter()
+        result = evaluate_model(model, self.cfg.env_kwargs(), self.seeds, normalizer)
+        low, high = result.interval()
+        record = {
+            "timesteps": int(model.num_timesteps),
+            "episodes": result.episodes,
+            "wins": result.wins,
+            "win_rate": result.win_rate,
+            "ci_low": low,
+            "ci_high": high,
+            "outcomes": result.outcomes,
+            "mean_turns": result.mean_turns,
+            "mean_steps": result.mean_steps,
+            "eval_seconds": round(time.perf_counter() - t0, 3),
+            "time": _now(),
+        }
+        self.state.history.append(record)
+        write_history(self.run, self.state.history)
+        write_learning_curve(self.state.history, self.run.curve, self.title)
+        if result.win_rate > self.state.best_win_rate:
+            self.state.best_win_rate = result.win_rate
+            save_model_atomic(model, self.run.best_model)
+        if self.logger is not None:
+            self.logger.record("eval/win_rate", result.win_rate)
+            self.logger.record("eval/ci_low", low)
+            self.logger.record("eval/ci_high", high)
+            self.logger.record("eval/mean_turns", result.mean_turns)
+        return record
+
+
+def write_history(run: RunDir, history: list[dict[str, Any]]) -> None:
+    atomic_write_json(run.eval_json, {"evaluations": history})
+    buf = io.StringIO()
+    columns = ["timesteps", "episodes", "wins", "win_rate", "ci_low", "ci_high"]
+    columns += [f"outcome_{o}" for o in OUTCOME_NAMES] + ["mean_turns", "time"]
+    writer = csv.writer(buf)
+    writer.writerow(columns)
+    for h in history:
+        writer.writerow(
+            [h["timesteps"], h["episodes"], h["wins"], f"{h['win_rate']:.6f}"]
+            + [f"{h['ci_low']:.6f}", f"{h['ci_high']:.6f}"]
+            + [h["outcomes"].get(o, 0) for o in OUTCOME_NAMES]
+            + [f"{h['mean_turns']:.3f}", h["time"]]
+        )
+    atomic_write_text(run.eval_csv, buf.getvalue())
+
+
+# ---------------------------------------------------------------- checkpoints
+def save_checkpoint(model: BaseAlgorithm, run: RunDir, cfg: Config, reason: str = "periodic") -> None:
+    """Everything needed to resume: model, normalizer, replay buffer, state (written last)."""
+    ck = run.checkpoint
+    ck.mkdir(parents=True, exist_ok=True)
+    save_model_atomic(model, ck / MODEL_FILE)
+    normalizer = model.get_vec_normalize_env()
+    if normalizer is not None:
+        _save_pickle_atomic(normalizer.save, ck / VECNORMALIZE_FILE)
+    if cfg.algorithm.spec.off_policy and getattr(model, "replay_buffer", None) is not None:
+        _save_pickle_atomic(model.save_replay_buffer, ck / REPLAY_FILE)  # type: ignore[attr-defined]
+    atomic_write_json(
+        ck / STATE_FILE,
+        {"timesteps": int(model.num_timesteps), "reason": reason, "time": _now()},
+    )
+
+
+def save_final(model: BaseAlgorithm, run: RunDir) -> None:
+    save_model_atomic(model, run.model)
+    normalizer = model.get_vec_normalize_env()
+    if normalizer is not None:
+        _save_pickle_atomic(normalizer.save, run.normalizer)
+
+
+# ---------------------------------------------------------------- the run
+@dataclass
+class TrainResult:
+    run_dir: Path
+    timesteps: int
+    interrupted: bool
+    wall_seconds: float
+    history: list[dict[str, Any]]
+
+
+def build_model(cfg: Config, venv: VecEnv, run: RunDir) -> BaseAlgorithm:
+    spec = cfg.algorithm.spec
+    cls = spec.load_class()
+    model = cls(
+        cfg.algorithm.policy or spec.policy_name(cfg.env.observation_mode),
+        venv,
+        policy_kwargs=policy_kwargs(cfg),
+        tensorboard_log=str(run.tensorboard),
+        seed=cfg.seed,
+        device=cfg.training.device,
+        verbose=0,
+        **algorithm_kwargs(cfg),
+    )
+    tag_model(model, spec.name, cfg.env_kwargs())
+    return model
+
+
+def _load_for_resume(cfg: Config, venv: VecEnv, run: RunDir) -> BaseAlgorithm:
+    spec = cfg.algorithm.spec
+    ck = run.checkpoint
+    if not (ck / MODEL_FILE).is_file():
+        raise TrainingError(f"{ck / MODEL_FILE}: no checkpoint to resume from")
+    model = spec.load_class().load(ck / MODEL_FILE, env=venv, device=cfg.training.device)
+    model.tensorboard_log = str(run.tensorboard)
+    model._last_obs = None  # type: ignore[assignment]  # force a fresh env reset
+    if spec.off_policy and (ck / REPLAY_FILE).is_file():
+        model.load_replay_buffer(ck / REPLAY_FILE)  # type: ignore[attr-defined]
+    tag_model(model, spec.name, cfg.env_kwargs())
+    return model
+
+
+def prepare_run_dir(cfg: Config, out: Path | None, config_file: str | None) -> RunDir:
+    """A fresh run directory (``out`` or ``runs/<name>-<time>``) holding the resolved config."""
+    if out is None:
+        stem = cfg.name or (Path(config_file).stem if config_file else cfg.algorithm.name)
+        out = Path("runs") / f"{stem}-{datetime.now():%Y%m%d-%H%M%S}"
+    if out.exists() and any(out.iterdir()):
+        raise TrainingError(
+            f"{out}: output directory exists and is not empty (use --resume {out} to continue it)"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    run = RunDir(out)
+    atomic_write_text(run.config, dump_config(cfg))
+    return run
+
+
+def train(
+    cfg: Config,
+    out: Path | None = None,
+    *,
+    resume: Path | None = None,
+    config_file: str | None = None,
+    extra_callbacks: Sequence[BaseCallback] = (),
+    teacher_factory: Callable[[str], Any] | None = None,
+    log: Callable[[str], None] = print,
+) -> TrainResult:
+    """Train ``cfg`` into a new run directory ``out``, or continue run ``resume``.
+
+    On resume the run's own ``config.yaml`` is the config (``cfg`` is that
+    config, possibly with a larger timestep budget). A ``KeyboardInterrupt``
+    during learning saves a checkpoint and returns with ``interrupted=True``.
+    """
+    import torch
+
+    torch.set_num_threads(cfg.training.torch_threads)
+    t_start = time.perf_counter()
+    if resume is not None:
+        run = RunDir(resume)
+        atomic_write_text(run.config, dump_config(cfg))
+        state_path = run.checkpoint / STATE_FILE
+        done = json.loads(state_path.read_text()) if state_path.is_file() else {}
+        venv = make_training_env(
+            cfg, int(done.get("timesteps", 0)), run.checkpoint / VECNORMALIZE_FILE
+        )
+        model = _load_for_resume(cfg, venv, run)
+        meta = json.loads(run.meta.read_text()) if run.meta.is_file() else {}
+        meta.setdefault("resumes", []).append({"time": _now(), "timesteps": model.num_timesteps})
+        history = run.load_history()
+        best = max((h["win_rate"] for h in history), default=-1.0)
+        state = RunState(history, best)
+        log(f"resuming {run.root} at {model.num_timesteps} timesteps")
+    else:
+        run = prepare_run_dir(cfg, out, config_file)
+        venv = make_training_env(cfg, 0)
+        model = build_model(cfg, venv, run)
+        meta = {
+            "config_file": config_file,
+            "algorithm": cfg.algorithm.name,
+            "seed": cfg.seed,
+            "git_commit": git_commit(),
+            "versions": _versions(),
+            "command": sys.argv,
+            "start_time": _now(),
+        }
+        state = RunState()
+        if cfg.imitation.enabled:
+            from agents.imitation import warm_start
+
+            stats = warm_start(model, cfg, teacher_factory=teacher_factory, log=log)
+            atomic_write_json(run.root / IMITATION_FILE, stats)
+    meta.update(status="running", package_version=coldiron_env.__version__)
+    atomic_write_json(run.meta, meta)
+
+    title = f"{cfg.name or cfg.algorithm.name} (seed {cfg.seed})"
+    callback = RunCallback(cfg, run, state, title)
+    remaining = cfg.training.total_timesteps - model.num_timesteps
+    interrupted = False
+    try:
+        if remaining > 0:
+            model.learn(
+                total_timesteps=remaining,
+                callback=CallbackList([callback, *extra_callbacks]),
+                log_interval=cfg.training.log_interval,
+                tb_log_name=TB_RUN_NAME,
+                reset_num_timesteps=resume is None,
+                progress_bar=cfg.training.progress_bar,
+            )
+    except KeyboardInterrupt:
+        interrupted = True
+        log(f"\ninterrupted at {model.num_timesteps} timesteps: saving a checkpoint")
+    save_checkpoint(model, run, cfg, reason="interrupt" if interrupted else "end")
+    save_final(model, run)
+    if not interrupted and (
+        not state.history or state.history[-1]["timesteps"] < model.num_timesteps
+    ):
+        callback.init_callback(model)
+        callback.evaluate()
+    with contextlib.suppress(Exception):
+        venv.close()
+    wall = time.perf_counter() - t_start
+    meta.update(
+        status="interrupted" if interrupted else "completed",
+        end_time=_now(),
+        timesteps=int(model.num_timesteps),
+        wall_seconds=round(wall + float(meta.get("wall_seconds", 0.0)), 1),
+    )
+    atomic_write_json(run.meta, meta)
+    if interrupted:
+        log(f"resume with: python scripts/train.py --resume {run.root}")
+    return TrainResult(run.root, int(model.num_timesteps), interrupted, wall, state.history)
+
+
+def load_run_config(run_dir: Path) -> Config:
+    """The resolved config saved in a run directory."""
+    path = run_dir / CONFIG_FILE
+    if not path.is_file():
+        raise TrainingError(f"{path}: not a run directory (no {CONFIG_FILE})")
+    return load_config(path)

@@ -1,0 +1,308 @@
+"""Play Cold Iron in the terminal, or watch an agent play.
+
+At the prompt type an action by number or name (``threaten``, ``iron``,
+``rack 7``, ``rack hearts``, ``rest``, ``stop``, ``bonus``), or a command:
+``save FILE`` (the deal, options and actions so far, as JSON), ``picture FILE``
+(the table as a PNG, needs matplotlib), ``hint`` (the planner's win chances),
+``help``, ``quit``. Input is read from standard input, so a game can be scripted.
+
+    python scripts/play.py --seed 7                 # a seeded deal
+    python scripts/play.py --deck deck.txt          # 54 codes from a file (or inline)
+    python scripts/play.py --agent heuristic --delay 0.5
+    python scripts/play.py --load game.json         # resume a saved game
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from coldiron_env.actions import ACTION_NAMES, LEGAL_ACTIONS, parse_action
+from coldiron_env.cards import deck_codes, parse_deck
+from coldiron_env.env import ColdIronEnv
+from coldiron_env.game import Game
+from coldiron_env.render import legal_summary, render_text
+
+SAVE_VERSION: Final = 1
+ENV_KWARG_KEYS: Final = ("bonus_always", "bonus_joker_grants_more")
+QUIT_WORDS: Final = ("quit", "exit", "q")
+PLANNER_UNAVAILABLE: Final = "planner not available (agents/planner.py is not there yet)"
+
+HELP: Final = (
+    "Type an action by number or name: threaten, iron, rack 7, rack hearts, rest, stop, bonus.\n"
+    "Commands: save FILE, picture FILE, hint, help, quit."
+)
+
+
+class UserError(Exception):
+    """Bad input from the command line or a file, with a message for the player."""
+
+
+def read_deck(spec: str) -> list[str]:
+    """54 card codes from a file holding them, or from the text itself (spaces/commas)."""
+    path = Path(spec)
+    text = path.read_text() if path.is_file() else spec
+    codes = text.replace(",", " ").split()
+    try:
+        parse_deck(codes)
+    except ValueError as err:
+        source = f"file {str(path)!r}" if path.is_file() else "--deck"
+        raise UserError(f"{source}: {err}") from None
+    return codes
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+class Session:
+    """One game at the table: the env, the deal and the actions taken."""
+
+    def __init__(
+        self, deck: list[str] | None, seed: int | None, env_kwargs: dict[str, Any]
+    ) -> None:
+        self.env_kwargs = env_kwargs
+        self.env = ColdIronEnv(render_mode="ansi", **env_kwargs)
+        options = {"deck": deck} if deck is not None else None
+        self.obs, self.info = self.env.reset(seed=seed, options=options)
+        self.deck = deck_codes(self.env.game.deck)
+        self.actions: list[int] = []
+        self.done = False
+
+    @property
+    def game(self) -> Game:
+        return self.env.game
+
+    def step(self, action: int) -> None:
+        self.obs, _, terminated, _, self.info = self.env.step(action)
+        self.actions.append(action)
+        self.done = bool(terminated)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": SAVE_VERSION,
+            "deck": self.deck,
+            "env_kwargs": self.env_kwargs,
+            "actions": [ACTION_NAMES[a] for a in self.actions],
+        }
+
+    def save(self, path: Path) -> None:
+        atomic_write_text(path, json.dumps(self.to_json(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> Session:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            raise UserError(f"cannot read saved game {str(path)!r}: {err}") from None
+        if not isinstance(data, dict):
+            raise UserError(f"saved game {str(path)!r}: expected a JSON object")
+        for key in ("deck", "env_kwargs", "actions"):
+            if key not in data:
+                raise UserError(f"saved game {str(path)!r}: missing key {key!r}")
+        kwargs = data["env_kwargs"]
+        if not isinstance(kwargs, dict) or set(kwargs) - set(ENV_KWARG_KEYS):
+            raise UserError(
+                f"saved game {str(path)!r}: key 'env_kwargs' must hold only {list(ENV_KWARG_KEYS)}, "
+                f"got {kwargs!r}"
+            )
+        try:
+            session = cls(list(data["deck"]), None, kwargs)
+        except ValueError as err:
+            raise UserError(f"saved game {str(path)!r}: key 'deck': {err}") from None
+        for index, name in enumerate(data["actions"]):
+            try:
+                action = parse_action(str(name))
+            except ValueError as err:
+                raise UserError(f"saved game {str(path)!r}: action {index}: {err}") from None
+            if session.done or action not in LEGAL_ACTIONS[session.game.phase]:
+                raise UserError(
+                    f"saved game {str(path)!r}: action {index} ({name!r}) is not legal there"
+                )
+            session.step(action)
+        return session
+
+
+def save_picture(game: Game, path: Path) -> None:
+    from coldiron_env.picture import draw_table
+
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UserError("saving a picture needs matplotlib (pip install coldiron[train])") from None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp.png")
+    plt.imsave(tmp, draw_table(game))
+    os.replace(tmp, path)
+
+
+def planner_hints(session: Session) -> str:
+    """The planner's estimated win chance for each legal action, or why there is none."""
+    try:
+        planner = importlib.import_module("agents.planner")
+    except ImportError:
+        return PLANNER_UNAVAILABLE
+    estimate: Callable[..., dict[int, float]] | None = getattr(planner, "action_win_chances", None)
+    if estimate is None:
+        return PLANNER_UNAVAILABLE
+    chances = estimate(session.game, session.actions)
+    lines = [f"  {a:2d} {ACTION_NAMES[a]:<14} {p:6.1%}" for a, p in sorted(chances.items())]
+    return "planner's estimated win chance:\n" + "\n".join(lines)
+
+
+def show(session: Session, out: Callable[[str], None]) -> None:
+    out(render_text(session.game))
+
+
+def human_loop(session: Session, hint: bool, out: Callable[[str], None]) -> int:
+    show(session, out)
+    while not session.done:
+        if hint:
+            out(planner_hints(session))
+        try:
+            line = input("> ")
+        except EOFError:
+            out("\n(end of input: leaving the game unfinished)")
+            return 0
+        text = line.strip()
+        if not text:
+            continue
+        word, _, rest = text.partition(" ")
+        word = word.lower()
+        try:
+            if word in QUIT_WORDS:
+                out("bye")
+                return 0
+            if word == "help":
+                out(HELP)
+                continue
+            if word == "hint":
+                out(planner_hints(session))
+                continue
+            if word in ("save", "picture"):
+                if not rest.strip():
+                    out(f"usage: {word} FILE")
+                    continue
+                target = Path(rest.strip())
+                if word == "save":
+                    session.save(target)
+                else:
+                    save_picture(session.game, target)
+                out(f"{'saved' if word == 'save' else 'picture written'} to {target}")
+                continue
+        except (UserError, OSError) as err:
+            out(f"error: {err}")
+            continue
+        legal = LEGAL_ACTIONS[session.game.phase]
+        try:
+            action = parse_action(text)
+        except ValueError as err:
+            out(f"{err}\nlegal now: {legal_summary(legal)}")
+            continue
+        if action not in legal:
+            out(f"{ACTION_NAMES[action]!r} is not legal now; legal: {legal_summary(legal)}")
+            continue
+        session.step(action)
+        show(session, out)
+    out(f"outcome: {session.info['outcome']}")
+    return 0
+
+
+def agent_loop(
+    session: Session, spec: str, delay: float | None, seed: int | None, out: Callable[[str], None]
+) -> int:
+    try:
+        registry = importlib.import_module("agents.registry")
+    except ImportError:
+        raise UserError("agents.registry is not available: cannot load an agent") from None
+    try:
+        agent = registry.make_agent(spec)
+    except (ValueError, KeyError, FileNotFoundError) as err:
+        raise UserError(f"--agent {spec!r}: {err}") from None
+    agent.reset(seed)
+    show(session, out)
+    pause = delay is None
+    while not session.done:
+        mask = np.asarray(session.info["action_mask"])
+        action = int(agent.act(session.obs, mask, session.info))
+        out(f"{getattr(agent, 'name', spec)} plays: {action} {ACTION_NAMES[action]}")
+        session.step(action)
+        show(session, out)
+        if pause:
+            try:
+                line = input("[Enter] next, q quits > ")
+            except EOFError:
+                pause = False  # no keyboard: play on to the end
+                continue
+            if line.strip().lower() in QUIT_WORDS:
+                return 0
+        elif delay:
+            time.sleep(delay)
+    out(f"outcome: {session.info['outcome']}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seed", type=int, default=None, help="seed of the deal")
+    parser.add_argument("--deck", default=None, help="file of 54 card codes, or the codes inline")
+    parser.add_argument("--load", type=Path, default=None, help="resume a game saved with 'save'")
+    parser.add_argument("--agent", default=None, help="watch an agent: a name or a run directory")
+    parser.add_argument(
+        "--delay", type=float, default=None, help="seconds between agent moves (default: Enter)"
+    )
+    parser.add_argument("--hint", action="store_true", help="show the planner's win chances")
+    parser.add_argument("--picture", type=Path, default=None, help="write the final table as PNG")
+    parser.add_argument("--bonus-always", action="store_true", help="rule variant")
+    parser.add_argument("--bonus-joker-grants-more", action="store_true", help="rule variant")
+    args = parser.parse_args(argv)
+    if args.delay is not None and args.delay < 0:
+        parser.error(f"--delay must be >= 0, got {args.delay}")
+    if args.load is not None and (args.deck is not None or args.seed is not None):
+        parser.error("--load replays its own deal: do not combine it with --deck or --seed")
+
+    def out(text: str) -> None:
+        print(text, flush=True)
+
+    try:
+        if args.load is not None:
+            session = Session.load(args.load)
+        else:
+            deck = read_deck(args.deck) if args.deck is not None else None
+            kwargs = {
+                "bonus_always": args.bonus_always,
+                "bonus_joker_grants_more": args.bonus_joker_grants_more,
+            }
+            session = Session(deck, args.seed, kwargs)
+        if args.agent is not None:
+            code = agent_loop(session, args.agent, args.delay, args.seed, out)
+        else:
+            code = human_loop(session, args.hint, out)
+        if args.picture is not None:
+            save_picture(session.game, args.picture)
+            out(f"picture written to {args.picture}")
+    except UserError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

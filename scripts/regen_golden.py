@@ -1,0 +1,371 @@
+"""Regenerate the golden playthroughs in ``tests/golden/`` (OpenSpiel style).
+
+Each golden file records one whole game of ``coldiron/ColdIron-v0``: the env
+kwargs, the seed (if the deal came from one), the 54 card codes of the deck,
+and for the reset and every step the action, the observation (as a list, or a
+dict of lists), the reward, ``terminated``, ``truncated`` and the full
+``info`` (``action_mask`` as a list). ``tests/test_golden.py`` replays every
+file through the env and fails on the first step that differs.
+
+The set (a few dozen games) mixes a seeded random-legal policy, a seeded
+"pressure" policy (mostly Threaten and the Iron, bonuses taken), a "cautious"
+one and a Threaten-only one (to midnight, and to wins on decks with a phrase
+near the top), scripted decks
+for rare endings (deck exhausted, an illegal action), both rule variants, the
+dict observation and ``recall``; every outcome code occurs at least once
+(checked here and by the test).
+
+Usage::
+
+    python scripts/regen_golden.py           # rewrite tests/golden/*.json
+    python scripts/regen_golden.py --check   # exit 1 if regeneration would change anything
+
+Run it after an *intended* change of the rules, the observation or the info
+contract, then review ``git diff tests/golden`` before committing: every changed
+step should be explained by the change. Files are written atomically (temp
+file + ``os.replace``); stale ``*.json`` files not in the set are removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from coldiron_env.cards import deck_codes
+from coldiron_env.env import ColdIronEnv
+
+GOLDEN_DIR = Path(__file__).resolve().parent.parent / "tests" / "golden"
+FORMAT = 1
+OUTCOMES = ("won", "slain", "deck_exhausted", "midnight", "illegal")
+
+THREATEN, IRON, REST, STOP, BONUS = 0, 1, 16, 17, 18
+RACK_TEN = 11
+
+Policy = Callable[[list[int], random.Random], int]
+
+
+def jsonable(value: Any) -> Any:
+    """Observation / info values as plain JSON types (arrays become lists)."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in sorted(value.items())}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------------- policies
+def random_legal(legal: list[int], rng: random.Random) -> int:
+    return rng.choice(legal)
+
+
+def pressure(legal: list[int], rng: random.Random) -> int:
+    """Mostly Threaten and the Iron; bonuses taken; Iron again half the time."""
+    if BONUS in legal:
+        return BONUS if rng.random() < 0.85 else STOP
+    if legal == [IRON, STOP]:
+        return IRON if rng.random() < 0.5 else STOP
+    roll = rng.random()
+    if roll < 0.6:
+        return THREATEN
+    if roll < 0.85:
+        return IRON
+    return rng.choice(legal)
+
+
+def threaten_only(legal: list[int], rng: random.Random) -> int:
+    if BONUS in legal:
+        return BONUS
+    return THREATEN if THREATEN in legal else legal[0]
+
+
+def cautious(legal: list[int], rng: random.Random) -> int:
+    """Threaten, Rest, one Iron then Stop; declines half the bonuses: lasts to midnight."""
+    if BONUS in legal:
+        return BONUS if rng.random() < 0.5 else STOP
+    if legal == [IRON, STOP]:
+        return STOP
+    return rng.choice([THREATEN, THREATEN, REST, IRON])
+
+
+POLICIES: dict[str, Policy] = {
+    "cautious": cautious,
+    "random": random_legal,
+    "pressure": pressure,
+    "threaten": threaten_only,
+}
+
+
+# ------------------------------------------------------------------------ decks
+PACK = [
+    *(r + s for s in "HDCS" for r in ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10")),
+    *(c + s for s in "HDCS" for c in "JQK"),
+    "JK",
+    "JK",
+]
+
+
+def phrase_on_top(seed: int) -> list[str]:
+    """A phrase (random runs) shuffled among four other cards on top, the rest shuffled."""
+    rng = random.Random(seed)
+    phrase: list[str] = []
+    for s in "HDCS":
+        lo = rng.randint(1, 8)
+        phrase += [PACK[(("HDCS".index(s)) * 10) + lo - 1 + i] for i in range(3)]
+    rest = list(PACK)
+    for c in phrase:
+        rest.remove(c)
+    rng.shuffle(rest)
+    head = phrase + rest[:4]
+    rng.shuffle(head)
+    return head + rest[4:]
+
+
+def exhaust_deck() -> tuple[list[str], list[int]]:
+    """Draw all court cards and Jokers with Threaten (bonuses taken), Threaten the
+    four 10s, then rack 10: the deck runs out before a match."""
+    courts = [c + s for s in "HDCS" for c in "JQK"]
+    tens = ["10H", "10D", "10C", "10S"]
+    head = ["JK", *courts[:3], "JK", *courts[3:6], *courts[6:], *tens]
+    rest = [c for c in PACK if c not in head and c != "JK"]
+    actions = [THREATEN, BONUS, THREATEN, BONUS, *[THREATEN] * 6, *[THREATEN] * 4, RACK_TEN]
+    return [*head, *rest], actions
+
+
+# ------------------------------------------------------------------------ games
+def game_specs() -> list[dict[str, Any]]:
+    """The golden set: name, env kwargs, seed or deck, policy or actions."""
+    specs: list[dict[str, Any]] = []
+    std: dict[str, Any] = {}
+    always = {"bonus_always": True}
+    more = {"bonus_joker_grants_more": True}
+    for seed in range(6):
+        specs.append(
+            {"name": f"random_std_s{seed}", "kwargs": std, "seed": seed, "policy": "random"}
+        )
+    for seed in range(6):
+        specs.append(
+            {"name": f"pressure_std_s{seed}", "kwargs": std, "seed": seed, "policy": "pressure"}
+        )
+    for vname, kw in (("always", always), ("more", more)):
+        for seed in range(3):
+            specs.append(
+                {
+                    "name": f"random_{vname}_s{seed}",
+                    "kwargs": kw,
+                    "seed": 100 + seed,
+                    "policy": "random",
+                }
+            )
+            specs.append(
+                {
+                    "name": f"pressure_{vname}_s{seed}",
+                    "kwargs": kw,
+                    "seed": 200 + seed,
+                    "policy": "pressure",
+                }
+            )
+    for seed in range(2):
+        specs.append(
+            {
+                "name": f"random_dict_s{seed}",
+                "kwargs": {"observation_mode": "dict"},
+                "seed": 300 + seed,
+                "policy": "random",
+            }
+        )
+        specs.append(
+            {
+                "name": f"pressure_recall_s{seed}",
+                "kwargs": {"recall": True},
+                "seed": 400 + seed,
+                "policy": "pressure",
+            }
+        )
+    specs.append(
+        {
+            "name": "pressure_dict_recall_more",
+            "kwargs": {"observation_mode": "dict", "recall": True, **more},
+            "seed": 500,
+            "policy": "pressure",
+        }
+    )
+    for seed, kw in ((800, std), (801, always)):
+        specs.append({"name": f"threaten_{seed}", "kwargs": kw, "seed": seed, "policy": "threaten"})
+    specs.append({"name": "cautious_std", "kwargs": std, "seed": 802, "policy": "cautious"})
+    for i, kw in enumerate((std, always, more, std)):
+        specs.append(
+            {
+                "name": f"won_phrase_on_top_{i}",
+                "kwargs": kw,
+                "deck": phrase_on_top(600 + i),
+                "policy": "threaten",
+            }
+        )
+    for name, kw in (("joker_in_bonus_std", std), ("joker_in_bonus_more", more)):
+        deck = ["JK", "5H", "JK", "KS", "6H", "7D", "8D", "9D", "JH", "AC", "2C"]
+        deck += [c for c in PACK if c not in deck]
+        specs.append(
+            {
+                "name": name,
+                "kwargs": kw,
+                "deck": deck,
+                "actions": [IRON, BONUS],
+                "policy": "cautious",
+            }
+        )
+    deck = ["JK", "5H", "KD", "JK", "6H"]
+    deck += [c for c in PACK if c not in deck]
+    specs.append(
+        {
+            "name": "joker_declined",
+            "kwargs": std,
+            "deck": deck,
+            "actions": [THREATEN, STOP, THREATEN, IRON, IRON, STOP, STOP],
+            "policy": "cautious",
+        }
+    )
+    deck, actions = exhaust_deck()
+    specs.append({"name": "deck_exhausted_rack", "kwargs": std, "deck": deck, "actions": actions})
+    specs.append(
+        {
+            "name": "illegal_after_play",
+            "kwargs": {"loss_reward": -1.0},
+            "seed": 700,
+            "policy": "pressure",
+            "illegal_at": 5,
+        }
+    )
+    specs.append({"name": "illegal_first_step", "kwargs": std, "seed": 701, "actions": [STOP]})
+    return specs
+
+
+def play(spec: dict[str, Any]) -> dict[str, Any]:
+    """Play one golden game and return its record."""
+    env = ColdIronEnv(**spec["kwargs"])
+    if "deck" in spec:
+        obs, info = env.reset(options={"deck": spec["deck"]})
+    else:
+        obs, info = env.reset(seed=spec["seed"])
+    deck = deck_codes(env.game.deck)
+    reset_record = {"obs": jsonable(obs), "info": jsonable(info)}
+    rng = random.Random(f"{spec['name']}")
+    script = list(spec.get("actions", []))
+    policy = POLICIES.get(spec.get("policy", ""), random_legal)
+    steps: list[dict[str, Any]] = []
+    terminated = False
+    while not terminated:
+        legal = [int(a) for a in np.flatnonzero(info["action_mask"])]
+        if script:
+            action = script.pop(0)
+        elif spec.get("illegal_at") == len(steps):
+            action = next(a for a in range(19) if a not in legal)
+        elif "policy" in spec:
+            action = policy(legal, rng)
+        else:
+            raise RuntimeError(f"golden game {spec['name']}: script ended before the game")
+        obs, reward, terminated, truncated, info = env.step(action)
+        steps.append(
+            {
+                "action": action,
+                "obs": jsonable(obs),
+                "reward": float(reward),
+                "terminated": bool(terminated),
+                "truncated": bool(truncated),
+                "info": jsonable(info),
+            }
+        )
+    return {
+        "format": FORMAT,
+        "name": spec["name"],
+        "env_kwargs": spec["kwargs"],
+        "seed": spec.get("seed"),
+        "deck": deck,
+        "reset": reset_record,
+        "steps": steps,
+        "outcome": info["outcome"],
+    }
+
+
+def render(record: dict[str, Any]) -> str:
+    """JSON with one line per key and one line per step (readable ``git diff``)."""
+    lines = []
+    for key in sorted(record):
+        value = record[key]
+        if key == "steps":
+            body = ",\n".join("  " + json.dumps(step, sort_keys=True) for step in value)
+            lines.append(f'"{key}": [\n{body}\n ]')
+        else:
+            lines.append(f"{json.dumps(key)}: {json.dumps(value, sort_keys=True)}")
+    return "{\n " + ",\n ".join(lines) + "\n}\n"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def build() -> dict[str, str]:
+    """File name -> file text of the whole golden set; checks that it covers every outcome."""
+    files: dict[str, str] = {}
+    outcomes: set[str] = set()
+    for spec in game_specs():
+        record = play(spec)
+        outcomes.add(record["outcome"])
+        files[f"{spec['name']}.json"] = render(record)
+    missing = [o for o in OUTCOMES if o not in outcomes]
+    if missing:
+        raise SystemExit(f"golden set does not cover outcome(s) {missing}; change seeds or decks")
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if regeneration would change any file"
+    )
+    parser.add_argument("--dir", type=Path, default=GOLDEN_DIR, help="golden directory")
+    args = parser.parse_args(argv)
+    files = build()
+    existing = {p.name for p in args.dir.glob("*.json")} if args.dir.is_dir() else set()
+    changed = sorted(
+        name
+        for name, text in files.items()
+        if not (args.dir / name).is_file() or (args.dir / name).read_text("utf-8") != text
+    )
+    stale = sorted(existing - set(files))
+    if args.check:
+        if changed or stale:
+            print(f"golden files would change: {changed}; stale: {stale}", file=sys.stderr)
+            return 1
+        print(f"{len(files)} golden files up to date")
+        return 0
+    args.dir.mkdir(parents=True, exist_ok=True)
+    for name in changed:
+        write_atomic(args.dir / name, files[name])
+    for name in stale:
+        (args.dir / name).unlink()
+    print(f"{len(files)} golden games; {len(changed)} written, {len(stale)} removed")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

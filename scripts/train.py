@@ -1,0 +1,90 @@
+"""Train an agent for Cold Iron from a YAML config.
+
+    python scripts/train.py --config configs/maskable_ppo.yaml
+    python scripts/train.py --config configs/ppo.yaml --timesteps 200000 --seed 3 --out runs/ppo-3
+    python scripts/train.py --resume runs/ppo-3            # continue after Ctrl-C
+    python scripts/train.py --resume runs/ppo-3 --timesteps 400000   # or extend the budget
+
+The config is validated before anything runs; a bad one is refused with the
+file, the key and the reason (exit status 2). Ctrl-C saves a resumable
+checkpoint (exit status 130). The run directory layout is described in
+``docs/run_directory.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_CONFIG_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Train an agent for Cold Iron from a YAML config.",
+        epilog="Run directory layout: docs/run_directory.md",
+    )
+    parser.add_argument("--config", help="YAML run description (configs/*.yaml)")
+    parser.add_argument("--timesteps", type=int, help="override training.total_timesteps")
+    parser.add_argument("--seed", type=int, help="override the top-level seed")
+    parser.add_argument("--out", type=Path, help="run directory (default runs/<name>-<time>)")
+    parser.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR")
+    parser.add_argument(
+        "--no-progress-bar", action="store_true", help="disable the progress bar"
+    )
+    args = parser.parse_args(argv)
+
+    if args.resume is None and args.config is None:
+        parser.error("give --config FILE (or --resume DIR)")
+    if args.resume is not None and (args.config or args.out or args.seed is not None):
+        parser.error("--resume DIR uses the run's own config.yaml, seed and directory")
+    if args.timesteps is not None and args.timesteps < 1:
+        parser.error(f"--timesteps must be >= 1, got {args.timesteps}")
+    if args.seed is not None and args.seed < 0:
+        parser.error(f"--seed must be >= 0, got {args.seed}")
+
+    from agents.config import ConfigError, apply_overrides, load_config
+
+    try:
+        if args.resume is not None:
+            config_file = str(args.resume / "config.yaml")
+            if not Path(config_file).is_file():
+                print(f"error: {args.resume}: not a run directory (no config.yaml)", file=sys.stderr)
+                return EXIT_CONFIG_ERROR
+        else:
+            config_file = args.config
+        cfg = load_config(config_file)
+        cfg = apply_overrides(cfg, timesteps=args.timesteps, seed=args.seed, file=config_file)
+        if args.no_progress_bar:
+            cfg.training.progress_bar = False
+    except ConfigError as exc:
+        print(f"error: invalid config: {exc}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+
+    from agents.training import TrainingError, train
+
+    try:
+        result = train(
+            cfg,
+            args.out,
+            resume=args.resume,
+            config_file=None if args.resume else config_file,
+        )
+    except TrainingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+    last = result.history[-1] if result.history else None
+    print(f"run directory: {result.run_dir}")
+    print(f"timesteps: {result.timesteps}  wall time: {result.wall_seconds:.1f} s")
+    if last is not None:
+        print(
+            f"last evaluation: {last['win_rate']:.2%} won "
+            f"[{last['ci_low']:.2%}, {last['ci_high']:.2%}] on {last['episodes']} deals"
+        )
+    return EXIT_INTERRUPTED if result.interrupted else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

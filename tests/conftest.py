@@ -1,0 +1,20 @@
+"""Shared pytest configuration: the ``rule`` marker and the import path of the test helpers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+if str(TESTS_DIR) not in sys.path:
+    sys.path.insert(0, str(TESTS_DIR))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        'rule(rid): the test checks rule rid ("R1".."R20") of RULES.md '
+        "(tests/test_rules_coverage.py requires one per rule)",
+    )

@@ -1,0 +1,127 @@
+"""Deck-building and play helpers for the tests.
+
+The pack is spelled out here from the spec (not imported from the engine), so
+that a mistake in ``coldiron_env.cards`` cannot hide itself in the tests.
+
+``stack("AH", "2H", ...)`` is "these cards first, in this order, then the rest
+of the pack in a fixed order". The fixed order of the rest can be chosen:
+
+* ``"pack"`` (default): numbered cards suit by suit (Hearts, Diamonds, Clubs,
+  Spades), Ace..10 within a suit, then the court cards, then the Jokers;
+* ``"safe"``: the 28 numbered cards of ranks A, 2, 4, 5, 7, 8, 10 first
+  (:data:`SAFE`: no three of them are consecutive in any suit, so drawing and
+  keeping them never makes a run), then the 3s, 6s and 9s, then the court
+  cards, then the Jokers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+SUITS = ("H", "D", "C", "S")
+RANKS = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10")
+COURTS = ("J", "Q", "K")
+JOKER = "JK"
+
+NUMBERED = tuple(r + s for s in SUITS for r in RANKS)  # 40
+COURT_CARDS = tuple(c + s for s in SUITS for c in COURTS)  # 12
+PACK = (*NUMBERED, *COURT_CARDS, JOKER, JOKER)  # 54, pack order
+
+# Action indices, from the spec's table (independent of coldiron_env.actions).
+THREATEN = 0
+IRON = 1
+REST = 16
+STOP = 17
+BONUS = 18
+N_ACTIONS = 19
+TURN_ACTIONS = tuple(range(17))
+IRON_ACTIONS = (IRON, STOP)
+BONUS_ACTIONS = (STOP, BONUS)
+
+
+def rack_rank(rank: str) -> int:
+    """Action racking rank ``"A"``, ``"2"`` .. ``"10"``."""
+    return 2 + RANKS.index(rank)
+
+
+def rack_suit(suit: str) -> int:
+    """Action racking suit ``"H"``, ``"D"``, ``"C"`` or ``"S"``."""
+    return 12 + SUITS.index(suit)
+
+
+def rank_value(code: str) -> int:
+    return RANKS.index(code[:-1]) + 1
+
+
+SAFE_RANKS = ("A", "2", "4", "5", "7", "8", "10")  # no three consecutive
+SAFE = tuple(r + s for s in SUITS for r in SAFE_RANKS)  # 28 cards that never make a run
+BREAKERS = tuple(r + s for s in SUITS for r in ("3", "6", "9"))
+
+REST_ORDERS: dict[str, tuple[str, ...]] = {
+    "pack": PACK,
+    "safe": (*SAFE, *BREAKERS, *COURT_CARDS, JOKER, JOKER),
+}
+
+
+def stack(*first: str, rest: str | Sequence[str] = "pack") -> list[str]:
+    """A full 54-card deck: ``first`` in that order, then every other card of the
+    pack in the order ``rest`` (a name of :data:`REST_ORDERS` or an explicit
+    preference order of codes; cards it omits follow in pack order)."""
+    order = REST_ORDERS[rest] if isinstance(rest, str) else (*rest, *PACK)
+    remaining = list(PACK)
+    for code in first:
+        if code not in remaining:
+            raise AssertionError(f"test deck uses {code!r} more often than the pack holds it")
+        remaining.remove(code)
+    tail: list[str] = []
+    for code in order:
+        if code in remaining:
+            remaining.remove(code)
+            tail.append(code)
+    deck = [*first, *tail]
+    assert len(deck) == 54 and sorted(deck) == sorted(PACK), deck
+    return deck
+
+
+def phrase_cards(starts: dict[str, int] | None = None) -> list[str]:
+    """The twelve cards of a phrase: for each suit three ranks from ``starts[suit]``
+    (default Ace: A-2-3 in every suit)."""
+    starts = starts or {}
+    out: list[str] = []
+    for s in SUITS:
+        lo = starts.get(s, 1)
+        out += [RANKS[lo - 1 + i] + s for i in range(3)]
+    return out
+
+
+def legal(info: dict[str, Any]) -> list[int]:
+    return [int(a) for a in np.flatnonzero(info["action_mask"])]
+
+
+def play(env: Any, actions: Iterable[int]) -> list[tuple[Any, float, bool, bool, dict[str, Any]]]:
+    """Step ``env`` through ``actions``; every action must be legal and the game
+    must not end before the last one. Returns the step results."""
+    out: list[tuple[Any, float, bool, bool, dict[str, Any]]] = []
+    actions = list(actions)
+    for i, a in enumerate(actions):
+        if out:
+            info = out[-1][4]
+            assert not out[-1][2], f"game ended ({info.get('outcome')}) before action #{i} {a}"
+            assert a in legal(info), f"action #{i} {a} not legal in phase {info['phase']}"
+        obs, reward, terminated, truncated, info = env.step(a)
+        out.append((obs, float(reward), bool(terminated), bool(truncated), info))
+    return out
+
+
+def game_cards(game: Any) -> list[int]:
+    """Every card id the engine accounts for: hand bits + discard bits + the undrawn deck."""
+    hand = [i for i in range(64) if game.hand >> i & 1]
+    discarded = [i for i in range(64) if game.discarded >> i & 1]
+    return sorted(hand + discarded + list(game.deck[game.pos :]))
+
+
+def hand_sort_key(code: str) -> tuple[int, int]:
+    return SUITS.index(code[-1]), rank_value(code)

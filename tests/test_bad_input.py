@@ -1,0 +1,194 @@
+"""Bad input is refused with an exception of the right type whose message names the problem."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import BONUS, IRON, JOKER, STOP, THREATEN, stack
+
+from coldiron_env.env import ColdIronEnv
+from coldiron_env.game import GameOverError, IllegalActionError
+
+
+def fresh(**kwargs: Any) -> ColdIronEnv:
+    env = ColdIronEnv(**kwargs)
+    env.reset(seed=0)
+    return env
+
+
+# ----------------------------------------------------------------------- deck option
+@pytest.mark.parametrize(
+    ("deck", "names"),
+    [
+        (stack()[:53], ["54", "53"]),
+        ([*stack(), "AH"], ["54", "55"]),
+        ([], ["54", "0"]),
+        ([*stack()[:53], "XQ"], ["XQ"]),
+        ([*stack()[:53], "11H"], ["11H"]),
+        ([*stack()[:53], ""], ["''"]),
+        ([*stack()[:53], 7], ["7"]),
+        ([*stack()[:52], "AH", "JK"], ["AH", "duplicate"]),
+        (["5d" if c == "AH" else c for c in stack("5D")], ["5D", "duplicate"]),
+        ([JOKER if c == "AH" else c for c in stack()], ["Joker", "third"]),
+    ],
+    ids=[
+        "53-cards",
+        "55-cards",
+        "empty",
+        "unknown-code",
+        "rank-11",
+        "empty-code",
+        "int-code",
+        "duplicate",
+        "duplicate-case",
+        "third-joker",
+    ],
+)
+def test_malformed_deck_refused(deck: list[Any], names: list[str]) -> None:
+    env = ColdIronEnv()
+    with pytest.raises(ValueError) as err:
+        env.reset(options={"deck": deck})
+    msg = str(err.value)
+    for name in names:
+        assert name.lower() in msg.lower(), f"{name!r} not named in {msg!r}"
+
+
+@pytest.mark.parametrize(
+    "deck", ["AH 2H", 54, {"AH": 1}, b"AH"], ids=["str", "int", "dict", "bytes"]
+)
+def test_deck_not_a_list_refused(deck: Any) -> None:
+    env = ColdIronEnv()
+    with pytest.raises(ValueError, match="deck"):
+        env.reset(options={"deck": deck})
+
+
+def test_tuple_deck_accepted() -> None:
+    env = ColdIronEnv()
+    _, info = env.reset(options={"deck": tuple(stack("9C"))})
+    env.step(THREATEN)
+    assert env.game.hand != 0 and info["deck_count"] == 54
+
+
+def test_unknown_reset_option_key_refused() -> None:
+    env = ColdIronEnv()
+    with pytest.raises(ValueError, match="dek"):
+        env.reset(options={"dek": stack()})
+
+
+def test_bad_deck_leaves_env_usable() -> None:
+    env = ColdIronEnv()
+    env.reset(seed=1)
+    with pytest.raises(ValueError):
+        env.reset(options={"deck": stack()[:10]})
+    _, info = env.reset(options={"deck": stack("4S")})
+    env.step(THREATEN)
+    assert env.game.deck_count == 53 and info["turn"] == 1
+
+
+# --------------------------------------------------------------------------- actions
+@pytest.mark.parametrize("policy", ["end", "raise"])
+@pytest.mark.parametrize("action", [-1, 19, 20, 10**6, np.int64(19), np.int8(-3)])
+def test_out_of_range_action_raises_naming_it(policy: str, action: Any) -> None:
+    env = fresh(illegal_action=policy)
+    with pytest.raises(IllegalActionError) as err:
+        env.step(action)
+    assert re.search(rf"(?<!\d){int(action)}(?!\d)", str(err.value)), str(err.value)
+    assert env.game.steps == 0
+
+
+@pytest.mark.parametrize("action", [1.5, 1.0, "1", None, [1], np.array([1, 2])])
+def test_non_integer_action_raises(action: Any) -> None:
+    env = fresh()
+    with pytest.raises((IllegalActionError, TypeError)) as err:
+        env.step(action)
+    assert "action" in str(err.value)
+    assert env.game.steps == 0
+
+
+def test_numpy_integer_actions_accepted() -> None:
+    env = fresh()
+    for a in (np.int64(THREATEN), np.int32(THREATEN), np.array(THREATEN)):
+        env.step(a)
+    assert env.game.steps == 3
+
+
+def test_illegal_action_under_end_policy() -> None:
+    env = ColdIronEnv(illegal_action="end", loss_reward=-2.5, win_reward=3.0)
+    env.reset(options={"deck": stack("5H")})
+    _, reward, terminated, truncated, info = env.step(STOP)
+    assert terminated and not truncated
+    assert reward == -2.5
+    assert info["outcome"] == "illegal" and info["is_success"] is False
+    assert info["action_mask"].sum() == 0 and info["phase"] == "over"
+    assert info["deck_count"] == 54, "an illegal action drew a card"
+
+
+def test_illegal_action_under_raise_policy_names_action_phase_and_legal() -> None:
+    env = ColdIronEnv(illegal_action="raise")
+    env.reset(options={"deck": stack("5H", JOKER)})
+    env.step(IRON)
+    game = env.game
+    state = (game.phase, game.turn, game.hurt, game.pos, game.hand, game.discarded, game.steps)
+    with pytest.raises(IllegalActionError) as err:
+        env.step(BONUS)
+    msg = str(err.value)
+    assert re.search(r"\b18\b", msg), msg  # the action
+    assert "iron" in msg  # the phase
+    assert re.search(r"\b1\b", msg) and re.search(r"\b17\b", msg), msg  # the legal actions
+    after = (game.phase, game.turn, game.hurt, game.pos, game.hand, game.discarded, game.steps)
+    assert after == state
+    _, _, _, _, info = env.step(IRON)  # still playable: Joker, bonus on offer
+    assert info["phase"] == "bonus"
+
+
+def test_step_after_the_episode_ended_raises() -> None:
+    env = ColdIronEnv()
+    env.reset(options={"deck": stack("5H", JOKER)})
+    _, _, terminated, _, _ = env.step(2 + 8)  # rack 9: the Joker slays
+    assert terminated
+    with pytest.raises(GameOverError, match="reset"):
+        env.step(THREATEN)
+
+
+def test_step_before_reset_raises() -> None:
+    env = ColdIronEnv()
+    with pytest.raises(GameOverError, match="reset"):
+        env.step(THREATEN)
+
+
+# ---------------------------------------------------------------------- env kwargs
+@pytest.mark.parametrize(
+    ("kwargs", "names"),
+    [
+        ({"observation_mode": "pixels"}, ["observation_mode", "pixels"]),
+        ({"illegal_action": "ignore"}, ["illegal_action", "ignore"]),
+        ({"render_mode": "rgb_array"}, ["render_mode", "rgb_array"]),
+        ({"recall": "yes"}, ["recall", "yes"]),
+        ({"bonus_always": 1}, ["bonus_always", "1"]),
+        ({"bonus_joker_grants_more": None}, ["bonus_joker_grants_more", "None"]),
+        ({"turns": 0}, ["turns", "0"]),
+        ({"turns": 100}, ["turns", "100"]),
+        ({"turns": 24.0}, ["turns", "24.0"]),
+        ({"suits_required": 5}, ["suits_required", "5"]),
+        ({"suits_required": 0}, ["suits_required", "0"]),
+        ({"win_reward": float("nan")}, ["win_reward", "nan"]),
+        ({"loss_reward": float("-inf")}, ["loss_reward", "inf"]),
+        ({"win_reward": "1"}, ["win_reward"]),
+        ({"loss_reward": True}, ["loss_reward"]),
+    ],
+    ids=lambda v: "-".join(f"{k}={v[k]}" for k in v) if isinstance(v, dict) else None,
+)
+def test_bad_env_kwargs_refused(kwargs: dict[str, Any], names: list[str]) -> None:
+    with pytest.raises(ValueError) as err:
+        ColdIronEnv(**kwargs)
+    msg = str(err.value)
+    for name in names:
+        assert name in msg, f"{name!r} not named in {msg!r}"
+
+
+def test_unknown_env_kwarg_refused() -> None:
+    with pytest.raises(TypeError, match="bonus_allways"):
+        ColdIronEnv(bonus_allways=True)  # type: ignore[call-arg]

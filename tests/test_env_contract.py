@@ -1,0 +1,247 @@
+"""The environment's API contract (pgx style: one contract, every configuration).
+
+Parametrised over observation mode (flat, dict) x recall (off, on) x rule
+variant (standard, bonus always, Joker grants more).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import subprocess
+import sys
+import warnings
+from typing import Any
+
+import gymnasium
+import numpy as np
+import pytest
+from helpers import IRON, JOKER, THREATEN, legal, stack
+
+import coldiron_env
+from coldiron_env import observation
+from coldiron_env.env import ColdIronEnv
+
+ENV_ID = "coldiron/ColdIron-v0"
+VARIANTS: dict[str, dict[str, Any]] = {
+    "standard": {},
+    "bonus_always": {"bonus_always": True},
+    "joker_more": {"bonus_joker_grants_more": True},
+}
+CONFIGS = [
+    pytest.param({"observation_mode": mode, "recall": recall, **variant}, id=f"{mode}-{r}-{vid}")
+    for (mode, (recall, r), (vid, variant)) in itertools.product(
+        ("flat", "dict"), ((False, "norecall"), (True, "recall")), VARIANTS.items()
+    )
+]
+PHASES = ("turn", "iron", "bonus", "over")
+
+
+def random_episode(env: Any, seed: int, policy_seed: int) -> list[tuple[Any, dict[str, Any]]]:
+    """(obs, info) after reset and after every step of a random legal game; checks on
+    the way that ``action_masks()`` equals ``info["action_mask"]`` as bools."""
+    rng = np.random.default_rng(policy_seed)
+    obs, info = env.reset(seed=seed)
+    out = [(obs, info)]
+    terminated = False
+    while True:
+        masks = env.unwrapped.action_masks()
+        assert masks.dtype == np.bool_ and masks.shape == (19,)
+        np.testing.assert_array_equal(masks, info["action_mask"].astype(bool))
+        if terminated:
+            break
+        a = int(rng.choice(legal(info)))
+        obs, _, terminated, truncated, info = env.step(a)
+        assert truncated is False
+        out.append((obs, info))
+    return out
+
+
+@pytest.mark.parametrize("kwargs", CONFIGS)
+def test_env_checkers_pass_without_warnings(kwargs: dict[str, Any]) -> None:
+    from gymnasium.utils.env_checker import check_env
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(gymnasium.make(ENV_ID, **kwargs).unwrapped)
+        sb3_check_env(gymnasium.make(ENV_ID, **kwargs).unwrapped)
+    assert [str(w.message) for w in caught] == []
+
+
+@pytest.mark.parametrize("kwargs", CONFIGS)
+def test_obs_in_space_and_masks_agree_every_step(kwargs: dict[str, Any]) -> None:
+    env = ColdIronEnv(**kwargs)
+    for seed in range(8):
+        prev_mask = None
+        for obs, info in random_episode(env, seed, seed + 100):
+            assert env.observation_space.contains(obs), (seed, obs)
+            mask = info["action_mask"]
+            assert mask.dtype == np.int8 and mask.shape == (19,)
+            assert prev_mask is None or not np.shares_memory(mask, prev_mask)
+            prev_mask = mask
+            assert info["phase"] in PHASES
+        assert "outcome" in info and isinstance(info["is_success"], bool)
+
+
+def test_masks_are_fresh_arrays_not_views_of_state() -> None:
+    env = ColdIronEnv()
+    _, info = env.reset(seed=0)
+    info["action_mask"][:] = 0
+    env.action_masks()[:] = False
+    _, info2 = env.reset(seed=0)
+    assert info2["action_mask"].sum() == 17
+    assert env.action_masks().sum() == 17
+
+
+def test_registration_in_a_fresh_interpreter() -> None:
+    code = (
+        "import gymnasium, sys\n"
+        "assert 'coldiron_env' not in sys.modules\n"
+        "env = gymnasium.make('coldiron_env:coldiron/ColdIron-v0')\n"
+        "obs, info = env.reset(seed=0)\n"
+        "obs, r, term, trunc, info = env.step(0)\n"
+        "import coldiron_env\n"
+        "assert 'coldiron/ColdIron-v0' in gymnasium.registry\n"
+        "print('OK', env.unwrapped.__class__.__name__, info['turn'])\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["OK", "ColdIronEnv", "2"] or proc.stdout.startswith(
+        "OK ColdIronEnv"
+    ), proc.stdout
+
+
+def test_import_registers_the_id() -> None:
+    assert coldiron_env.ENV_ID == ENV_ID
+    assert ENV_ID in gymnasium.registry
+    env = gymnasium.make(ENV_ID)
+    assert isinstance(env.unwrapped, ColdIronEnv)
+
+
+@pytest.mark.parametrize("mode", ["flat", "dict"])
+def test_make_vec_sync(mode: str) -> None:
+    envs = gymnasium.make_vec(ENV_ID, num_envs=3, vectorization_mode="sync", observation_mode=mode)
+    try:
+        obs, infos = envs.reset(seed=[1, 2, 3])  # type: ignore[arg-type]
+        assert envs.observation_space.contains(obs)
+        for _ in range(30):
+            masks = np.stack([m.astype(bool) for m in infos["action_mask"]])
+            assert masks.shape == (3, 19)
+            # a finished sub-env has an empty mask; its next step is the autoreset
+            actions = np.array([int(np.flatnonzero(m)[0]) if m.any() else 0 for m in masks])
+            obs, rewards, terms, truncs, infos = envs.step(actions)
+            assert rewards.shape == (3,) and terms.shape == (3,)
+            assert envs.observation_space.contains(obs)
+            assert not truncs.any()
+    finally:
+        envs.close()
+
+
+# --------------------------------------------------------------------------- render
+def test_render_ansi_shows_the_table() -> None:
+    env = ColdIronEnv(render_mode="ansi")
+    env.reset(options={"deck": stack("5H", "KD", JOKER)})
+    text = env.render()
+    assert isinstance(text, str)
+    assert "6:00pm" in text and "54" in text
+    env.step(THREATEN)
+    text = env.render()
+    assert isinstance(text, str)
+    assert "6:15pm" in text
+    assert re.search(r"\b53\b", text), "deck count missing"
+    for suit in ("Hearts", "Diamonds", "Clubs", "Spades"):
+        assert suit in text
+    assert "Threaten" in text and "5H" in text, "last action and drawn cards missing"
+    assert "threaten" in text.lower() and "rest" in text.lower(), "legal actions missing"
+    env.step(IRON)
+    text = env.render()
+    assert isinstance(text, str)
+    assert "Hurt" in text and re.search(r"\b1\s*/\s*6\b", text), "hurt bar missing"
+    assert "KD" in text
+    assert "17" in text and "stop" in text.lower(), "legal actions of the iron phase missing"
+    env.step(IRON)  # Joker: bonus on offer
+    text = env.render()
+    assert isinstance(text, str)
+    assert "JK" in text and "18" in text and "2/6" in text
+
+
+def test_render_human_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    env = ColdIronEnv(render_mode="human")
+    env.reset(options={"deck": stack("5H")})
+    out = capsys.readouterr().out
+    assert "6:00pm" in out
+    assert env.render() is None
+    env.step(THREATEN)
+    out = capsys.readouterr().out
+    assert "6:15pm" in out and "5H" in out
+
+
+def test_render_ansi_at_the_end_names_the_outcome() -> None:
+    env = ColdIronEnv(render_mode="ansi")
+    env.reset(options={"deck": stack("5H", JOKER)})
+    env.step(2 + 8)  # rack 9: 5H discarded, Joker slays
+    text = env.render()
+    assert isinstance(text, str) and "slain" in text
+
+
+# ---------------------------------------------------------------------- observation
+def test_env_docstring_layout_table_matches_observation_module() -> None:
+    doc = ColdIronEnv.__doc__ or ""
+    doc_lines = {line.strip() for line in doc.splitlines()}
+    table = observation.layout_table(recall=True)
+    for line in table.splitlines():
+        assert line.strip() in doc_lines, f"env docstring lacks layout row {line!r}"
+    assert "{layout}" not in doc
+
+
+@pytest.mark.parametrize("recall", [False, True])
+def test_layout_fields_tile_the_flat_vector(recall: bool) -> None:
+    env = ColdIronEnv(recall=recall)
+    fields = observation.flat_fields(recall)
+    assert fields[0].start == 0
+    for a, b in itertools.pairwise(fields):
+        assert a.stop == b.start
+    shape = env.observation_space.shape
+    assert shape == ((102,) if recall else (48,))
+    assert fields[-1].stop == observation.flat_size(recall) == shape[0]
+
+
+@pytest.mark.parametrize("recall", [False, True])
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_flat_equals_flat_from_dict_and_decode_round_trips(recall: bool, variant: str) -> None:
+    kw = VARIANTS[variant]
+    flat_env = ColdIronEnv(observation_mode="flat", recall=recall, **kw)
+    dict_env = ColdIronEnv(observation_mode="dict", recall=recall, **kw)
+    for seed in range(6):
+        flat_run = random_episode(flat_env, seed, seed)
+        dict_run = random_episode(dict_env, seed, seed)
+        assert len(flat_run) == len(dict_run)
+        # replay once more to read the engine state at every step
+        rng = np.random.default_rng(seed)
+        _, info = flat_env.reset(seed=seed)
+        for (fobs, finfo), (dobs, dinfo) in zip(flat_run, dict_run, strict=True):
+            assert finfo["hand"] == dinfo["hand"]
+            np.testing.assert_allclose(fobs, observation.flat_from_dict(dobs, 24), atol=1e-7)
+            fview = observation.decode(fobs, 24)
+            dview = observation.decode(dobs, 24)
+            assert fview == dview
+            game = flat_env.game
+            assert fview.hand == game.hand
+            assert (fview.hurt, fview.turn, fview.deck_count) == (
+                game.hurt,
+                game.turn,
+                game.deck_count,
+            )
+            assert (fview.phase, fview.iron_count) == (game.phase, game.iron_count)
+            assert fview.discarded == (game.discarded if recall else None)
+            assert (fview.hurt, fview.turn, fview.deck_count) == (
+                finfo["hurt"],
+                finfo["turn"],
+                finfo["deck_count"],
+            )
+            if info["phase"] != "over":
+                a = int(rng.choice(legal(info)))
+                _, _, _, _, info = flat_env.step(a)

@@ -1,0 +1,179 @@
+"""Evaluation: paired deals, Wilson intervals, JSON report, plot, CLI errors."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agents.baselines import RandomAgent, ThreatenAgent
+from agents.evaluation import (
+    AgentResult,
+    agent_seeds,
+    check_env_kwargs,
+    deal_decks,
+    evaluate,
+    evaluate_agent,
+)
+from agents.heuristic import HeuristicAgent
+from agents.stats import wilson_interval
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "evaluate.py"
+Z = 1.96
+
+
+def wilson_reference(k: int, n: int) -> tuple[float, float]:
+    """The closed form (2np + z^2 +- z sqrt(z^2 + 4np(1-p))) / (2(n + z^2))."""
+    p = k / n
+    root = Z * math.sqrt(Z * Z + 4 * n * p * (1 - p))
+    denom = 2 * (n + Z * Z)
+    return (2 * n * p + Z * Z - root) / denom, (2 * n * p + Z * Z + root) / denom
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 10), (10, 10), (5, 10), (35, 1000), (702, 20000)])
+def test_wilson_matches_reference_formula(k: int, n: int) -> None:
+    low, high = wilson_interval(k, n)
+    want_low, want_high = wilson_reference(k, n)
+    assert low == pytest.approx(want_low, abs=1e-12)
+    assert high == pytest.approx(want_high, abs=1e-12)
+
+
+def test_wilson_published_values() -> None:
+    assert wilson_interval(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
+    assert wilson_interval(10, 10) == pytest.approx((0.7225, 1.0), abs=1e-4)
+    assert wilson_interval(5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-4)
+
+
+@pytest.mark.parametrize(("k", "n"), [(-1, 10), (11, 10), (0, 0), (True, 10)])
+def test_wilson_rejects_bad_counts(k: Any, n: int) -> None:
+    with pytest.raises(ValueError):
+        wilson_interval(k, n)
+
+
+def test_deals_are_fixed_by_the_seed() -> None:
+    a, b = deal_decks(5, 30), deal_decks(5, 30)
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a, deal_decks(6, 30))
+    assert all(sorted(row) == list(range(54)) for row in a.tolist())
+    assert agent_seeds(5, 30) == agent_seeds(5, 30)
+    assert deal_decks(5, 10).tolist() == a[:10].tolist()  # a prefix: more deals extend the set
+
+
+def test_every_agent_sees_the_same_deals() -> None:
+    seen: dict[str, list[list[int]]] = {}
+
+    def recorder(name: str) -> Any:
+        def callback(index: int, deck: list[int], outcome: str, turn: int) -> None:
+            assert index == len(seen.setdefault(name, []))
+            seen[name].append(deck)
+
+        return callback
+
+    decks, seeds = deal_decks(9, 25), agent_seeds(9, 25)
+    evaluate_agent(ThreatenAgent(), decks, seeds, callback=recorder("engine"))
+    evaluate_agent(HeuristicAgent(), decks, seeds, use_engine=False, callback=recorder("env"))
+    evaluate_agent(
+        RandomAgent(), decks, seeds, {"observation_mode": "dict"}, callback=recorder("random")
+    )
+    assert seen["engine"] == decks.tolist()
+    assert seen["env"] == decks.tolist()
+    assert seen["random"] == decks.tolist()
+
+
+def test_results_count_every_episode() -> None:
+    results = evaluate(
+        [(n, a) for n, a in (("random", RandomAgent()), ("threaten", ThreatenAgent()))], 50, 1
+    )
+    for r in results:
+        assert r.episodes == 50
+        assert sum(r.outcomes.values()) == 50
+        assert 1 <= r.mean_turns <= 24
+    assert results[0].outcomes["slain"] > 0  # random racks into Jokers
+    assert results[1].outcomes["midnight"] > 0
+
+
+def test_eval_env_kwargs_refuse_rewards_and_bad_values() -> None:
+    with pytest.raises(ValueError, match="win_reward"):
+        check_env_kwargs({"win_reward": 2.0})
+    with pytest.raises(ValueError, match="observation_mode"):
+        check_env_kwargs({"observation_mode": "pixels"})
+    assert check_env_kwargs({"recall": True}) == {"recall": True}
+
+
+def test_shorter_game_changes_the_play() -> None:
+    decks, seeds = deal_decks(2, 20), agent_seeds(2, 20)
+    short = evaluate_agent(ThreatenAgent(), decks, seeds, {"turns": 5})
+    assert short.outcomes["midnight"] == 20
+    assert short.mean_turns == 5
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=cwd, check=False
+    )
+
+
+def test_cli_json_and_plot(tmp_path: Path) -> None:
+    out_json, out_png = tmp_path / "eval.json", tmp_path / "eval.png"
+    proc = run_cli(
+        "--agent", "random", "--agent", "threaten", "--agent", "heuristic",
+        "--episodes", "40", "--seed", "3", "--json", str(out_json), "--plot", str(out_png),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "heuristic" in proc.stdout and "95% CI" in proc.stdout
+    data = json.loads(out_json.read_text())
+    assert data["episodes"] == 40 and data["seed"] == 3
+    assert [a["agent"] for a in data["agents"]] == ["random", "threaten", "heuristic"]
+    for entry in data["agents"]:
+        assert {"agent", "episodes", "wins", "win_rate", "ci_low", "ci_high", "outcomes"} <= set(
+            entry
+        )
+        assert set(entry["outcomes"]) == {"won", "slain", "deck_exhausted", "midnight", "illegal"}
+        assert sum(entry["outcomes"].values()) == entry["episodes"] == 40
+        assert entry["wins"] == entry["outcomes"]["won"]
+        assert entry["ci_low"] <= entry["win_rate"] <= entry["ci_high"]
+    assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(tmp_path.glob(".*tmp*"))  # no temporary files left behind
+
+
+def test_plot_function_writes_png(tmp_path: Path) -> None:
+    from agents.plots import plot_win_rates
+
+    result = AgentResult("x")
+    for outcome in ["won"] * 3 + ["midnight"] * 7:
+        result.add(outcome, 24)
+    path = plot_win_rates([result], tmp_path / "sub" / "p.png")
+    assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize(
+    ("spec", "content"),
+    [("missing/model.zip", None), ("garbage.zip", b"not a zip at all"), ("emptyrun", "dir")],
+)
+def test_cli_bad_model_is_a_clear_error(tmp_path: Path, spec: str, content: Any) -> None:
+    if content == "dir":
+        (tmp_path / spec).mkdir()
+    elif content is not None:
+        (tmp_path / spec).write_bytes(content)
+    proc = run_cli("--agent", "threaten", "--agent", spec, "--episodes", "5", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert Path(spec).name in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_unknown_agent_and_bad_kwarg(tmp_path: Path) -> None:
+    proc = run_cli("--agent", "nobody", "--episodes", "5", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "random, threaten, heuristic" in proc.stderr
+    proc = run_cli("--agent", "random", "--env-kwarg", "loss_reward=-1", cwd=tmp_path)
+    assert proc.returncode != 0 and "loss_reward" in proc.stderr
+    proc = run_cli("--agent", "random", "--episodes", "0", cwd=tmp_path)
+    assert proc.returncode != 0 and "--episodes" in proc.stderr

@@ -1,0 +1,62 @@
+"""The rgb_array picture of the table."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from coldiron_env.actions import IRON, STOP, THREATEN
+from coldiron_env.cards import DECK_SIZE, NUM_SUITS, numbered_id
+from coldiron_env.game import Game
+from coldiron_env.picture import FONT, FRAME_SHAPE, draw_table, draw_text
+
+RUN_TOP = [numbered_id(s, r) for s in range(NUM_SUITS) for r in (1, 2, 3)]
+DECK = RUN_TOP + [c for c in range(DECK_SIZE) if c not in RUN_TOP]
+
+
+def test_frame_shape_and_dtype() -> None:
+    img = draw_table(Game(DECK))
+    assert img.shape == FRAME_SHAPE
+    assert img.dtype == np.uint8
+    assert len(np.unique(img.reshape(-1, 3), axis=0)) > 5  # not a blank frame
+
+
+def test_image_changes_with_the_state() -> None:
+    game = Game(DECK)
+    frames = [draw_table(game)]
+    for action in (THREATEN, IRON, IRON, STOP):
+        game.step(action)
+        frames.append(draw_table(game))
+    for before, after in zip(frames, frames[1:], strict=False):
+        assert not np.array_equal(before, after)
+    # Same state, same picture.
+    assert np.array_equal(draw_table(game), draw_table(game.clone()))
+
+
+def test_hurt_and_hand_regions_react() -> None:
+    game = Game(DECK)
+    calm = draw_table(game)
+    game.hurt = 4
+    hurt = draw_table(game)
+    diff = np.argwhere((calm != hurt).any(axis=2))
+    assert diff[:, 0].max() < 72  # only the status line changed
+    game.hand |= 1 << numbered_id(3, 10)
+    held = draw_table(game)
+    rows = np.argwhere((hurt != held).any(axis=2))[:, 0]
+    assert rows.min() > 72  # only the hand changed
+
+
+def test_won_game_shows_banner() -> None:
+    game = Game(DECK)
+    for _ in range(12):
+        game.step(THREATEN)
+    assert game.won
+    img = draw_table(game)
+    assert (img[-5, 5] != img[100, 2]).any()  # banner colour differs from the felt
+
+
+def test_text_is_drawn_and_clipped() -> None:
+    img = np.zeros((20, 30, 3), dtype=np.uint8)
+    draw_text(img, 0, 0, "ab~", (255, 255, 255), scale=1)
+    assert img.any()
+    draw_text(img, 25, 15, "WWWW", (1, 2, 3), scale=3)  # clipped, no error
+    assert set(FONT) >= set("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ:/-.")

@@ -1,0 +1,105 @@
+"""The terminal play loop, driven through standard input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coldiron_env.cards import CARD_CODES, DECK_SIZE, NUM_SUITS, numbered_id
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "play.py"
+RUN_TOP = [numbered_id(s, r) for s in range(NUM_SUITS) for r in (1, 2, 3)]
+WIN_DECK = [CARD_CODES[c] for c in RUN_TOP + [c for c in range(DECK_SIZE) if c not in RUN_TOP]]
+
+
+def play(args: list[str], stdin: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+    )
+
+
+def test_threatening_the_run_cards_wins_and_names_are_accepted() -> None:
+    moves = ["threaten", "0", "Threaten", " threaten "] + ["0"] * 8
+    result = play(["--deck", " ".join(WIN_DECK)], "\n".join(moves) + "\n")
+    assert result.returncode == 0, result.stderr
+    assert "outcome: won" in result.stdout
+    assert result.stdout.count("Cold Iron") == 13  # the table before and after each move
+
+
+def test_bad_input_is_reprompted_with_the_legal_choices() -> None:
+    result = play(["--seed", "3"], "dance\nstop\n99\nquit\n")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "unknown action 'dance'" in out
+    assert "'stop' is not legal now; legal: 0 threaten, 1 iron" in out
+    assert "outside 0..18" in out
+    assert "bye" in out
+
+
+def test_eof_leaves_gracefully() -> None:
+    result = play(["--seed", "1"], "iron\n")
+    assert result.returncode == 0, result.stderr
+    assert "end of input" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_same_seed_same_deal_and_deck_file(tmp_path: Path) -> None:
+    a = play(["--seed", "11"], "threaten\nquit\n").stdout
+    b = play(["--seed", "11"], "threaten\nquit\n").stdout
+    assert a == b
+    deck_file = tmp_path / "deck.txt"
+    deck_file.write_text(", ".join(WIN_DECK))
+    result = play(["--deck", str(deck_file)], "0\nquit\n")
+    assert "Hearts    A" in result.stdout
+
+
+def test_bad_deck_is_refused_by_name() -> None:
+    result = play(["--deck", "AH AH"], "")
+    assert result.returncode == 2
+    assert "54" in result.stderr
+
+
+def test_save_and_resume(tmp_path: Path) -> None:
+    save = tmp_path / "game.json"
+    first = play(["--seed", "5"], f"threaten\niron\nsave {save}\nquit\n")
+    assert first.returncode == 0, first.stderr
+    data = json.loads(save.read_text())
+    assert len(data["deck"]) == DECK_SIZE
+    assert data["actions"][:2] == ["threaten", "iron"]
+    resumed = play(["--load", str(save)], "quit\n")
+    assert resumed.returncode == 0, resumed.stderr
+    # The resumed table is the one the first session showed after its last move.
+    last_table = first.stdout.split("> ")[-2].strip().splitlines()
+    assert resumed.stdout.startswith("\n".join(last_table[:6]))
+
+
+def test_load_refuses_a_corrupt_save(tmp_path: Path) -> None:
+    save = tmp_path / "bad.json"
+    save.write_text(json.dumps({"deck": WIN_DECK, "env_kwargs": {}, "actions": ["stop"]}))
+    result = play(["--load", str(save)], "")
+    assert result.returncode == 2
+    assert "action 0 ('stop') is not legal" in result.stderr
+
+
+def test_hint_without_planner_says_so() -> None:
+    result = play(["--seed", "2", "--hint"], "quit\n")
+    assert result.returncode == 0
+    assert "planner" in result.stdout
+
+
+def test_picture_command_writes_png(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "t.png"
+    result = play(["--seed", "2", "--picture", str(target)], "iron\nquit\n")
+    assert result.returncode == 0, result.stderr
+    assert target.read_bytes()[:4] == b"\x89PNG"
