@@ -22,6 +22,7 @@ from coldiron_env.cards import CARD_CODES, DECK_SIZE, hand_codes
 from coldiron_env.dealer import Dealer
 from coldiron_env.game import WON, Game, GameOverError, IllegalActionError, max_decisions
 from coldiron_env.options import RuleOptions
+from coldiron_env.picture import draw_table
 from coldiron_env.render import render_text
 
 ILLEGAL_ACTION_POLICIES: Final = ("end", "raise")
@@ -123,7 +124,8 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
 
     env = gym.make(
         "coldiron/ColdIron-v0",
-        render_mode=None,            # "ansi" returns the text table, "human" prints it
+        render_mode=None,            # "ansi" returns the text table, "human" prints it,
+                                     # "rgb_array" draws it (480x640x3 uint8)
         observation_mode="flat",     # or "dict"
         recall=False,                # True: observe the discard pile (perfect memory)
         bonus_always=False,          # variant: a Joker's bonus is always taken
@@ -141,7 +143,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
     * v0: Initial version.
     """
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "render_fps": 4}  # noqa: RUF012 (Gymnasium declares it so)
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}  # noqa: RUF012 (Gymnasium declares it so)
 
     def __init__(
         self,
@@ -255,13 +257,15 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
             self.render()
         return self._observe(), reward, terminated, False, self._info()
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
         if self.render_mode is None:
             gym.logger.warn(
-                "render() called without a render_mode; pass render_mode='ansi' or 'human' "
-                "to gymnasium.make"
+                "render() called without a render_mode; pass render_mode='ansi', 'human' "
+                "or 'rgb_array' to gymnasium.make"
             )
             return None
+        if self.render_mode == "rgb_array":
+            return draw_table(self.game)
         text = render_text(self.game)
         if self.render_mode == "human":
             print(text)

@@ -222,7 +222,7 @@ def encode_flat(
     out[:, HURT.start] = HURT_VALUES[hurt]
     out[:, TURN.start] = turn_values[turn]
     out[:, DECK_COUNT.start] = DECK_VALUES[deck_count]
-    out[:, PHASE.start : PHASE.stop] = PHASE_ONE_HOT[phase]
+    out[:, PHASE.start : PHASE.stop] = np.take(PHASE_ONE_HOT, phase, axis=0)
     out[:, IRON_COUNT.start] = IRON_VALUES[iron_count]
     if discarded is not None:
         out[:, DISCARDED.start : DISCARDED.stop] = _bits(discarded, DISCARDED.size)
@@ -348,7 +348,6 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         n = num_envs
         self._index = np.arange(n)
         self._base_deck = self._index * DECK_SIZE
-        self._base_action = self._index * NUM_TABLE_ACTIONS
         # game state
         self._deck = np.zeros((n, DECK_SIZE), dtype=np.intp)
         self._deck_flat = self._deck.reshape(-1)
@@ -362,9 +361,9 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         self._source = np.zeros(n, dtype=np.int64)
         self._steps = np.zeros(n, dtype=np.int64)
         # per-deck look-ups (filled when a deck is dealt)
-        self._stop_mask = np.zeros((n, NUM_TABLE_ACTIONS), dtype=np.uint64)
+        self._stop_mask = np.zeros((NUM_TABLE_ACTIONS, n), dtype=np.uint64)
         self._stop_flat = self._stop_mask.reshape(-1)
-        self._keep_mask = np.zeros((n, NUM_TABLE_ACTIONS), dtype=np.uint64)
+        self._keep_mask = np.zeros((NUM_TABLE_ACTIONS, n), dtype=np.uint64)
         self._keep_flat = self._keep_mask.reshape(-1)
         self._joker_mask = np.zeros(n, dtype=np.uint64)
         self._court_mask = np.zeros(n, dtype=np.uint64)
@@ -426,7 +425,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             action = np.where(legal, action, NOOP)
 
         pos = self._pos
-        row = self._base_action + action
+        row = action * self.num_envs + self._index
         # ---- where every game's draws stop: one card, or a rack's first match, first
         # Joker or last card; a rack's court cards before that stop deal Hurt (R14)
         high = HIGH[pos]
@@ -535,7 +534,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
 
     def action_masks(self) -> Bools:
         """Legal actions of every game, an (N, 19) bool array (for sb3-contrib's MaskablePPO)."""
-        return MASKS_BOOL[self._phase]
+        return np.take(MASKS_BOOL, self._phase, axis=0)
 
     # ------------------------------------------------------------ queries
     def hand_codes(self, i: int) -> list[str]:
@@ -639,7 +638,9 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
                 self._pool[i] = rng.permuted(_ORDERED_BATCH, axis=1)
             self._pool[empty] = _jokers_in_order(self._pool[empty])
             self._pool_next[empty] = 0
-        decks = self._pool[envs, self._pool_next[envs]].astype(np.intp)
+        decks = np.take(
+            self._pool.reshape(-1, DECK_SIZE), envs * SHUFFLE_BATCH + self._pool_next[envs], axis=0
+        ).astype(np.intp)
         self._pool_next[envs] += 1
         return decks
 
@@ -652,24 +653,24 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         self._hand[envs] = 0
         self._suits_done[envs] = 0
         self._turn[envs] = 1
-        # position bit of each card id: at[j, c] = 1 << (position of card c in deck j)
-        at = np.empty(k * DECK_SIZE, dtype=np.uint64)
-        at[(decks + self._base_deck[:k, None]).reshape(-1)] = self._position_bits[: k * DECK_SIZE]
-        at = at.reshape(k, DECK_SIZE)
-        numbered = at[:, :NUM_NUMBERED].reshape(k, NUM_SUITS, NUM_RANKS)
-        by_suit = numbered.sum(axis=2)  # disjoint bits: the sum is the union
-        stop = np.empty((k, NUM_TABLE_ACTIONS), dtype=np.uint64)
-        stop[:] = ALL_POSITIONS
-        stop[:, RACK_RANK_FIRST:RACK_SUIT_FIRST] = numbered.sum(axis=1)
-        stop[:, RACK_SUIT_FIRST:REST] = by_suit
-        keep = np.zeros((k, NUM_TABLE_ACTIONS), dtype=np.uint64)
-        keep[:, THREATEN] = by_suit.sum(axis=1)
-        keep[:, IRON] = keep[:, THREATEN]
-        keep[:, RACK_RANK_FIRST:REST] = stop[:, RACK_RANK_FIRST:REST]
-        self._stop_mask[envs] = stop
-        self._keep_mask[envs] = keep
-        self._joker_mask[envs] = at[:, FIRST_JOKER] | at[:, FIRST_JOKER + 1]
-        self._court_mask[envs] = at[:, FIRST_COURT:FIRST_JOKER].sum(axis=1)
+        # Position bit of each card id, cards along axis 0 so that every operation
+        # below runs over the k games: at[c, j] = 1 << (position of card c in deck j).
+        at = np.empty(DECK_SIZE * k, dtype=np.uint64)
+        at[(decks * k + self._index[:k, None]).reshape(-1)] = self._position_bits[: k * DECK_SIZE]
+        at = at.reshape(DECK_SIZE, k)
+        numbered = at[:NUM_NUMBERED].reshape(NUM_SUITS, NUM_RANKS, k)
+        # unions of disjoint bits are sums
+        stop = np.full((NUM_TABLE_ACTIONS, k), ALL_POSITIONS, dtype=np.uint64)
+        numbered.sum(axis=0, out=stop[RACK_RANK_FIRST:RACK_SUIT_FIRST])
+        numbered.sum(axis=1, out=stop[RACK_SUIT_FIRST:REST])
+        keep = np.zeros((NUM_TABLE_ACTIONS, k), dtype=np.uint64)
+        stop[RACK_SUIT_FIRST:REST].sum(axis=0, out=keep[THREATEN])
+        keep[IRON] = keep[THREATEN]
+        keep[RACK_RANK_FIRST:REST] = stop[RACK_RANK_FIRST:REST]
+        self._stop_mask[:, envs] = stop
+        self._keep_mask[:, envs] = keep
+        self._joker_mask[envs] = at[FIRST_JOKER] | at[FIRST_JOKER + 1]
+        self._court_mask[envs] = at[FIRST_COURT:FIRST_JOKER].sum(axis=0)
         if self._drawn_cards is not None:
             drawn = self._drawn_cards[envs]
             np.cumsum(ALL_CARD_BITS[decks], axis=1, out=drawn[:, 1:])
@@ -765,7 +766,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             present[envs] = True
             phase = self._phase
         info: dict[str, Any] = {
-            "action_mask": MASKS_INT8[phase],
+            "action_mask": np.take(MASKS_INT8, phase, axis=0),
             "phase": PHASE_NAME_ARRAY[phase],
             "turn": self._turn.copy(),
             "hurt": self._hurt.copy(),

@@ -115,8 +115,8 @@ class Session:
         kwargs = data["env_kwargs"]
         if not isinstance(kwargs, dict) or set(kwargs) - set(ENV_KWARG_KEYS):
             raise UserError(
-                f"saved game {str(path)!r}: key 'env_kwargs' must hold only {list(ENV_KWARG_KEYS)}, "
-                f"got {kwargs!r}"
+                f"saved game {str(path)!r}: key 'env_kwargs' must hold only "
+                f"{list(ENV_KWARG_KEYS)}, got {kwargs!r}"
             )
         try:
             session = cls(list(data["deck"]), None, kwargs)

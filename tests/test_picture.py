@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+from pathlib import Path
+from typing import Any
+
 import numpy as np
+import pytest
 
 from coldiron_env.actions import IRON, STOP, THREATEN
-from coldiron_env.cards import DECK_SIZE, NUM_SUITS, numbered_id
+from coldiron_env.cards import CARD_CODES, DECK_SIZE, NUM_SUITS, numbered_id
 from coldiron_env.game import Game
 from coldiron_env.picture import FONT, FRAME_SHAPE, draw_table, draw_text
 
@@ -26,7 +31,7 @@ def test_image_changes_with_the_state() -> None:
     for action in (THREATEN, IRON, IRON, STOP):
         game.step(action)
         frames.append(draw_table(game))
-    for before, after in zip(frames, frames[1:], strict=False):
+    for before, after in itertools.pairwise(frames):
         assert not np.array_equal(before, after)
     # Same state, same picture.
     assert np.array_equal(draw_table(game), draw_table(game.clone()))
@@ -60,3 +65,31 @@ def test_text_is_drawn_and_clipped() -> None:
     assert img.any()
     draw_text(img, 25, 15, "WWWW", (1, 2, 3), scale=3)  # clipped, no error
     assert set(FONT) >= set("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ:/-.")
+
+
+def test_record_video_with_draw_table(tmp_path: Path) -> None:
+    """RecordVideo accepts the frames (env.render wiring emulated by a subclass until
+    coldiron_env.env returns draw_table(self.game) for render_mode="rgb_array")."""
+    pytest.importorskip("moviepy")
+    import gymnasium as gym
+
+    from coldiron_env.env import ColdIronEnv
+
+    class PictureEnv(ColdIronEnv):
+        metadata = {**ColdIronEnv.metadata, "render_modes": ["ansi", "human", "rgb_array"]}  # noqa: RUF012
+
+        def render(self) -> Any:
+            if self.render_mode == "rgb_array":
+                return draw_table(self.game)
+            return super().render()
+
+    env = gym.wrappers.RecordVideo(
+        PictureEnv(render_mode="rgb_array"), str(tmp_path / "video"), disable_logger=True
+    )
+    env.reset(seed=0, options={"deck": [CARD_CODES[c] for c in DECK]})
+    terminated = False
+    while not terminated:
+        _, _, terminated, _, _ = env.step(np.int64(THREATEN))
+    env.close()  # type: ignore[no-untyped-call]
+    videos = list((tmp_path / "video").glob("*.mp4"))
+    assert videos and videos[0].stat().st_size > 0

@@ -36,6 +36,7 @@ from helpers import (
     phrase_cards,
     rack_rank,
     rack_suit,
+    rank_value,
     stack,
 )
 
@@ -433,7 +434,7 @@ def test_iron_drawing_a_joker_at_hurt_five_slays_without_bonus() -> None:
 @rule("R11")
 def test_last_card_completing_the_phrase_wins() -> None:
     pre_cards, pre_actions = prelude()
-    others = [c for c in NUMBERED if rank_of(c) >= 4]
+    others = [c for c in NUMBERED if rank_value(c) >= 4]
     cards = [*pre_cards, *ALL_BUT_3S, *others, "3S"]
     r = run(cards, *pre_actions, *[THREATEN] * 11)
     assert r.info["hurt"] == 0 and len(r.info["hand"]) == 11 and r.info["deck_count"] == 29
@@ -443,16 +444,12 @@ def test_last_card_completing_the_phrase_wins() -> None:
     assert r.info["outcome"] == "won", "the last card completed the phrase: R7 comes before R9"
 
 
-def rank_of(code: str) -> int:
-    return RANKS.index(code[:-1]) + 1
-
-
 @rule("R9")
 @rule("R11")
 def test_last_card_not_completing_the_phrase_is_deck_exhausted() -> None:
     pre_cards, pre_actions = prelude()
     ten = [c for c in phrase_cards() if c not in ("2S", "3S")]
-    others = [c for c in NUMBERED if rank_of(c) >= 4]
+    others = [c for c in NUMBERED if rank_value(c) >= 4]
     cards = [*pre_cards, *ten, *others, "2S", "3S"]
     r = run(cards, *pre_actions, *[THREATEN] * 10, rack_rank("3"))
     assert r.info["deck_count"] == 0
