@@ -18,7 +18,7 @@ case-insensitive and accepts ``T`` for 10.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 SUITS: Final = ("H", "D", "C", "S")
@@ -121,7 +121,7 @@ def parse_card(code: str) -> int:
         ) from None
 
 
-def parse_deck(codes: Sequence[str]) -> list[int]:
+def parse_deck(codes: Iterable[str]) -> list[int]:
     """Card ids of a full 54-card deck given as codes, first code drawn first.
 
     The two Jokers become ids 52 then 53 in deck order. Refuses, with a
@@ -129,10 +129,11 @@ def parse_deck(codes: Sequence[str]) -> list[int]:
     exactly 54 codes, holds an unknown code, or repeats a card (other than the
     two ``JK``; a third Joker is a repeat).
     """
-    if isinstance(codes, (str, bytes)) or not isinstance(codes, Sequence):
+    if isinstance(codes, (str, bytes)) or not isinstance(codes, Iterable):
         raise ValueError(
             f"deck must be a list of {DECK_SIZE} card codes, got {type(codes).__name__}"
         )
+    codes = list(codes)  # also takes a tuple or a NumPy array of codes
     if len(codes) != DECK_SIZE:
         raise ValueError(f"deck must hold exactly {DECK_SIZE} cards, got {len(codes)}")
     ids: list[int] = []

@@ -232,6 +232,8 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         game = self.game
         try:
+            if isinstance(action, (bool, np.bool_)):
+                raise TypeError
             a = operator.index(action)
         except TypeError:
             raise IllegalActionError(

@@ -349,7 +349,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         self._index = np.arange(n)
         self._base_deck = self._index * DECK_SIZE
         # game state
-        self._deck = np.zeros((n, DECK_SIZE), dtype=np.intp)
+        self._deck = np.zeros((n, DECK_SIZE), dtype=np.int8)
         self._deck_flat = self._deck.reshape(-1)
         self._pos = np.zeros(n, dtype=np.int64)
         self._hand = np.zeros(n, dtype=np.uint64)
@@ -394,7 +394,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
                 self._pool_next[i] = SHUFFLE_BATCH  # a new generator discards the batch
         if isinstance(seed, (int, np.integer)):
             super().reset(seed=int(seed))  # the vector env's own np_random, as Gymnasium's
-        dealt = np.empty((n, DECK_SIZE), dtype=np.intp)
+        dealt = np.empty((n, DECK_SIZE), dtype=np.int8)
         shuffled = np.array([i for i, d in enumerate(decks) if d is None], dtype=np.int64)
         if shuffled.size:
             dealt[shuffled] = self._deal(shuffled)
@@ -438,7 +438,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         over = hurt >= MAX_HURT
         if over.any():  # a court card slays before the stop: the draws end there
             self._slaying_courts(np.flatnonzero(over), end, low_bit, hurt)
-        card = self._deck_flat[self._base_deck + end]
+        card = self._deck_flat[self._base_deck + end].astype(np.intp)
         # ---- R11 (1): a kept card joins the hand and the phrase is checked (R7)
         keep = (self._keep_flat[row] & low_bit) != 0
         hand = self._hand
@@ -640,7 +640,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             self._pool_next[empty] = 0
         decks = np.take(
             self._pool.reshape(-1, DECK_SIZE), envs * SHUFFLE_BATCH + self._pool_next[envs], axis=0
-        ).astype(np.intp)
+        )
         self._pool_next[envs] += 1
         return decks
 
@@ -656,7 +656,10 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         # Position bit of each card id, cards along axis 0 so that every operation
         # below runs over the k games: at[c, j] = 1 << (position of card c in deck j).
         at = np.empty(DECK_SIZE * k, dtype=np.uint64)
-        at[(decks * k + self._index[:k, None]).reshape(-1)] = self._position_bits[: k * DECK_SIZE]
+        where = decks.astype(np.intp)
+        where *= k
+        where += self._index[:k, None]
+        at[where.reshape(-1)] = self._position_bits[: k * DECK_SIZE]
         at = at.reshape(DECK_SIZE, k)
         numbered = at[:NUM_NUMBERED].reshape(NUM_SUITS, NUM_RANKS, k)
         # unions of disjoint bits are sums
@@ -673,7 +676,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         self._court_mask[envs] = at[FIRST_COURT:FIRST_JOKER].sum(axis=0)
         if self._drawn_cards is not None:
             drawn = self._drawn_cards[envs]
-            np.cumsum(ALL_CARD_BITS[decks], axis=1, out=drawn[:, 1:])
+            np.cumsum(np.take(ALL_CARD_BITS, decks), axis=1, out=drawn[:, 1:])
             self._drawn_cards[envs] = drawn
 
     def _slaying_courts(self, envs: I64, end: AnyArray, low_bit: U64, hurt: AnyArray) -> None:
@@ -699,7 +702,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         remaining = np.full(envs.shape[0], BONUS_DRAWS, dtype=np.int64)
         while envs.size:
             pos = self._pos[envs]
-            card = self._deck_flat[envs * DECK_SIZE + pos]
+            card = self._deck_flat[envs * DECK_SIZE + pos].astype(np.intp)
             pos += 1
             self._pos[envs] = pos
             hand = self._hand[envs] | CARD_BIT[card]

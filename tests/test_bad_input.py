@@ -72,6 +72,13 @@ def test_tuple_deck_accepted() -> None:
     assert env.game.hand != 0 and info["deck_count"] == 54
 
 
+def test_numpy_array_deck_accepted() -> None:
+    env = ColdIronEnv()
+    _, info = env.reset(options={"deck": np.array(stack("9C"))})
+    env.step(THREATEN)
+    assert env.game.hand != 0 and info["deck_count"] == 54
+
+
 def test_unknown_reset_option_key_refused() -> None:
     env = ColdIronEnv()
     with pytest.raises(ValueError, match="dek"):
@@ -99,7 +106,9 @@ def test_out_of_range_action_raises_naming_it(policy: str, action: Any) -> None:
     assert env.game.steps == 0
 
 
-@pytest.mark.parametrize("action", [1.5, 1.0, "1", None, [1], np.array([1, 2])])
+@pytest.mark.parametrize(
+    "action", [1.5, 1.0, "1", None, [1], np.array([1, 2]), True, np.bool_(False)]
+)
 def test_non_integer_action_raises(action: Any) -> None:
     env = fresh()
     with pytest.raises((IllegalActionError, TypeError)) as err:
@@ -165,7 +174,7 @@ def test_step_before_reset_raises() -> None:
     [
         ({"observation_mode": "pixels"}, ["observation_mode", "pixels"]),
         ({"illegal_action": "ignore"}, ["illegal_action", "ignore"]),
-        ({"render_mode": "rgb_array"}, ["render_mode", "rgb_array"]),
+        ({"render_mode": "video"}, ["render_mode", "video"]),
         ({"recall": "yes"}, ["recall", "yes"]),
         ({"bonus_always": 1}, ["bonus_always", "1"]),
         ({"bonus_joker_grants_more": None}, ["bonus_joker_grants_more", "None"]),

@@ -24,7 +24,6 @@ from helpers import (
     JOKER,
     NUMBERED,
     PACK,
-    RANKS,
     REST,
     SAFE,
     STOP,

@@ -1,0 +1,297 @@
+"""The run-config schema: every shipped config validates; bad ones are refused by file and key."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from agents.algorithms import ALGORITHMS, get_algorithm
+from agents.config import (
+    ConfigError,
+    NetArch,
+    activation_class,
+    algorithm_kwargs,
+    apply_overrides,
+    config_from_dict,
+    dump_config,
+    load_config,
+    policy_kwargs,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
+
+
+def minimal(**over: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "algorithm": {"name": "maskable_ppo", "hyperparameters": {"n_steps": 64, "batch_size": 128}},
+        "training": {"total_timesteps": 1000, "n_envs": 4},
+    }
+    data.update(over)
+    return data
+
+
+def write(tmp_path: Path, data: Any, name: str = "run.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def refused(tmp_path: Path, data: Any) -> ConfigError:
+    path = write(tmp_path, data)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(path) in str(err.value), "the error must name the file"
+    return err.value
+
+
+# ---------------------------------------------------------------- shipped configs
+def test_every_algorithm_has_a_shipped_config() -> None:
+    names = {p.stem for p in CONFIGS}
+    assert set(ALGORITHMS) <= names, f"missing configs for {set(ALGORITHMS) - names}"
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_shipped_config_validates(path: Path) -> None:
+    cfg = load_config(path)
+    assert cfg.algorithm.name == path.stem
+    kwargs = policy_kwargs(cfg)
+    assert "net_arch" in kwargs and kwargs["activation_fn"].__module__.startswith("torch")
+    algorithm_kwargs(cfg)  # schedules build
+    # The resolved config round-trips through YAML unchanged.
+    again = config_from_dict(yaml.safe_load(dump_config(cfg)))
+    assert again == cfg
+
+
+def test_default_config_is_maskable_ppo_with_imitation() -> None:
+    cfg = load_config(ROOT / "configs" / "maskable_ppo.yaml")
+    assert cfg.algorithm.spec.supports_masks
+    assert cfg.imitation.enabled and cfg.imitation.teacher == "heuristic"
+    assert not cfg.shaping.enabled
+
+
+# ---------------------------------------------------------------- errors of each kind
+def test_unknown_top_level_key(tmp_path: Path) -> None:
+    err = refused(tmp_path, minimal(learning_rate=3e-4))
+    assert err.key == "learning_rate"
+    assert "unknown key" in err.reason
+
+
+def test_unknown_nested_key(tmp_path: Path) -> None:
+    data = minimal()
+    data["env"] = {"observation_mode": "flat", "recal": True}
+    err = refused(tmp_path, data)
+    assert err.key == "env.recal" and "recall" in err.reason  # lists the known keys
+
+
+def test_unknown_hyperparameter(tmp_path: Path) -> None:
+    data = minimal()
+    data["algorithm"]["hyperparameters"]["buffer_size"] = 1000  # an off-policy key
+    err = refused(tmp_path, data)
+    assert err.key == "algorithm.hyperparameters.buffer_size"
+    assert "maskable_ppo" in err.reason
+
+
+def test_wrong_type(tmp_path: Path) -> None:
+    data = minimal()
+    data["training"]["n_envs"] = "eight"
+    err = refused(tmp_path, data)
+    assert err.key == "training.n_envs" and "int" in err.reason
+
+
+def test_wrong_type_bool(tmp_path: Path) -> None:
+    data = minimal(env={"recall": "yes"})
+    err = refused(tmp_path, data)
+    assert err.key == "env.recall" and "bool" in err.reason
+
+
+def test_negative_learning_rate(tmp_path: Path) -> None:
+    data = minimal()
+    data["algorithm"]["hyperparameters"]["learning_rate"] = -3e-4
+    err = refused(tmp_path, data)
+    assert err.key == "algorithm.hyperparameters.learning_rate" and "> 0" in err.reason
+
+
+def test_schedule_start_negative(tmp_path: Path) -> None:
+    data = minimal()
+    data["algorithm"]["hyperparameters"]["learning_rate"] = {
+        "schedule": "linear",
+        "start": -1.0,
+        "end": 0.0,
+    }
+    err = refused(tmp_path, data)
+    assert err.key == "algorithm.hyperparameters.learning_rate.start"
+
+
+def test_unknown_schedule_kind(tmp_path: Path) -> None:
+    data = minimal()
+    data["algorithm"]["hyperparameters"]["clip_range"] = {"schedule": "cosine", "start": 0.2}
+    err = refused(tmp_path, data)
+    assert err.key == "algorithm.hyperparameters.clip_range.schedule"
+
+
+@pytest.mark.parametrize("gamma", [0.0, 1.5, -0.1])
+def test_gamma_outside_unit_interval(tmp_path: Path, gamma: float) -> None:
+    data = minimal()
+    data["algorithm"]["hyperparameters"]["gamma"] = gamma
+    err = refused(tmp_path, data)
+    assert err.key == "algorithm.hyperparameters.gamma"
+
+
+def test_gamma_one_is_allowed() -> None:
+    data = minimal()
+    data["algorithm"]["hyperparameters"]["gamma"] = 1.0
+    assert config_from_dict(data).algorithm.hyperparameters["gamma"] == 1.0
+
+
+def test_batch_not_dividing_rollout(tmp_path: Path) -> None:
+    data = minimal()
+    data["algorithm"]["hyperparameters"].update(n_steps=100, batch_size=64)  # 400 % 64 != 0
+    err = refused(tmp_path, data)
+    assert err.key == "algorithm.hyperparameters.batch_size"
+    assert "divisible" in err.reason and "400" in err.reason
+
+
+def test_unknown_algorithm(tmp_path: Path) -> None:
+    data = minimal()
+    data["algorithm"] = {"name": "sac"}
+    err = refused(tmp_path, data)
+    assert err.key == "algorithm.name" and "maskable_ppo" in err.reason
+
+
+def test_unknown_activation(tmp_path: Path) -> None:
+    err = refused(tmp_path, minimal(policy={"activation": "sigmoidish"}))
+    assert err.key == "policy.activation" and "tanh" in err.reason
+
+
+def test_unknown_vec_env(tmp_path: Path) -> None:
+    data = minimal()
+    data["training"]["vec_env"] = "ray"
+    err = refused(tmp_path, data)
+    assert err.key == "training.vec_env"
+
+
+def test_bad_layer_size(tmp_path: Path) -> None:
+    err = refused(tmp_path, minimal(policy={"net_arch": {"pi": [64, 0], "vf": [64]}}))
+    assert err.key == "policy.net_arch.pi[1]"
+
+
+def test_missing_required(tmp_path: Path) -> None:
+    err = refused(tmp_path, {"algorithm": {"name": "ppo"}})
+    assert err.key == "training"
+
+
+def test_managed_argument_refused(tmp_path: Path) -> None:
+    data = minimal()
+    data["algorithm"]["hyperparameters"]["policy_kwargs"] = {"net_arch": [8]}
+    err = refused(tmp_path, data)
+    assert "policy:" in err.reason
+
+
+def test_curriculum_must_increase_and_change_rules(tmp_path: Path) -> None:
+    stages = [{"until_fraction": 0.5, "turns": 30}, {"until_fraction": 0.3, "suits_required": 2}]
+    err = refused(tmp_path, minimal(curriculum=stages))
+    assert err.key == "curriculum[1].until_fraction"
+    err = refused(tmp_path, minimal(curriculum=[{"until_fraction": 0.5}]))
+    assert err.key == "curriculum[0]" and "real game" in err.reason
+
+
+def test_qvalue_policy_takes_one_list(tmp_path: Path) -> None:
+    data = minimal(policy={"net_arch": {"pi": [8], "vf": [8]}})
+    data["algorithm"] = {"name": "dqn"}
+    err = refused(tmp_path, data)
+    assert err.key == "policy.net_arch"
+
+
+def test_invalid_yaml_names_file(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("algorithm: [unclosed\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="broken.yaml"):
+        load_config(path)
+
+
+def test_missing_file_names_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="nope.yaml"):
+        load_config(tmp_path / "nope.yaml")
+
+
+# ---------------------------------------------------------------- resolution
+def test_scientific_notation_without_dot_is_a_float(tmp_path: Path) -> None:
+    path = tmp_path / "sci.yaml"
+    path.write_text(
+        "algorithm:\n  name: ppo\n  hyperparameters: {learning_rate: 3e-4}\n"
+        "training: {total_timesteps: 1e3}\n",
+        encoding="utf-8",
+    )
+    cfg = load_config(path)
+    assert cfg.algorithm.hyperparameters["learning_rate"] == pytest.approx(3e-4)
+    assert cfg.training.total_timesteps == 1000
+
+
+def test_overrides_are_validated() -> None:
+    cfg = config_from_dict(minimal())
+    new = apply_overrides(cfg, timesteps=5000, seed=7)
+    assert (new.training.total_timesteps, new.seed) == (5000, 7)
+    assert cfg.training.total_timesteps == 1000  # the original is untouched
+    with pytest.raises(ConfigError, match="training.total_timesteps"):
+        apply_overrides(cfg, timesteps=0)
+
+
+def test_policy_kwargs_structured() -> None:
+    from torch import nn
+
+    cfg = config_from_dict(minimal(policy={"net_arch": {"pi": [32], "vf": [16, 16]}, "activation": "relu"}))
+    assert isinstance(cfg.policy.net_arch, NetArch)
+    kwargs = policy_kwargs(cfg)
+    assert kwargs == {"net_arch": {"pi": [32], "vf": [16, 16]}, "activation_fn": nn.ReLU}
+    assert activation_class("tanh") is nn.Tanh
+
+
+def test_linear_schedule_built() -> None:
+    data = minimal()
+    data["algorithm"]["hyperparameters"]["learning_rate"] = {"schedule": "linear", "start": 1e-3, "end": 0}
+    schedule = algorithm_kwargs(config_from_dict(data))["learning_rate"]
+    assert schedule(1.0) == pytest.approx(1e-3) and schedule(0.0) == pytest.approx(0.0)
+    assert schedule(0.5) == pytest.approx(5e-4)
+
+
+def test_curriculum_stages_then_real_game() -> None:
+    cfg = config_from_dict(
+        minimal(curriculum=[{"until_fraction": 0.25, "turns": 40}, {"until_fraction": 0.5, "suits_required": 2}])
+    )
+    assert cfg.stage_env_kwargs(0)["turns"] == 40
+    assert cfg.stage_env_kwargs(300)["suits_required"] == 2
+    assert cfg.stage_env_kwargs(300)["turns"] == 24
+    assert "turns" not in cfg.stage_env_kwargs(600)  # the real game: env defaults
+    assert "turns" not in cfg.env_kwargs()
+
+
+def test_registry_entries_resolve() -> None:
+    for name, spec in ALGORITHMS.items():
+        assert spec.load_class().__name__ == spec.class_name
+        assert get_algorithm(name) is spec
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        get_algorithm("sac")
+
+
+def test_train_script_exits_nonzero_without_traceback(tmp_path: Path) -> None:
+    data = minimal()
+    data["algorithm"]["hyperparameters"]["learning_rate"] = -1.0
+    path = write(tmp_path, data, "bad.yaml")
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "train.py"), "--config", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert str(path) in proc.stderr and "algorithm.hyperparameters.learning_rate" in proc.stderr
+    assert not (tmp_path / "runs").exists(), "nothing may run before validation passes"
