@@ -104,15 +104,15 @@ class CurriculumStage:
 class NetArch:
     """Separate layer sizes for the actor (``pi``) and the critic (``vf``)."""
 
-    pi: list[int] = _c([64, 64], item_min=1)
-    vf: list[int] = _c([64, 64], item_min=1)
+    pi: list[int] = _c([64, 64], item_min=1)  # noqa: RUF009 (a field)
+    vf: list[int] = _c([64, 64], item_min=1)  # noqa: RUF009 (a field)
 
 
 @dataclass
 class PolicyConfig:
     """The policy network (SB3 ``policy_kwargs``), structured."""
 
-    net_arch: list[int] | NetArch = _c([64, 64], item_min=1)
+    net_arch: list[int] | NetArch = _c([64, 64], item_min=1)  # noqa: RUF009 (a field)
     activation: str = _c("tanh", choices=ACTIVATION_NAMES)
     ortho_init: bool | None = None
     lstm_hidden_size: int | None = _c(None, min=1)
@@ -127,7 +127,7 @@ class AlgorithmConfig:
     name: str = _c(choices=tuple(ALGORITHMS))
     policy: str | None = None
     """SB3 policy name; ``null`` = the registry's default for the observation mode."""
-    hyperparameters: dict[str, Any] = _c({})
+    hyperparameters: dict[str, Any] = _c({})  # noqa: RUF009 (a field)
 
     @property
     def spec(self) -> AlgorithmSpec:
@@ -174,6 +174,10 @@ class ImitationConfig:
     learning_rate: float = _c(1e-3, min=0.0, min_exclusive=True)
     value_pretrain: bool = True
     seed: int = _c(50_000_000, min=0)
+    dagger_rounds: int = _c(0, min=0)
+    """DAgger rounds after cloning: the student plays, the teacher labels its states."""
+    dagger_episodes: int = _c(2_000, min=1)
+    dagger_epochs: int = _c(3, min=1)
 
 
 @dataclass
@@ -187,7 +191,7 @@ class Config:
     seed: int = _c(0, min=0)
     env: EnvConfig = field(default_factory=EnvConfig)
     shaping: ShapingConfig = field(default_factory=ShapingConfig)
-    curriculum: list[CurriculumStage] = _c([])
+    curriculum: list[CurriculumStage] = _c([])  # noqa: RUF009 (a field)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
@@ -305,7 +309,7 @@ def load_config(path: str | Path) -> Config:
     except OSError as exc:
         raise ConfigError(file, "<file>", f"cannot read the file: {exc.strerror or exc}") from None
     try:
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+        data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         raise ConfigError(file, "<file>", f"invalid YAML: {exc}") from None
     return config_from_dict(data, file)
@@ -313,7 +317,7 @@ def load_config(path: str | Path) -> Config:
 
 def config_from_dict(data: Any, file: str | None = None) -> Config:
     """Validate a parsed mapping into a :class:`Config` (``file`` is named in errors)."""
-    cfg = _build(Config, data, "", file)
+    cfg: Config = _build(Config, data, "", file)
     validate(cfg, file)
     return cfg
 
@@ -382,12 +386,12 @@ def _coerce(value: Any, tp: Any, meta: dict[str, Any], path: str, file: str | No
         if len(non_null) == 1:
             raise errors[0]
         # Report the alternative matching the YAML shape (mapping vs list vs scalar).
-        for exc, option in zip(errors, non_null, strict=True):
+        for error, option in zip(errors, non_null, strict=True):
             shape = typing.get_origin(option) or option
             if (isinstance(value, Mapping) and dataclasses.is_dataclass(shape)) or (
                 isinstance(value, list) and shape is list
             ):
-                raise exc
+                raise error
         names = " or ".join(_type_name(o) for o in non_null)
         raise ConfigError(file, path, f"must be {names}, got {_describe(value)}")
     if dataclasses.is_dataclass(tp):
@@ -397,9 +401,7 @@ def _coerce(value: Any, tp: Any, meta: dict[str, Any], path: str, file: str | No
             raise ConfigError(file, path, f"must be a list, got {_describe(value)}")
         (item_tp,) = typing.get_args(tp)
         item_meta = {k[5:]: v for k, v in meta.items() if k.startswith("item_")}
-        return [
-            _coerce(v, item_tp, item_meta, f"{path}[{i}]", file) for i, v in enumerate(value)
-        ]
+        return [_coerce(v, item_tp, item_meta, f"{path}[{i}]", file) for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, Mapping):
             raise ConfigError(file, path, f"must be a mapping, got {_describe(value)}")
@@ -596,7 +598,9 @@ def _validate_policy(cfg: Config, spec: AlgorithmSpec, file: str | None) -> None
     lstm_keys = ("lstm_hidden_size", "n_lstm_layers", "shared_lstm", "enable_critic_lstm")
     for key in lstm_keys:
         if getattr(pol, key) is not None and not spec.recurrent:
-            raise ConfigError(file, f"policy.{key}", f"only for a recurrent algorithm, not {spec.name}")
+            raise ConfigError(
+                file, f"policy.{key}", f"only for a recurrent algorithm, not {spec.name}"
+            )
     if pol.shared_lstm and pol.enable_critic_lstm:
         raise ConfigError(
             file, "policy.enable_critic_lstm", "must be false when shared_lstm is true"
@@ -626,7 +630,7 @@ def _validate_curriculum(cfg: Config, file: str | None) -> None:
 # ---------------------------------------------------------------- building SB3 arguments
 def activation_class(name: str) -> type[Any]:
     """The ``torch.nn`` activation class for a name of :data:`ACTIVATION_NAMES`."""
-    from torch import nn
+    from torch import nn  # noqa: PLC0415 (config loading stays torch-free)
 
     table: dict[str, type[nn.Module]] = {
         "tanh": nn.Tanh,
@@ -668,7 +672,10 @@ def policy_kwargs(cfg: Config) -> dict[str, Any]:
 
 def algorithm_kwargs(cfg: Config) -> dict[str, Any]:
     """SB3 constructor keyword arguments from ``algorithm.hyperparameters`` (schedules built)."""
-    from stable_baselines3.common.utils import ConstantSchedule, LinearSchedule
+    from stable_baselines3.common.utils import (  # noqa: PLC0415
+        ConstantSchedule,
+        LinearSchedule,
+    )
 
     out: dict[str, Any] = {}
     for key, value in cfg.algorithm.hyperparameters.items():

@@ -31,13 +31,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
+import torch as th
+import torch.nn.functional as F
 
 from agents.algorithms import algorithm_of
 from agents.base import Agent
+from agents.sb3_agent import MaskedPolicy
 from coldiron_env.env import ColdIronEnv
 
 if TYPE_CHECKING:
-    import torch as th
     from stable_baselines3.common.base_class import BaseAlgorithm
 
     from agents.config import Config
@@ -124,6 +126,118 @@ def collect_demonstrations(
     )
 
 
+def concat(parts: list[Demonstrations]) -> Demonstrations:
+    """One dataset of several (episode indices renumbered)."""
+    first = parts[0]
+    if isinstance(first.obs, dict):
+        obs: Any = {k: np.concatenate([p.obs[k] for p in parts]) for k in first.obs}
+    else:
+        obs = np.concatenate([p.obs for p in parts])
+    offsets = np.cumsum([0] + [p.episodes for p in parts[:-1]])
+    return Demonstrations(
+        obs=obs,
+        masks=np.concatenate([p.masks for p in parts]),
+        actions=np.concatenate([p.actions for p in parts]),
+        returns=np.concatenate([p.returns for p in parts]),
+        episode=np.concatenate([p.episode + off for p, off in zip(parts, offsets, strict=True)]),
+        episodes=sum(p.episodes for p in parts),
+        wins=sum(p.wins for p in parts),
+    )
+
+
+def collect_dagger(
+    model: BaseAlgorithm,
+    teacher_factory: Callable[[], Agent],
+    env_kwargs: dict[str, Any],
+    episodes: int,
+    seed: int,
+    gamma: float = 0.99,
+    batch: int = 256,
+) -> Demonstrations:
+    """DAgger (Ross et al., 2011): the *student* plays, the teacher labels every state.
+
+    Cloning alone trains on the teacher's states only; the student's small
+    errors lead it to states the teacher never visits, where it was never
+    taught. Here the student's own (deterministic, masked) play chooses the
+    moves, and a teacher following the same game (one per env, fed every
+    observation and ``info`` so its memory stays right) says what it would do.
+    Returns are the student's Monte-Carlo returns (its value).
+    """
+    policy = MaskedPolicy(model)
+    rows: list[Demonstrations] = []
+    for start in range(0, episodes, batch):
+        n = min(batch, episodes - start)
+        envs = [ColdIronEnv(**env_kwargs) for _ in range(n)]
+        teachers = [teacher_factory() for _ in range(n)]
+        obs, infos = [], []
+        for i, (env, t) in enumerate(zip(envs, teachers, strict=True)):
+            o, info = env.reset(seed=seed + start + i)
+            t.reset(seed + start + i)
+            obs.append(o)
+            infos.append(info)
+        trace: list[list[tuple[Any, np.ndarray, int, float]]] = [[] for _ in range(n)]
+        done = np.zeros(n, dtype=bool)
+        starts = np.ones(n, dtype=bool)
+        wins = 0
+        policy.reset_states()
+        while not done.all():
+            masks = np.stack(
+                [
+                    infos[i]["action_mask"].astype(bool) if not done[i] else np.ones(19, bool)
+                    for i in range(n)
+                ]
+            )
+            if isinstance(obs[0], dict):
+                batch_obs: Any = {k: np.stack([o[k] for o in obs]) for k in obs[0]}
+            else:
+                batch_obs = np.stack(obs)
+            moves = policy.act(batch_obs, masks, starts)
+            starts[:] = False
+            for i in range(n):
+                if done[i]:
+                    continue
+                label = int(teachers[i].act(obs[i], infos[i]["action_mask"], infos[i]))
+                o, r, term, trunc, info = envs[i].step(int(moves[i]))
+                trace[i].append((obs[i], masks[i], label, float(r)))
+                obs[i], infos[i] = o, info
+                if term or trunc:
+                    done[i] = True
+                    wins += int(info.get("outcome") == "won")
+        rows.append(_from_traces(trace, gamma, wins))
+    return concat(rows)
+
+
+def _from_traces(
+    traces: list[list[tuple[Any, np.ndarray, int, float]]], gamma: float, wins: int
+) -> Demonstrations:
+    obs_rows, masks, actions, returns, episode = [], [], [], [], []
+    for ep, trace in enumerate(traces):
+        g = 0.0
+        ep_returns = []
+        for _, _, _, r in reversed(trace):
+            g = r + gamma * g
+            ep_returns.append(g)
+        returns.extend(reversed(ep_returns))
+        for o, m, a, _ in trace:
+            obs_rows.append(o)
+            masks.append(m)
+            actions.append(a)
+            episode.append(ep)
+    if isinstance(obs_rows[0], dict):
+        stacked: Any = {k: np.stack([o[k] for o in obs_rows]) for k in obs_rows[0]}
+    else:
+        stacked = np.stack(obs_rows)
+    return Demonstrations(
+        obs=stacked,
+        masks=np.stack(masks),
+        actions=np.asarray(actions, dtype=np.int64),
+        returns=np.asarray(returns, dtype=np.float32),
+        episode=np.asarray(episode, dtype=np.int64),
+        episodes=len(traces),
+        wins=wins,
+    )
+
+
 def _rows(obs: Any, idx: np.ndarray) -> Any:
     if isinstance(obs, dict):
         return {k: v[idx] for k, v in obs.items()}
@@ -131,8 +245,6 @@ def _rows(obs: Any, idx: np.ndarray) -> Any:
 
 
 def _masked(scores: th.Tensor, masks: th.Tensor) -> th.Tensor:
-    import torch as th
-
     return th.where(masks, scores, th.full_like(scores, MASKED_LOGIT))
 
 
@@ -161,8 +273,6 @@ class _Cloner:
 
 
 def _accuracy(model: BaseAlgorithm, demos: Demonstrations) -> float:
-    from agents.sb3_agent import MaskedPolicy
-
     policy = MaskedPolicy(model)
     if policy.spec.recurrent:
         hits = 0
@@ -170,7 +280,9 @@ def _accuracy(model: BaseAlgorithm, demos: Demonstrations) -> float:
             idx = np.flatnonzero(demos.episode == ep)
             policy.reset_states()
             for j, row in enumerate(idx):
-                a = policy.act(_rows(demos.obs, np.array([row])), demos.masks[row][None], np.array([j == 0]))
+                a = policy.act(
+                    _rows(demos.obs, np.array([row])), demos.masks[row][None], np.array([j == 0])
+                )
                 hits += int(a[0] == demos.actions[row])
         return hits / len(demos)
     chunk = 4096
@@ -194,8 +306,6 @@ def behaviour_clone(
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Train ``model``'s network to imitate ``demos``; returns accuracy and loss figures."""
-    import torch as th
-
     cloner = _Cloner(model)
     params = list(model.policy.parameters())
     optimizer = th.optim.Adam(params, lr=learning_rate)
@@ -205,9 +315,13 @@ def behaviour_clone(
     model.policy.set_training_mode(True)
     for epoch in range(epochs):
         if cloner.spec.recurrent:
-            loss_sum, batches = _recurrent_epoch(cloner, demos, optimizer, batch_size, rng, value_pretrain)
+            loss_sum, batches = _recurrent_epoch(
+                cloner, demos, optimizer, batch_size, rng, value_pretrain
+            )
         else:
-            loss_sum, batches = _flat_epoch(cloner, demos, optimizer, batch_size, rng, value_pretrain)
+            loss_sum, batches = _flat_epoch(
+                cloner, demos, optimizer, batch_size, rng, value_pretrain
+            )
         losses.append(loss_sum / max(batches, 1))
         if log is not None:
             log(f"  imitation epoch {epoch + 1}/{epochs}: loss {losses[-1]:.4f}")
@@ -234,8 +348,6 @@ def _flat_epoch(
     rng: np.random.Generator,
     value_pretrain: bool,
 ) -> tuple[float, int]:
-    import torch as th
-    import torch.nn.functional as F  # noqa: N812
 
     device = cloner.policy.device
     order = rng.permutation(len(demos))
@@ -259,7 +371,7 @@ def _flat_epoch(
             if value_pretrain and values is not None:
                 loss = loss + VALUE_LOSS_WEIGHT * F.mse_loss(values, returns)
         optimizer.zero_grad()
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         optimizer.step()
         total += float(loss.detach())
         batches += 1
@@ -275,8 +387,6 @@ def _recurrent_epoch(
     value_pretrain: bool,
 ) -> tuple[float, int]:
     """Whole episodes through the LSTM: pad to the longest, seq-major rows, mask the padding."""
-    import torch as th
-    import torch.nn.functional as F  # noqa: N812
 
     policy = cloner.policy
     device = policy.device
@@ -311,7 +421,7 @@ def _recurrent_epoch(
             returns = th.as_tensor(demos.returns[flat_rows], device=device)
             loss = loss + VALUE_LOSS_WEIGHT * F.mse_loss(values[valid_t], returns[valid_t])
         optimizer.zero_grad()
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         optimizer.step()
         total += float(loss.detach())
         batches += 1
@@ -321,9 +431,11 @@ def _recurrent_epoch(
 def default_teacher(name: str) -> Agent:
     """A built-in agent by name, from :mod:`agents.registry`."""
     try:
-        from agents.registry import make_agent  # type: ignore[import-not-found,unused-ignore]
+        from agents.registry import make_agent  # noqa: PLC0415  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
-        raise RuntimeError(f"imitation teacher {name!r}: agents.registry is not available ({exc})") from None
+        raise RuntimeError(
+            f"imitation teacher {name!r}: agents.registry is not available ({exc})"
+        ) from None
     agent: Agent = make_agent(name)
     return agent
 
@@ -367,4 +479,28 @@ def warm_start(
             f"imitation: {len(demos)} decisions, teacher won {demos.wins}/{demos.episodes}; "
             f"accuracy {stats['accuracy_before']:.3f} -> {stats['accuracy_after']:.3f}"
         )
+    rounds = []
+    factory = teacher_factory or default_teacher
+    for r in range(im.dagger_rounds):
+        t2 = time.perf_counter()
+        extra = collect_dagger(
+            model, lambda: factory(im.teacher), cfg.env_kwargs(), im.dagger_episodes,
+            im.seed + im.episodes + r * im.dagger_episodes, gamma,
+        )  # fmt: skip
+        demos = concat([demos, extra])
+        round_stats = behaviour_clone(
+            model, demos, epochs=im.dagger_epochs, batch_size=im.batch_size,
+            learning_rate=im.learning_rate, value_pretrain=im.value_pretrain, seed=cfg.seed + r + 1,
+        )  # fmt: skip
+        round_stats.update(
+            student_win_rate=extra.wins / extra.episodes, seconds=round(time.perf_counter() - t2, 2)
+        )
+        rounds.append(round_stats)
+        if log is not None:
+            log(
+                f"dagger round {r + 1}/{im.dagger_rounds}: student won "
+                f"{extra.wins}/{extra.episodes}; {len(demos)} decisions, "
+                f"accuracy {round_stats['accuracy_after']:.3f}"
+            )
+    stats["dagger_rounds"] = rounds
     return stats

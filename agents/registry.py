@@ -11,12 +11,14 @@ To add a built-in player, add one entry to :data:`BUILTIN_AGENTS`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Final
 
 from agents.base import Agent
 from agents.baselines import RandomAgent, ThreatenAgent
 from agents.heuristic import HeuristicAgent
+from agents.planner import BUDGETS, make_planner
 
 AgentFactory = Callable[[], Agent]
 
@@ -24,7 +26,8 @@ BUILTIN_AGENTS: Final[dict[str, AgentFactory]] = {
     "random": RandomAgent,
     "threaten": ThreatenAgent,
     "heuristic": HeuristicAgent,
-    # "planner": PlannerAgent,  <- later: one entry here
+    # The rollout planner at its budgets: planner-small, planner, planner-large.
+    **{name: partial(make_planner, name) for name in BUDGETS},
 }
 """Built-in player names -> factories (each call makes a fresh agent)."""
 

@@ -25,11 +25,14 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+import gymnasium as gym
 import numpy as np
+import torch as th
 import yaml
 
 from agents.algorithms import AlgorithmSpec, algorithm_of, get_algorithm
 from agents.base import Agent
+from coldiron_env import ENV_ID
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -67,8 +70,6 @@ class MaskedPolicy:
 
     def scores(self, obs: Any, episode_starts: np.ndarray | None = None) -> Any:
         """Logits or Q-values, shape (n, 19), as a torch tensor (no gradient)."""
-        import torch as th
-
         policy: Any = self.model.policy
         if self.obs_normalizer is not None:
             obs = self.obs_normalizer.normalize_obs(obs)
@@ -79,7 +80,11 @@ class MaskedPolicy:
                     return policy.quantile_net(obs_t).mean(dim=1)
                 return policy.q_net(obs_t)
             if self.spec.recurrent:
-                n = obs_t.shape[0] if not isinstance(obs_t, dict) else next(iter(obs_t.values())).shape[0]
+                n = (
+                    obs_t.shape[0]
+                    if not isinstance(obs_t, dict)
+                    else next(iter(obs_t.values())).shape[0]
+                )
                 if self._lstm_states is None or self._lstm_states[0].shape[1] != n:
                     shape = policy.lstm_hidden_state_shape
                     zeros = th.zeros((shape[0], n, shape[2]), device=policy.device)
@@ -95,8 +100,6 @@ class MaskedPolicy:
     def act(
         self, obs: Any, masks: np.ndarray, episode_starts: np.ndarray | None = None
     ) -> np.ndarray:
-        import torch as th
-
         scores = self.scores(obs, episode_starts)
         legal = th.as_tensor(np.asarray(masks, dtype=bool), device=scores.device)
         if not bool(legal.any(dim=1).all()):
@@ -126,7 +129,11 @@ class SB3Agent(Agent):
         self._episode_start = True
 
     def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
-        batch = {k: np.asarray(v)[None] for k, v in obs.items()} if isinstance(obs, dict) else np.asarray(obs)[None]
+        batch = (
+            {k: np.asarray(v)[None] for k, v in obs.items()}
+            if isinstance(obs, dict)
+            else np.asarray(obs)[None]
+        )
         starts = np.array([self._episode_start])
         self._episode_start = False
         return int(self.policy.act(batch, np.asarray(action_mask)[None], starts)[0])
@@ -204,30 +211,31 @@ def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
     if norm_path.is_file():
         try:
             with norm_path.open("rb") as fh:
-                normalizer = pickle.load(fh)  # noqa: S301 (our own run directory)
+                normalizer = pickle.load(fh)
         except Exception as exc:
-            raise ModelLoadError(f"{norm_path}: cannot load the observation normalizer: {exc}") from None
+            raise ModelLoadError(
+                f"{norm_path}: cannot load the observation normalizer: {exc}"
+            ) from None
         normalizer.training = False
     label = name or (given.name if given.is_dir() else given.stem)
     return SB3Agent(model, env_kwargs, name=label, obs_normalizer=normalizer)
 
 
 def _check_compatible(model: BaseAlgorithm, env_kwargs: dict[str, Any], zip_path: Path) -> None:
-    import gymnasium as gym
-
-    from coldiron_env import ENV_ID
-
     try:
         env = gym.make(ENV_ID, **env_kwargs)
     except (TypeError, ValueError) as exc:
-        raise ModelLoadError(f"{zip_path}: its env options {env_kwargs} are invalid: {exc}") from None
+        raise ModelLoadError(
+            f"{zip_path}: its env options {env_kwargs} are invalid: {exc}"
+        ) from None
     try:
         obs_space, act_space = env.observation_space, env.action_space
     finally:
         env.close()
     if model.action_space != act_space:
         raise ModelLoadError(
-            f"{zip_path}: model action space {model.action_space} does not match the env's {act_space}"
+            f"{zip_path}: model action space {model.action_space} does not match "
+            f"the env's {act_space}"
         )
     if model.observation_space != obs_space:
         raise ModelLoadError(

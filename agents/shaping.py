@@ -36,16 +36,20 @@ _BEST_WINDOW: Final = np.asarray(BEST_WINDOW, dtype=np.float64)
 def hand_bits(obs: Any) -> np.ndarray:
     """The (n, 40) hand bits of a batch of flat or dict observations."""
     if isinstance(obs, dict):
-        return np.asarray(obs["hand"]).reshape(-1, obs_layout.HAND.size) > 0.5  # noqa: PLR2004
+        return np.asarray(obs["hand"]).reshape(-1, obs_layout.HAND.size) > 0.5
     flat = np.asarray(obs)
-    return flat[..., obs_layout.HAND.start : obs_layout.HAND.stop].reshape(-1, obs_layout.HAND.size) > 0.5  # noqa: E501, PLR2004
+    return (
+        flat[..., obs_layout.HAND.start : obs_layout.HAND.stop].reshape(-1, obs_layout.HAND.size)
+        > 0.5
+    )
 
 
 def run_window_potential(obs: Any, coefficient: float) -> np.ndarray:
     """``coefficient`` x (cards held of each suit's best 3-rank window), per observation."""
     bits = hand_bits(obs).reshape(-1, NUM_SUITS, NUM_RANKS).astype(np.int64)
     fields = bits @ _RANK_WEIGHTS  # (n, 4) suit fields, bit r-1 = rank r
-    return coefficient * _BEST_WINDOW[fields].sum(axis=1)
+    out: np.ndarray = coefficient * _BEST_WINDOW[fields].sum(axis=1)
+    return out
 
 
 POTENTIALS: Final = {"run_windows": run_window_potential}
@@ -70,7 +74,9 @@ class ShapingVecEnv(VecEnvWrapper):
         try:
             self._potential = POTENTIALS[potential]
         except KeyError:
-            raise ValueError(f"unknown potential {potential!r}; known: {sorted(POTENTIALS)}") from None
+            raise ValueError(
+                f"unknown potential {potential!r}; known: {sorted(POTENTIALS)}"
+            ) from None
         self.gamma = gamma
         self.coefficient = coefficient
         self._last = np.zeros(self.num_envs)

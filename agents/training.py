@@ -28,6 +28,7 @@ import csv
 import io
 import json
 import os
+import pickle
 import platform
 import signal
 import subprocess
@@ -41,7 +42,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import gymnasium as gym
+import matplotlib
 import numpy as np
+import sb3_contrib
+import stable_baselines3
+import torch
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.vec_env import (
     DummyVecEnv,
@@ -176,20 +181,16 @@ def build_vec_env(kind: str, n_envs: int, env_kwargs: dict[str, Any], seed: int)
     """Base vectorised env of ``kind`` (``native``, ``dummy`` or ``subproc``), seeded."""
     if kind == "native":
         try:
-            from agents.sb3_vec import make_vec_env  # type: ignore[import-not-found,unused-ignore]
+            from agents.sb3_vec import make_vec_env  # noqa: PLC0415  # type: ignore[import-not-found,unused-ignore]
         except ImportError as exc:
             raise TrainingError(
                 f"vec_env 'native' is not available ({exc}); use vec_env: dummy or subproc"
             ) from None
         venv: VecEnv = make_vec_env("native", n_envs, dict(env_kwargs), seed)
         return venv
-    space_kwargs = {
-        k: v for k, v in env_kwargs.items() if k not in ("turns", "suits_required")
-    }
+    space_kwargs = {k: v for k, v in env_kwargs.items() if k not in ("turns", "suits_required")}
     if kind == "subproc":
-        fns = [
-            _env_factory(env_kwargs, space_kwargs, ignore_sigint=True) for _ in range(n_envs)
-        ]
+        fns = [_env_factory(env_kwargs, space_kwargs, ignore_sigint=True) for _ in range(n_envs)]
         venv = SubprocVecEnv(fns, start_method="fork" if sys.platform != "win32" else None)
     else:
         venv = DummyVecEnv([_env_factory(env_kwargs, space_kwargs) for _ in range(n_envs)])
@@ -394,7 +395,7 @@ class RunDir:
 def git_commit() -> str:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],  # noqa: S607
+            ["git", "rev-parse", "HEAD"],
             cwd=Path(coldiron_env.__file__).resolve().parent,
             capture_output=True,
             text=True,
@@ -408,10 +409,6 @@ def git_commit() -> str:
 
 
 def _versions() -> dict[str, str]:
-    import sb3_contrib
-    import stable_baselines3
-    import torch
-
     return {
         "coldiron": coldiron_env.__version__,
         "python": platform.python_version(),
@@ -424,15 +421,13 @@ def _versions() -> dict[str, str]:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")  # noqa: UP017 (py3.10)
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def write_learning_curve(history: list[dict[str, Any]], path: Path, title: str) -> None:
     """Evaluation win rate with its 95% Wilson interval against timesteps (PNG)."""
-    import matplotlib
-
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 (after choosing the backend)
 
     fig, ax = plt.subplots(figsize=(7, 4))
     if history:
@@ -557,14 +552,16 @@ def write_history(run: RunDir, history: list[dict[str, Any]]) -> None:
 
 
 # ---------------------------------------------------------------- checkpoints
-def save_checkpoint(model: BaseAlgorithm, run: RunDir, cfg: Config, reason: str = "periodic") -> None:
+def save_checkpoint(
+    model: BaseAlgorithm, run: RunDir, cfg: Config, reason: str = "periodic"
+) -> None:
     """Everything needed to resume: model, normalizer, replay buffer, state (written last)."""
     ck = run.checkpoint
     ck.mkdir(parents=True, exist_ok=True)
     save_model_atomic(model, ck / MODEL_FILE)
     normalizer = model.get_vec_normalize_env()
     if normalizer is not None:
-        _save_pickle_atomic(normalizer.save, ck / VECNORMALIZE_FILE)
+        atomic_write_bytes(ck / VECNORMALIZE_FILE, pickle.dumps(normalizer))
     if cfg.algorithm.spec.off_policy and getattr(model, "replay_buffer", None) is not None:
         _save_pickle_atomic(model.save_replay_buffer, ck / REPLAY_FILE)  # type: ignore[attr-defined]
     atomic_write_json(
@@ -577,7 +574,7 @@ def save_final(model: BaseAlgorithm, run: RunDir) -> None:
     save_model_atomic(model, run.model)
     normalizer = model.get_vec_normalize_env()
     if normalizer is not None:
-        _save_pickle_atomic(normalizer.save, run.normalizer)
+        atomic_write_bytes(run.normalizer, pickle.dumps(normalizer))
 
 
 # ---------------------------------------------------------------- the run
@@ -614,7 +611,7 @@ def _load_for_resume(cfg: Config, venv: VecEnv, run: RunDir) -> BaseAlgorithm:
         raise TrainingError(f"{ck / MODEL_FILE}: no checkpoint to resume from")
     model = spec.load_class().load(ck / MODEL_FILE, env=venv, device=cfg.training.device)
     model.tensorboard_log = str(run.tensorboard)
-    model._last_obs = None  # type: ignore[assignment]  # force a fresh env reset
+    model._last_obs = None  # force a fresh env reset
     if spec.off_policy and (ck / REPLAY_FILE).is_file():
         model.load_replay_buffer(ck / REPLAY_FILE)  # type: ignore[attr-defined]
     tag_model(model, spec.name, cfg.env_kwargs())
@@ -652,8 +649,6 @@ def train(
     config, possibly with a larger timestep budget). A ``KeyboardInterrupt``
     during learning saves a checkpoint and returns with ``interrupted=True``.
     """
-    import torch
-
     torch.set_num_threads(cfg.training.torch_threads)
     t_start = time.perf_counter()
     if resume is not None:
@@ -686,7 +681,7 @@ def train(
         }
         state = RunState()
         if cfg.imitation.enabled:
-            from agents.imitation import warm_start
+            from agents.imitation import warm_start  # noqa: PLC0415 (torch-heavy, optional)
 
             stats = warm_start(model, cfg, teacher_factory=teacher_factory, log=log)
             atomic_write_json(run.root / IMITATION_FILE, stats)

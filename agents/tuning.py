@@ -1,20 +1,8 @@
-"""Hyperparameter search with Optuna: the ``search:`` section, the objective, workers, reports.
+"""Hyperparameter search with Optuna: objective, storage, workers and reports.
 
-A tuning config is an ordinary run config (:mod:`agents.config`) plus a
-``search:`` section naming the settings to search and how (``docs/tuning.md``)::
-
-    search:
-      sampler: {kind: tpe, seed: null, n_startup_trials: 5}
-      pruner: {kind: median, n_startup_trials: 5, n_warmup_steps: 1}
-      parameters:
-        algorithm.hyperparameters.learning_rate: {distribution: float, low: 1.0e-5, high: 1.0e-3, log: true}
-        algorithm.hyperparameters.n_epochs: {distribution: int, low: 2, high: 10}
-        policy.net_arch: {distribution: categorical, choices: [[64, 64], [128, 128]]}
-
-:func:`load_tuning_config` splits ``search:`` off, validates the rest with
-:func:`agents.config.config_from_dict` and the search space with
-:func:`parse_search`: every problem is a :class:`~agents.config.ConfigError`
-naming the file and the key (``search.parameters[PATH].low``...).
+The search space is the config's ``search:`` section (:mod:`agents.search_space`).
+How to run it on one machine, with K workers or on several machines:
+``docs/tuning.md``.
 
 **Objective.** A trial samples the parameters into the base config, trains it
 (:func:`agents.training.train`) into ``OUT/trials/trial-NNNN`` (kept: config,
@@ -30,10 +18,10 @@ trials in the study, whatever the number of workers and machines. Before each
 trial a worker counts the study's finished and running trials and starts one
 only below N (it waits while the last running trials may still fail, and
 leaves once N are finished). Optuna numbers trials under a row lock on the
-study, so after its trial is created a worker checks that fewer than N counted
+study, so once its trial exists a worker checks that fewer than N counted
 trials precede it; the rare loser of a race is recorded ``FAIL`` with the user
-attribute ``surplus`` before any training, and never counted. Crashed workers'
-trials are failed by Optuna's heartbeat (:data:`HEARTBEAT_SECONDS`).
+attribute ``surplus`` before any training, and never counted. The trials of a
+worker that died are failed by Optuna's heartbeat (:data:`GRACE_SECONDS`).
 
 **Resuming.** Optuna commits each trial to the storage as it ends, so Ctrl-C
 loses no finished trial: the running trials save a checkpoint in their run
@@ -49,14 +37,10 @@ importances), ``best_config.yaml`` (ready to train: ``scripts/train.py
 
 from __future__ import annotations
 
-import copy
 import csv
-import hashlib
 import io
 import json
-import math
 import multiprocessing
-import os
 import re
 import socket
 import sys
@@ -64,19 +48,23 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from multiprocessing.context import ForkServerContext, SpawnContext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-import yaml
+import numpy as np
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+from sqlalchemy.engine import make_url
 from stable_baselines3.common.callbacks import BaseCallback
 
-from agents.config import (
-    Config,
-    ConfigError,
-    config_from_dict,
-    dump_config,
-    hyperparameters_of,
+from agents.config import ConfigError, config_from_dict, dump_config
+from agents.search_space import (
+    PrunerSpec,
+    SamplerSpec,
+    TuningConfig,
+    load_tuning_config,
 )
 from agents.training import (
     META_FILE,
@@ -88,39 +76,12 @@ from agents.training import (
     train,
 )
 
-if TYPE_CHECKING:
-    import optuna
-
-SEARCH_KEY: Final = "search"
-DISTRIBUTIONS: Final = ("float", "int", "categorical")
-SAMPLER_KINDS: Final = ("tpe", "random")
-PRUNER_KINDS: Final = ("median", "successive_halving", "threshold", "none")
-PARAM_KEYS: Final = {
-    "float": ("distribution", "low", "high", "log", "step"),
-    "int": ("distribution", "low", "high", "log", "step"),
-    "categorical": ("distribution", "choices"),
-}
-SAMPLER_KEYS: Final = ("kind", "seed", "n_startup_trials")
-PRUNER_KEYS: Final = {
-    "median": ("kind", "n_startup_trials", "n_warmup_steps"),
-    "successive_halving": ("kind", "min_resource", "reduction_factor"),
-    "threshold": ("kind", "lower", "n_warmup_steps"),
-    "none": ("kind",),
-}
-SEARCH_KEYS: Final = ("sampler", "pruner", "parameters")
-DEFAULT_TPE_STARTUP: Final = 5
-DEFAULT_PRUNER_STARTUP: Final = 5
-DEFAULT_WARMUP_STEPS: Final = 1
-"""Median/threshold pruning never acts on the initial evaluation (timestep 0)."""
-DEFAULT_REDUCTION_FACTOR: Final = 3
-INTERIOR_PROBE: Final = 0.382
-"""Where inside a float range one extra value is validated (catches float-for-int)."""
-
 HEARTBEAT_SECONDS: Final = 30
 GRACE_SECONDS: Final = 120
 """A RUNNING trial without a heartbeat for this long is failed (its worker died)."""
 SQLITE_TIMEOUT_SECONDS: Final = 60
 POLL_SECONDS: Final = 2.0
+CLAIM_LOCK_TIMEOUT_SECONDS: Final = 120.0
 MAX_CONSECUTIVE_FAILURES: Final = 3
 FINGERPRINT_ATTR: Final = "coldiron_fingerprint"
 SEARCH_ATTR: Final = "coldiron_search"
@@ -136,510 +97,53 @@ BEST_CONFIG: Final = "best_config.yaml"
 BEST_JSON: Final = "best_trial.json"
 EXIT_INTERRUPTED: Final = 130
 
-_SCALAR_CHOICE = (type(None), bool, int, float, str)
-
 
 class TuneError(RuntimeError):
     """A search that cannot start or continue (study mismatch, worker failure...)."""
 
 
-class SurplusTrial(Exception):  # noqa: N818 (an outcome, not a bug)
+class SurplusTrial(Exception):
     """The study already had N counted trials when this one was created."""
 
 
-class InvalidSample(Exception):  # noqa: N818
-    """The sampled combination of parameters is not a valid config."""
+def build_sampler(
+    spec: SamplerSpec, worker: int = 0, previous: int = 0
+) -> optuna.samplers.BaseSampler:
+    """The sampler of worker ``worker`` joining a study of ``previous`` trials.
 
-
-# ---------------------------------------------------------------- YAML
-class _Loader(yaml.SafeLoader):
-    """SafeLoader reading ``3e-4`` as a float, like :mod:`agents.config`'s loader."""
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(
-        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-        |\.[0-9_]+(?:[eE][-+][0-9]+)?
-        |[-+]?\.(?:inf|Inf|INF)
-        |\.(?:nan|NaN|NAN))$""",
-        re.VERBOSE,
-    ),
-    list("-+0123456789."),
-)
-
-
-def _read_yaml(path: str | Path) -> Any:
-    file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(file, "<file>", f"cannot read the file: {exc.strerror or exc}") from None
-    try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
-    except yaml.YAMLError as exc:
-        raise ConfigError(file, "<file>", f"invalid YAML: {exc}") from None
-
-
-# ---------------------------------------------------------------- the search space
-@dataclass(frozen=True)
-class ParamSpec:
-    """One searched setting: its dotted key path in the config and its distribution."""
-
-    path: str
-    distribution: str
-    low: float | None = None
-    high: float | None = None
-    log: bool = False
-    step: float | None = None
-    choices: tuple[Any, ...] = ()
-
-    @property
-    def encoded(self) -> bool:
-        """Non-scalar choices (lists, mappings) go to Optuna as their JSON text."""
-        return self.distribution == "categorical" and not all(
-            isinstance(c, _SCALAR_CHOICE) for c in self.choices
-        )
-
-    def optuna_choices(self) -> list[Any]:
-        if self.encoded:
-            return [json.dumps(c) for c in self.choices]
-        return list(self.choices)
-
-    def decode(self, raw: Any) -> Any:
-        """The config value of Optuna's parameter value ``raw``."""
-        if self.encoded:
-            return copy.deepcopy(json.loads(raw))
-        if self.distribution == "int":
-            return int(raw)
-        if self.distribution == "float":
-            return float(raw)
-        return raw
-
-    def suggest(self, trial: optuna.trial.BaseTrial) -> Any:
-        """Sample this parameter for ``trial`` (its Optuna name is the key path)."""
-        if self.distribution == "categorical":
-            return self.decode(trial.suggest_categorical(self.path, self.optuna_choices()))
-        assert self.low is not None and self.high is not None
-        if self.distribution == "int":
-            step = int(self.step) if self.step is not None else 1
-            return trial.suggest_int(
-                self.path, int(self.low), int(self.high), step=step, log=self.log
-            )
-        return trial.suggest_float(self.path, self.low, self.high, step=self.step, log=self.log)
-
-    def to_dict(self) -> dict[str, Any]:
-        if self.distribution == "categorical":
-            return {"distribution": self.distribution, "choices": list(self.choices)}
-        out: dict[str, Any] = {"distribution": self.distribution, "low": self.low}
-        out["high"] = self.high
-        out["log"] = self.log
-        out["step"] = self.step
-        return out
-
-
-@dataclass(frozen=True)
-class SamplerSpec:
-    kind: str = "tpe"
-    seed: int | None = None
-    n_startup_trials: int = DEFAULT_TPE_STARTUP
-
-    def build(self, worker: int = 0) -> optuna.samplers.BaseSampler:
-        """The sampler of worker ``worker`` (a seed is offset per worker: no twin samples)."""
-        import optuna
-
-        seed = None if self.seed is None else self.seed + worker
-        if self.kind == "random":
-            return optuna.samplers.RandomSampler(seed=seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            # constant_liar: running trials count as bad guesses, so parallel
-            # workers do not all sample the same promising point.
-            return optuna.samplers.TPESampler(
-                seed=seed, n_startup_trials=self.n_startup_trials, constant_liar=True
-            )
-
-
-@dataclass(frozen=True)
-class PrunerSpec:
-    kind: str = "median"
-    n_startup_trials: int = DEFAULT_PRUNER_STARTUP
-    n_warmup_steps: int = DEFAULT_WARMUP_STEPS
-    min_resource: int | str = "auto"
-    reduction_factor: int = DEFAULT_REDUCTION_FACTOR
-    lower: float = 0.0
-
-    def build(self) -> optuna.pruners.BasePruner:
-        import optuna
-
-        if self.kind == "median":
-            return optuna.pruners.MedianPruner(
-                n_startup_trials=self.n_startup_trials, n_warmup_steps=self.n_warmup_steps
-            )
-        if self.kind == "successive_halving":
-            return optuna.pruners.SuccessiveHalvingPruner(
-                min_resource=self.min_resource, reduction_factor=self.reduction_factor
-            )
-        if self.kind == "threshold":
-            return optuna.pruners.ThresholdPruner(
-                lower=self.lower, n_warmup_steps=self.n_warmup_steps
-            )
-        return optuna.pruners.NopPruner()
-
-
-@dataclass(frozen=True)
-class SearchSpace:
-    """A validated ``search:`` section."""
-
-    parameters: tuple[ParamSpec, ...]
-    sampler: SamplerSpec = field(default_factory=SamplerSpec)
-    pruner: PrunerSpec = field(default_factory=PrunerSpec)
-
-    def by_path(self) -> dict[str, ParamSpec]:
-        return {p.path: p for p in self.parameters}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "sampler": vars(self.sampler).copy(),
-            "pruner": vars(self.pruner).copy(),
-            "parameters": {p.path: p.to_dict() for p in self.parameters},
-        }
-
-
-@dataclass
-class TuningConfig:
-    """A tuning config file: the base run config (plain data and validated) and the search."""
-
-    file: str
-    base: Config
-    base_data: dict[str, Any]
-    search: SearchSpace
-    raw_search: Any
-
-    @property
-    def name(self) -> str:
-        return self.base.name or Path(self.file).stem
-
-    def fingerprint(self) -> str:
-        """Hash of the base config and the search space (a study is tied to it)."""
-        text = json.dumps(
-            {"config": self.base_data, "search": self.search.to_dict()},
-            sort_keys=True,
-            default=str,
-        )
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-    def trial_data(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """The base config's plain data with Optuna's ``params`` (raw values) applied."""
-        specs = self.search.by_path()
-        data = copy.deepcopy(self.base_data)
-        for path, raw in params.items():
-            if path not in specs:
-                raise TuneError(f"parameter {path!r} is not in the search space of {self.file}")
-            _set_path(data, path, specs[path].decode(raw))
-        return data
-
-    def trial_config(self, params: Mapping[str, Any]) -> Config:
-        """The validated config of a trial (``InvalidSample`` if the combination is invalid)."""
-        try:
-            return config_from_dict(self.trial_data(params), self.file)
-        except ConfigError as exc:
-            raise InvalidSample(f"invalid combination of sampled values: {exc}") from None
-
-
-def load_tuning_config(path: str | Path) -> TuningConfig:
-    """Read a tuning config: the run config (validated) and its ``search:`` section."""
-    file = str(path)
-    data = _read_yaml(path)
-    if not isinstance(data, Mapping):
-        raise ConfigError(file, "<root>", f"must be a mapping, got {type(data).__name__}")
-    rest = {k: v for k, v in data.items() if k != SEARCH_KEY}
-    if SEARCH_KEY not in data:
-        raise ConfigError(
-            file, SEARCH_KEY, "required for tuning: the settings to search (docs/tuning.md)"
-        )
-    base = config_from_dict(copy.deepcopy(rest), file)
-    base_data = base.to_dict()
-    base_data.pop(SEARCH_KEY, None)  # when agents.config knows the section itself
-    search = parse_search(data[SEARCH_KEY], base_data, base, file)
-    return TuningConfig(file, base, base_data, search, data[SEARCH_KEY])
-
-
-def _under(key: str, path: str) -> bool:
-    return key == path or key.startswith((f"{path}.", f"{path}["))
-
-
-def _set_path(data: dict[str, Any], path: str, value: Any) -> None:
-    node: Any = data
-    parts = path.split(".")
-    for part in parts[:-1]:
-        node = node[part]
-    node[parts[-1]] = copy.deepcopy(value)
-
-
-_MISSING: Final = object()
-
-
-def _resolve_path(
-    base: Mapping[str, Any], path: str, cfg: Config, where: str, file: str | None
-) -> Any:
-    """The base value at ``path`` (``_MISSING`` for an accepted hyperparameter not set)."""
-    parts = path.split(".")
-    if not path or any(not p.strip() for p in parts):
-        raise ConfigError(
-            file, where, "must be a dotted key path such as algorithm.hyperparameters.gamma"
-        )
-    node: Any = base
-    for i, part in enumerate(parts):
-        here = ".".join(parts[:i])
-        if not isinstance(node, Mapping):
-            raise ConfigError(
-                file, where, f"unknown config key {path!r}: {here} is not a section ({node!r})"
-            )
-        if part not in node:
-            if here == "algorithm.hyperparameters" and i == len(parts) - 1:
-                accepted = hyperparameters_of(cfg.algorithm.spec)
-                if part in accepted:
-                    return _MISSING
-                raise ConfigError(
-                    file,
-                    where,
-                    f"unknown hyperparameter {part!r} for {cfg.algorithm.name}; "
-                    f"known: {sorted(accepted)}",
-                )
-            known = sorted(str(k) for k in node)
-            raise ConfigError(
-                file, where, f"unknown config key {'.'.join(parts[: i + 1])!r}; known here: {known}"
-            )
-        node = node[part]
-    return node
-
-
-def _number(value: Any, where: str, file: str | None, *, integer: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        kind = "an int" if integer else "a number"
-        raise ConfigError(file, where, f"must be {kind}, got {value!r} ({type(value).__name__})")
-    if integer and not float(value).is_integer():
-        raise ConfigError(file, where, f"must be an int, got {value!r}")
-    if not math.isfinite(value):
-        raise ConfigError(file, where, f"must be finite, got {value!r}")
-    return int(value) if integer else float(value)
-
-
-def _check_keys(
-    spec: Mapping[str, Any], allowed: Sequence[str], where: str, file: str | None
-) -> None:
-    for key in spec:
-        if key not in allowed:
-            raise ConfigError(
-                file, f"{where}.{key}", f"unknown key; known keys here: {list(allowed)}"
-            )
-
-
-def _mapping(value: Any, where: str, file: str | None) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(file, where, f"must be a mapping, got {value!r}")
-    return value
-
-
-def _parse_param(path: str, spec: Any, where: str, file: str | None) -> ParamSpec:
-    if not isinstance(spec, Mapping):
-        raise ConfigError(
-            file,
-            where,
-            f"must be a mapping such as {{distribution: float, low: ..., high: ...}}, got {spec!r}",
-        )
-    dist = spec.get("distribution")
-    if dist is None:
-        raise ConfigError(
-            file, f"{where}.distribution", f"required key is missing; one of {list(DISTRIBUTIONS)}"
-        )
-    if dist not in DISTRIBUTIONS:
-        raise ConfigError(
-            file, f"{where}.distribution", f"must be one of {list(DISTRIBUTIONS)}, got {dist!r}"
-        )
-    _check_keys(spec, PARAM_KEYS[dist], where, file)
-    if dist == "categorical":
-        choices = spec.get("choices")
-        if not isinstance(choices, list) or len(choices) < 2:
-            raise ConfigError(
-                file, f"{where}.choices", f"must be a list of at least 2 values, got {choices!r}"
-            )
-        texts = [json.dumps(c, sort_keys=True) for c in choices]
-        for i, text in enumerate(texts):
-            if text in texts[:i]:
-                raise ConfigError(file, f"{where}.choices[{i}]", f"duplicate choice {choices[i]!r}")
-        return ParamSpec(path, dist, choices=tuple(choices))
-    integer = dist == "int"
-    for key in ("low", "high"):
-        if key not in spec:
-            raise ConfigError(file, f"{where}.{key}", "required key is missing")
-    low = _number(spec["low"], f"{where}.low", file, integer=integer)
-    high = _number(spec["high"], f"{where}.high", file, integer=integer)
-    if not low < high:
-        raise ConfigError(
-            file,
-            f"{where}.high",
-            f"must be above low ({low!r}), got {high!r} "
-            "(a fixed value belongs in the config itself)",
-        )
-    log = spec.get("log", False)
-    if not isinstance(log, bool):
-        raise ConfigError(file, f"{where}.log", f"must be true or false, got {log!r}")
-    if log and low <= 0:
-        raise ConfigError(file, f"{where}.low", f"must be > 0 with log: true, got {low!r}")
-    step = spec.get("step")
-    if step is not None:
-        step = _number(step, f"{where}.step", file, integer=integer)
-        if step <= 0:
-            raise ConfigError(file, f"{where}.step", f"must be > 0, got {step!r}")
-        if log:
-            raise ConfigError(file, f"{where}.step", "cannot be combined with log: true")
-        if step > high - low:
-            raise ConfigError(file, f"{where}.step", f"{step!r} is larger than high - low")
-    return ParamSpec(path, dist, low=low, high=high, log=log, step=step)
-
-
-def _probe_values(p: ParamSpec) -> list[tuple[str, Any]]:
-    if p.distribution == "categorical":
-        return [(f"choices[{i}]", c) for i, c in enumerate(p.choices)]
-    assert p.low is not None and p.high is not None
-    probes: list[tuple[str, Any]] = [("low", p.low), ("high", p.high)]
-    if p.distribution == "float" and p.step is None:
-        if p.log:
-            inner = math.exp(
-                math.log(p.low) + INTERIOR_PROBE * (math.log(p.high) - math.log(p.low))
-            )
-        else:
-            inner = p.low + INTERIOR_PROBE * (p.high - p.low)
-        probes.append(("a value between low and high", inner))
-    return probes
-
-
-def parse_search(
-    raw: Any, base_data: Mapping[str, Any], base: Config, file: str | None = None
-) -> SearchSpace:
-    """Validate a ``search:`` section against the base config (``ConfigError`` naming the key).
-
-    Each parameter's key path must exist in the config (or be a hyperparameter
-    its algorithm accepts); its bounds/choices must be well formed, and each
-    bound, each choice and a value inside a float range must give a valid config
-    when set alone on the base config. An error that only concerns *another
-    searched* key (e.g. ``batch_size`` must divide ``n_steps * n_envs`` when both
-    are searched) is left to sampling time: such a combination fails its trial
-    (``FAIL``, not counted), with the reason.
+    A configured seed is mixed with both, so parallel workers and a continued
+    study do not replay the same samples; a fresh single-worker search with a
+    seed is reproducible.
     """
-    search = _mapping(raw, SEARCH_KEY, file)
-    if not search:
-        raise ConfigError(file, SEARCH_KEY, "must name the parameters to search")
-    _check_keys(search, SEARCH_KEYS, SEARCH_KEY, file)
-    sampler = _parse_sampler(search.get("sampler"), file)
-    pruner = _parse_pruner(search.get("pruner"), file)
-    where = f"{SEARCH_KEY}.parameters"
-    params_raw = _mapping(search.get("parameters"), where, file)
-    if not params_raw:
-        raise ConfigError(file, where, "required: at least one parameter to search")
-    params: list[ParamSpec] = []
-    for path, spec in params_raw.items():
-        pwhere = f"{where}[{path}]"
-        if not isinstance(path, str):
-            raise ConfigError(file, pwhere, "must be a dotted key path (a string)")
-        base_value = _resolve_path(base_data, path, base, pwhere, file)
-        p = _parse_param(path, spec, pwhere, file)
-        if (
-            p.distribution == "float"
-            and isinstance(base_value, int)
-            and not isinstance(base_value, bool)
-        ):
-            raise ConfigError(
-                file, f"{pwhere}.distribution", f"{path} is an int setting: use distribution: int"
-            )
-        params.append(p)
-    for i, p in enumerate(params):
-        if any(_under(p.path, q.path) or _under(q.path, p.path) for q in params[:i]):
-            raise ConfigError(file, f"{where}[{p.path}]", "overlaps another searched key path")
-    searched = [p.path for p in params]
-    for p in params:
-        for label, value in _probe_values(p):
-            _check_value(base_data, p, label, value, searched, file)
-    return SearchSpace(tuple(params), sampler, pruner)
-
-
-def _check_value(
-    base_data: Mapping[str, Any],
-    p: ParamSpec,
-    label: str,
-    value: Any,
-    searched: Sequence[str],
-    file: str | None,
-) -> None:
-    data = copy.deepcopy(dict(base_data))
-    _set_path(data, p.path, value)
-    try:
-        config_from_dict(data, file)
-    except ConfigError as exc:
-        own = _under(exc.key, p.path)
-        joint = not own and any(_under(exc.key, q) for q in searched)
-        if not joint:
-            suffix = f".{label}" if not label.startswith("a value") else ""
-            raise ConfigError(
-                file,
-                f"{SEARCH_KEY}.parameters[{p.path}]{suffix}",
-                f"{label} {value!r} gives an invalid config: {exc.key}: {exc.reason}",
-            ) from None
-
-
-def _int_option(
-    spec: Mapping[str, Any], key: str, default: int, where: str, file: str | None, low: int
-) -> int:
-    if key not in spec:
-        return default
-    value = int(_number(spec[key], f"{where}.{key}", file, integer=True))
-    if value < low:
-        raise ConfigError(file, f"{where}.{key}", f"must be >= {low}, got {value}")
-    return value
-
-
-def _parse_sampler(raw: Any, file: str | None) -> SamplerSpec:
-    where = f"{SEARCH_KEY}.sampler"
-    spec = _mapping(raw, where, file)
-    _check_keys(spec, SAMPLER_KEYS, where, file)
-    kind = spec.get("kind", "tpe")
-    if kind not in SAMPLER_KINDS:
-        raise ConfigError(
-            file, f"{where}.kind", f"must be one of {list(SAMPLER_KINDS)}, got {kind!r}"
+    seed = None
+    if spec.seed is not None:
+        seed = spec.seed
+        if worker or previous:
+            mixed = np.random.SeedSequence([spec.seed, worker, previous]).generate_state(1)
+            seed = int(mixed[0])
+    if spec.kind == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        # constant_liar: running trials count as bad guesses, so parallel
+        # workers do not all sample the same promising point.
+        return optuna.samplers.TPESampler(
+            seed=seed, n_startup_trials=spec.n_startup_trials, constant_liar=True
         )
-    seed = spec.get("seed")
-    if seed is not None:
-        seed = _int_option(spec, "seed", 0, where, file, 0)
-    startup = _int_option(spec, "n_startup_trials", DEFAULT_TPE_STARTUP, where, file, 0)
-    return SamplerSpec(kind, seed, startup)
 
 
-def _parse_pruner(raw: Any, file: str | None) -> PrunerSpec:
-    where = f"{SEARCH_KEY}.pruner"
-    spec = _mapping(raw, where, file)
-    kind = spec.get("kind", "median")
-    if kind not in PRUNER_KINDS:
-        raise ConfigError(
-            file, f"{where}.kind", f"must be one of {list(PRUNER_KINDS)}, got {kind!r}"
+def build_pruner(spec: PrunerSpec) -> optuna.pruners.BasePruner:
+    if spec.kind == "median":
+        return optuna.pruners.MedianPruner(
+            n_startup_trials=spec.n_startup_trials, n_warmup_steps=spec.n_warmup_steps
         )
-    _check_keys(spec, PRUNER_KEYS[kind], where, file)
-    startup = _int_option(spec, "n_startup_trials", DEFAULT_PRUNER_STARTUP, where, file, 0)
-    warmup = _int_option(spec, "n_warmup_steps", DEFAULT_WARMUP_STEPS, where, file, 0)
-    factor = _int_option(spec, "reduction_factor", DEFAULT_REDUCTION_FACTOR, where, file, 2)
-    min_resource: int | str = spec.get("min_resource", "auto")
-    if min_resource != "auto":
-        min_resource = _int_option(spec, "min_resource", 1, where, file, 1)
-    lower = 0.0
-    if kind == "threshold":
-        if "lower" not in spec:
-            raise ConfigError(file, f"{where}.lower", "required key is missing (a win rate)")
-        lower = _number(spec["lower"], f"{where}.lower", file, integer=False)
-    return PrunerSpec(kind, startup, warmup, min_resource, factor, lower)
+    if spec.kind == "successive_halving":
+        return optuna.pruners.SuccessiveHalvingPruner(
+            min_resource=spec.min_resource, reduction_factor=spec.reduction_factor
+        )
+    if spec.kind == "threshold":
+        return optuna.pruners.ThresholdPruner(lower=spec.lower, n_warmup_steps=spec.n_warmup_steps)
+    return optuna.pruners.NopPruner()
 
 
 # ---------------------------------------------------------------- storage
@@ -650,10 +154,8 @@ def default_storage_url(out: Path) -> str:
 def redact(url: str) -> str:
     """``url`` with any password hidden (for logs and reports)."""
     try:
-        from sqlalchemy.engine import make_url
-
         return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 (a malformed URL is reported by the storage itself)
+    except Exception:  # a malformed URL is reported by the storage itself
         return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
 
 
@@ -662,8 +164,6 @@ def make_storage(url: str) -> optuna.storages.RDBStorage:
 
     SQLite gets a long lock timeout: several processes write the same file.
     """
-    import optuna
-
     engine_kwargs: dict[str, Any]
     if url.startswith("sqlite"):
         engine_kwargs = {"connect_args": {"timeout": SQLITE_TIMEOUT_SECONDS}}
@@ -688,29 +188,25 @@ def make_storage(url: str) -> optuna.storages.RDBStorage:
 
 
 # ---------------------------------------------------------------- counting trials
-def _states() -> tuple[Any, Any, Any, Any]:
-    from optuna.trial import TrialState
-
-    return TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING
+FINISHED: Final = (TrialState.COMPLETE, TrialState.PRUNED)
+"""What ``--trials N`` counts."""
+COUNTED: Final = (*FINISHED, TrialState.RUNNING, TrialState.WAITING)
+"""Trials that hold one of the N places (finished, or still able to finish)."""
 
 
 def count_finished(study: optuna.Study) -> int:
     """Complete + pruned trials: what ``--trials N`` counts."""
-    complete, pruned, _, _ = _states()
-    return len(study.get_trials(deepcopy=False, states=(complete, pruned)))
+    return len(study.get_trials(deepcopy=False, states=FINISHED))
 
 
 def _census(study: optuna.Study) -> tuple[int, int]:
     """(finished, finished + running/waiting) trials of the study."""
-    complete, pruned, running, waiting = _states()
-    trials = study.get_trials(deepcopy=False, states=(complete, pruned, running, waiting))
-    finished = sum(t.state in (complete, pruned) for t in trials)
+    trials = study.get_trials(deepcopy=False, states=COUNTED)
+    finished = sum(t.state in FINISHED for t in trials)
     return finished, len(trials)
 
 
 def _fail_stale(study: optuna.Study) -> None:
-    import optuna
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         optuna.storages.fail_stale_trials(study)
@@ -769,34 +265,44 @@ class Objective:
     n_trials: int
     worker: int = 0
     log: Callable[[str], None] = print
+    claim_lock: Any = None
+    """A lock shared by this machine's workers, held from the count to the trial's creation."""
+    holding: bool = False
 
     def run_dir(self, number: int) -> Path:
         return self.out / TRIALS_DIR / f"trial-{number:04d}"
 
-    def __call__(self, trial: optuna.Trial) -> float:
-        import optuna
+    def acquire(self) -> None:
+        """Take the local claim lock (after a timeout, go on: the claim check still holds)."""
+        if self.claim_lock is not None:
+            self.holding = bool(self.claim_lock.acquire(timeout=CLAIM_LOCK_TIMEOUT_SECONDS))
 
-        complete, pruned, running, waiting = _states()
-        ahead = [
-            t
-            for t in trial.study.get_trials(
-                deepcopy=False, states=(complete, pruned, running, waiting)
-            )
-            if t.number < trial.number
-        ]
+    def release(self) -> None:
+        if self.holding:
+            self.holding = False
+            self.claim_lock.release()
+
+    def __call__(self, trial: optuna.Trial) -> float:
+        counted = trial.study.get_trials(deepcopy=False, states=COUNTED)
+        self.release()  # this trial now exists: the other local workers count it
+        ahead = [t for t in counted if t.number < trial.number]
         if len(ahead) >= self.n_trials:
             trial.set_user_attr(SURPLUS_ATTR, True)
             raise SurplusTrial(
                 f"trial {trial.number}: {len(ahead)} trials were already finished or running "
                 f"(target {self.n_trials}); discarded before training"
             )
-        params = {p.path: p.suggest(trial) for p in self.tcfg.search.parameters}
-        raw = dict(trial.params)
         try:
-            cfg = self.tcfg.trial_config(raw)
-        except InvalidSample as exc:
-            trial.set_user_attr(ERROR_ATTR, str(exc))
+            return self._train(trial)
+        except (optuna.TrialPruned, KeyboardInterrupt):
             raise
+        except Exception as exc:
+            trial.set_user_attr(ERROR_ATTR, f"{type(exc).__name__}: {exc}")
+            raise
+
+    def _train(self, trial: optuna.Trial) -> float:
+        params = {p.path: p.suggest(trial) for p in self.tcfg.search.parameters}
+        cfg = self.tcfg.trial_config(dict(trial.params))
         cfg.training.progress_bar = False
         run = RunDir(self.run_dir(trial.number))
         trial.set_user_attr("run_dir", str(run.root.resolve()))
@@ -804,17 +310,9 @@ class Objective:
         shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
         self.log(f"[worker {self.worker}] trial {trial.number}: {shown} -> {run.root}")
         callback = PruningCallback(trial, run, cfg.evaluation.freq)
-        try:
-            result = train(
-                cfg,
-                run.root,
-                config_file=self.tcfg.file,
-                extra_callbacks=[callback],
-                log=self.log,
-            )
-        except TrainingError as exc:
-            trial.set_user_attr(ERROR_ATTR, str(exc))
-            raise
+        result = train(
+            cfg, run.root, config_file=self.tcfg.file, extra_callbacks=[callback], log=self.log
+        )
         if result.interrupted:
             raise KeyboardInterrupt
         history = result.history
@@ -847,11 +345,9 @@ def open_study(
     tcfg: TuningConfig, storage_url: str, study_name: str, worker: int = 0
 ) -> tuple[optuna.Study, bool]:
     """Load or create the study; ``(study, created)``. A study of another config is refused."""
-    import optuna
-
     storage = make_storage(storage_url)
-    sampler = tcfg.search.sampler.build(worker)
-    pruner = tcfg.search.pruner.build()
+    sampler = build_sampler(tcfg.search.sampler, worker)
+    pruner = build_pruner(tcfg.search.pruner)
     created = False
     try:
         study = optuna.load_study(
@@ -879,6 +375,8 @@ def open_study(
             f"search space (fingerprint {stored}, {tcfg.file} gives {fingerprint}); "
             "use --study NEW_NAME (or restore the config)"
         )
+    if tcfg.search.sampler.seed is not None:
+        study.sampler = build_sampler(tcfg.search.sampler, worker, len(study.trials))
     if study.direction != optuna.study.StudyDirection.MAXIMIZE:
         raise TuneError(f"study {study_name!r} does not maximise: not a win-rate study")
     return study, created
@@ -892,40 +390,50 @@ def run_worker(
     out: Path,
     worker: int = 0,
     log: Callable[[str], None] = print,
+    claim_lock: Any = None,
 ) -> int:
-    """Run trials until the study has ``n_trials`` finished ones; returns how many this ran."""
+    """Run trials until the study has ``n_trials`` finished ones; returns how many this ran.
+
+    ``claim_lock`` (shared by the workers of one machine) makes counting the
+    trials and creating the next one atomic among them, so local workers never
+    create a surplus trial; across machines the check in :class:`Objective`
+    catches the rare race.
+    """
     tcfg = load_tuning_config(config_file)
     study, _ = open_study(tcfg, storage_url, study_name, worker)
-    objective = Objective(tcfg, out, n_trials, worker, log)
+    objective = Objective(tcfg, out, n_trials, worker, log, claim_lock)
     done: list[Any] = []
     ran = 0
     failures = 0
-    complete, pruned, _, _ = _states()
     while True:
-        finished, active = _census(study)
-        if finished >= n_trials:
-            return ran
-        if active >= n_trials:  # the last trials run elsewhere: they may still fail
-            _fail_stale(study)
-            time.sleep(POLL_SECONDS)
-            continue
-        done.clear()
-        study.optimize(
-            objective,
-            n_trials=1,
-            catch=(SurplusTrial, InvalidSample, TrainingError, ValueError, RuntimeError),
-            callbacks=[lambda _s, t: done.append(t)],
-            gc_after_trial=True,
-        )
+        objective.acquire()
+        try:
+            finished, active = _census(study)
+            if finished >= n_trials:
+                return ran
+            if active >= n_trials:  # the last trials run elsewhere: they may still fail
+                objective.release()
+                _fail_stale(study)
+                time.sleep(POLL_SECONDS)
+                continue
+            done.clear()
+            study.optimize(
+                objective,
+                n_trials=1,
+                catch=(Exception,),  # recorded as FAIL; MAX_CONSECUTIVE_FAILURES stops a loop
+                callbacks=[lambda _s, t: done.append(t)],
+                gc_after_trial=True,
+            )
+        finally:
+            objective.release()
         trial = done[-1] if done else None
-        if trial is None or trial.state in (complete, pruned):
+        if trial is None or trial.state in FINISHED:
             ran += trial is not None
             failures = 0
         elif not trial.user_attrs.get(SURPLUS_ATTR):
             failures += 1
-            log(
-                f"[worker {worker}] trial {trial.number} failed: {trial.user_attrs.get(ERROR_ATTR, '')}"
-            )
+            reason = trial.user_attrs.get(ERROR_ATTR, "see the traceback above")
+            log(f"[worker {worker}] trial {trial.number} failed: {reason}")
             if failures >= MAX_CONSECUTIVE_FAILURES:
                 raise TuneError(
                     f"{failures} trials failed in a row in worker {worker} (last: trial "
@@ -934,11 +442,19 @@ def run_worker(
 
 
 def _worker_entry(
-    config_file: str, storage_url: str, study_name: str, n_trials: int, out: str, worker: int
+    config_file: str,
+    storage_url: str,
+    study_name: str,
+    n_trials: int,
+    out: str,
+    worker: int,
+    claim_lock: Any,
 ) -> None:
     """Process target of a local worker (``--workers K``)."""
     try:
-        run_worker(config_file, storage_url, study_name, n_trials, Path(out), worker)
+        run_worker(
+            config_file, storage_url, study_name, n_trials, Path(out), worker, claim_lock=claim_lock
+        )
     except KeyboardInterrupt:
         sys.exit(EXIT_INTERRUPTED)
     except (TuneError, ConfigError) as exc:
@@ -1028,6 +544,20 @@ def tune(
     )
 
 
+def _worker_context() -> ForkServerContext | SpawnContext:
+    """``forkserver`` with this module preloaded where available, else ``spawn``.
+
+    The fork server is a fresh single-threaded interpreter that imports torch,
+    Stable-Baselines3 and Optuna once; each worker is then forked from it at
+    once, without inheriting the parent's threads or open database connections.
+    """
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload([__name__])
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
 def _run_processes(
     file: str,
     url: str,
@@ -1037,11 +567,12 @@ def _run_processes(
     workers: int,
     log: Callable[[str], None],
 ) -> None:
-    ctx = multiprocessing.get_context("spawn")
+    ctx = _worker_context()
+    claim_lock = ctx.Lock()
     procs = [
         ctx.Process(
             target=_worker_entry,
-            args=(file, url, name, n_trials, str(out), i),
+            args=(file, url, name, n_trials, str(out), i, claim_lock),
             name=f"tune-worker-{i}",
         )
         for i in range(workers)
@@ -1066,14 +597,14 @@ def _run_processes(
 
 
 # ---------------------------------------------------------------- reports
-def _best(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
+def _best(study: optuna.Study) -> FrozenTrial | None:
     try:
         return study.best_trial
     except ValueError:  # no complete trial
         return None
 
 
-def _last_intermediate(trial: optuna.trial.FrozenTrial) -> tuple[int | None, float | None]:
+def _last_intermediate(trial: FrozenTrial) -> tuple[int | None, float | None]:
     if not trial.intermediate_values:
         return None, None
     step = max(trial.intermediate_values)
@@ -1139,10 +670,7 @@ def format_summary(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def _importances(study: optuna.Study) -> tuple[dict[str, float], str | None]:
     """Parameter importances, or ``({}, reason)`` when they cannot be computed."""
-    import optuna
-
-    complete, _, _, _ = _states()
-    done = study.get_trials(deepcopy=False, states=(complete,))
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if len(done) < 2:
         return {}, f"importances need >= 2 completed trials ({len(done)} so far)"
     if len({t.value for t in done}) < 2:
@@ -1150,8 +678,9 @@ def _importances(study: optuna.Study) -> tuple[dict[str, float], str | None]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return dict(optuna.importance.get_param_importances(study)), None
-    except (RuntimeError, ValueError, ZeroDivisionError) as exc:
+            evaluator = optuna.importance.PedAnovaImportanceEvaluator()  # no scikit-learn needed
+            return dict(optuna.importance.get_param_importances(study, evaluator=evaluator)), None
+    except (ImportError, RuntimeError, ValueError, ZeroDivisionError) as exc:
         return {}, f"importances not computed: {exc}"
 
 
@@ -1160,17 +689,16 @@ def plot_study(study: optuna.Study, path: Path, title: str) -> str | None:
 
     Returns the reason importances are missing, if they are.
     """
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 (loaded on use)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 (after choosing the Agg backend)
 
-    complete, pruned, _, _ = _states()
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.5))
     try:
         for state, marker, label in (
-            (complete, "o", "complete"),
-            (pruned, "x", "pruned (last eval)"),
+            (TrialState.COMPLETE, "o", "complete"),
+            (TrialState.PRUNED, "x", "pruned (last eval)"),
         ):
             xs, ys, lo, hi = [], [], [], []
             for t in study.get_trials(deepcopy=False, states=(state,)):
@@ -1215,9 +743,7 @@ def plot_study(study: optuna.Study, path: Path, title: str) -> str | None:
     return reason
 
 
-def export_best(
-    study: optuna.Study, tcfg: TuningConfig, path: Path
-) -> optuna.trial.FrozenTrial | None:
+def export_best(study: optuna.Study, tcfg: TuningConfig, path: Path) -> FrozenTrial | None:
     """Write the best complete trial's config (``search:`` dropped) as ready-to-train YAML."""
     best = _best(study)
     if best is None:

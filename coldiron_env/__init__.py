@@ -20,6 +20,10 @@ except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+unknown"
 
 if ENV_ID not in registry:
-    register(id=ENV_ID, entry_point="coldiron_env.env:ColdIronEnv")
+    register(
+        id=ENV_ID,
+        entry_point="coldiron_env.env:ColdIronEnv",
+        vector_entry_point="coldiron_env.vector:ColdIronVectorEnv",
+    )
 
 __all__ = ["ENV_ID", "Game", "GameOverError", "IllegalActionError", "RuleOptions", "__version__"]

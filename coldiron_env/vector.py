@@ -1,4 +1,4 @@
-"""A native batched Cold Iron: ``N`` games stepped at once with NumPy array operations.
+"""A native batched Cold Iron: ``N`` games stepped at once (NumPy, or numba when installed).
 
 :class:`ColdIronVectorEnv` is a :class:`gymnasium.vector.VectorEnv` that plays
 exactly the games of :class:`~coldiron_env.env.ColdIronEnv` (the rules of
@@ -9,8 +9,15 @@ without a Python loop over the games. It is registered as the
     envs = gymnasium.make_vec("coldiron/ColdIron-v0", num_envs=1024,
                               vectorization_mode="vector_entry_point")
 
-How a step stays batched
-------------------------
+Backends
+--------
+``backend="numba"`` (the default when numba is installed: ``pip install numba``)
+runs the rules one game after another in a compiled loop, the plainest
+transcription of ``game.py``. ``backend="numpy"`` (the default otherwise) needs
+nothing but NumPy and is described below. Both are tested against ``game.py``.
+
+How a NumPy step stays batched
+------------------------------
 Every method of the game is "draw cards from the deck position ``p`` until a
 stop card appears": one card for Threaten, the Iron and Rest; for a rack, the
 first matching numbered card, the first Joker (slays), the court card that
@@ -41,8 +48,9 @@ on every automatic one.
 
 from __future__ import annotations
 
+import importlib
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -67,6 +75,7 @@ from coldiron_env.actions import (
     PHASE_TURN,
     RACK_RANK_FIRST,
     RACK_SUIT_FIRST,
+    RACK_TARGETS,
     REST,
     STOP,
     THREATEN,
@@ -79,9 +88,10 @@ from coldiron_env.cards import (
     NUM_RANKS,
     NUM_SUITS,
     SUIT_FIELD_MASK,
+    hand_codes,
     parse_deck,
 )
-from coldiron_env.dealer import SHUFFLE_BATCH, shuffled_decks
+from coldiron_env.dealer import SHUFFLE_BATCH
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import (
     DECK_EXHAUSTED,
@@ -107,6 +117,7 @@ from coldiron_env.options import BONUS_DRAWS, IRON_APPLICATIONS_PER_TURN, MAX_HU
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
+I8 = npt.NDArray[np.int8]
 Bools = npt.NDArray[np.bool_]
 AnyArray = npt.NDArray[Any]
 
@@ -137,7 +148,9 @@ LAST_BIT: Final = np.uint64(1 << LAST_POSITION)
 
 POSITION_BITS: Final = _ONE << np.arange(DECK_SIZE, dtype=np.uint64)
 ALL_CARD_BITS: Final = POSITION_BITS  # bit of card id c in a card mask (same numbering)
-_ORDERED_BATCH: Final = np.broadcast_to(np.arange(DECK_SIZE, dtype=np.int64), (SHUFFLE_BATCH, DECK_SIZE))
+_ORDERED_BATCH: Final = np.broadcast_to(
+    np.arange(DECK_SIZE, dtype=np.int64), (SHUFFLE_BATCH, DECK_SIZE)
+)
 LOW: Final = np.array([(1 << k) - 1 for k in range(DECK_SIZE + 2)], dtype=np.uint64)
 """``LOW[k]``: the positions (or card ids) below ``k``."""
 HIGH: Final = ~LOW
@@ -182,9 +195,274 @@ IRON_VALUES: Final = (
 ).astype(np.float32)
 
 RESET_OPTION_KEYS: Final = ("deck",)
+BACKENDS: Final = ("auto", "numpy", "numba")
+
+numba: Any
+try:  # optional: `pip install numba` compiles the per-game loop below
+    numba = importlib.import_module("numba")
+except ImportError:  # pragma: no cover - exercised where numba is absent
+    numba = None
+
+NUMBA_AVAILABLE: Final = numba is not None
 
 
-def _jokers_in_order(decks: npt.NDArray[np.int8]) -> npt.NDArray[np.int8]:
+def _jit(fn: Any) -> Any:
+    """Compile ``fn`` with numba (lazily, cached on disk) when numba is installed."""
+    return numba.njit(cache=True, nogil=True)(fn) if numba is not None else fn
+
+
+# ------------------------------------------------------------------ numba backend
+# The same rules as game.py, one game at a time in compiled code: every draw is
+# resolved in the order of R11. Used with backend="numba"; the NumPy backend below
+# is the reference when numba is absent, and the tests run both against game.py.
+_NEXT_NONE: Final = 0
+_NEXT_END_TURN: Final = 1
+_NEXT_AFTER_IRON: Final = 2
+_NEXT_AFTER_BONUS: Final = 3
+_NEXT_IRON: Final = 4
+_NEXT_PENDING: Final = 5
+RACK_TARGET_TABLE: Final = np.array(
+    [RACK_TARGETS[a] for a in range(NUM_ACTIONS)] + [0], dtype=np.int64
+)
+
+
+@_jit
+def _nb_resolve(
+    i: int,
+    card: int,
+    keep: bool,
+    hand: I64,
+    discarded: I64,
+    pos: I64,
+    suits_done: I64,
+    suits_required: int,
+) -> int:
+    """R11 (1, 2) for a drawn card: keep it (phrase check, R7) or discard it; the deck check."""
+    if keep:
+        held = hand[i] | (1 << card)
+        hand[i] = held
+        suit = card // NUM_RANKS
+        if HAS_RUN_TABLE[(held >> (suit * NUM_RANKS)) & SUIT_FIELD_MASK]:
+            done = suits_done[i] | (1 << suit)
+            suits_done[i] = done
+            if SUITS_DONE_COUNT[done] >= suits_required:
+                return CODE_WON
+    else:
+        discarded[i] |= 1 << card
+    if pos[i] == DECK_SIZE:
+        return CODE_EXHAUSTED
+    return PLAYING
+
+
+@_jit
+def _nb_bonus(
+    i: int,
+    deck: I8,
+    pos: I64,
+    hand: I64,
+    discarded: I64,
+    hurt: I64,
+    suits_done: I64,
+    source: I64,
+    suits_required: int,
+    joker_grants_more: bool,
+) -> int:
+    """The Joker's bonus draws (R17) of game ``i``; the outcome code (0 while playing)."""
+    hurting = source[i] == SOURCE_IRON
+    remaining = BONUS_DRAWS
+    while remaining > 0:
+        remaining -= 1
+        card = np.int64(deck[i, pos[i]])
+        pos[i] += 1
+        code = _nb_resolve(
+            i, card, card < FIRST_COURT, hand, discarded, pos, suits_done, suits_required
+        )
+        if code != PLAYING:
+            return code  # type: ignore[no-any-return]
+        if card >= FIRST_JOKER:
+            if joker_grants_more:
+                remaining += BONUS_DRAWS
+        elif card >= FIRST_COURT and hurting:
+            hurt[i] += 1
+            if hurt[i] >= MAX_HURT:
+                return CODE_SLAIN
+    return PLAYING
+
+
+@_jit
+def _nb_step(
+    actions: I64,
+    deck: I8,
+    pos: I64,
+    hand: I64,
+    discarded: I64,
+    hurt: I64,
+    turn: I64,
+    phase: I64,
+    iron: I64,
+    suits_done: I64,
+    source: I64,
+    outcome: I64,
+    bonus_always: bool,
+    joker_grants_more: bool,
+    turns: int,
+    suits_required: int,
+) -> None:
+    """One legal action (or NOOP: forfeit) in every game, as ``Game.step`` / ``Game.forfeit``."""
+    for i in range(actions.shape[0]):
+        action = actions[i]
+        code = PLAYING
+        nxt = _NEXT_NONE
+        if action == NOOP:
+            code = CODE_ILLEGAL
+        elif action == STOP:
+            nxt = _NEXT_END_TURN if phase[i] == PHASE_IRON else _NEXT_AFTER_BONUS
+        elif action == BONUS:
+            code = _nb_bonus(
+                i,
+                deck,
+                pos,
+                hand,
+                discarded,
+                hurt,
+                suits_done,
+                source,
+                suits_required,
+                joker_grants_more,
+            )
+            nxt = _NEXT_AFTER_BONUS
+        elif action == THREATEN or action == IRON:  # noqa: PLR1714, SIM109 (numba)
+            if action == IRON:
+                iron[i] += 1
+            card = np.int64(deck[i, pos[i]])
+            pos[i] += 1
+            code = _nb_resolve(
+                i, card, card < FIRST_COURT, hand, discarded, pos, suits_done, suits_required
+            )
+            if code == PLAYING and action == IRON:
+                hurt[i] += 1
+                if hurt[i] >= MAX_HURT:
+                    code = CODE_SLAIN
+            if code == PLAYING:
+                if card >= FIRST_JOKER:
+                    source[i] = SOURCE_IRON if action == IRON else SOURCE_THREATEN
+                    if bonus_always:
+                        code = _nb_bonus(
+                            i,
+                            deck,
+                            pos,
+                            hand,
+                            discarded,
+                            hurt,
+                            suits_done,
+                            source,
+                            suits_required,
+                            joker_grants_more,
+                        )
+                        nxt = _NEXT_AFTER_BONUS
+                    else:
+                        nxt = _NEXT_PENDING
+                else:
+                    nxt = _NEXT_AFTER_IRON if action == IRON else _NEXT_END_TURN
+        elif action == REST:
+            card = np.int64(deck[i, pos[i]])
+            pos[i] += 1
+            code = _nb_resolve(i, card, False, hand, discarded, pos, suits_done, suits_required)
+            if code == PLAYING:
+                if hurt[i] > 0:
+                    hurt[i] -= 1
+                nxt = _NEXT_END_TURN
+        else:  # a rack (R14)
+            targets = RACK_TARGET_TABLE[action]
+            while True:
+                card = np.int64(deck[i, pos[i]])
+                pos[i] += 1
+                if card < FIRST_COURT and (targets >> card) & 1:
+                    code = _nb_resolve(
+                        i, card, True, hand, discarded, pos, suits_done, suits_required
+                    )
+                    nxt = _NEXT_END_TURN
+                    break
+                code = _nb_resolve(i, card, False, hand, discarded, pos, suits_done, suits_required)
+                if code != PLAYING:
+                    break
+                if card >= FIRST_JOKER:
+                    code = CODE_SLAIN
+                    break
+                if card >= FIRST_COURT:
+                    hurt[i] += 1
+                    if hurt[i] >= MAX_HURT:
+                        code = CODE_SLAIN
+                        break
+        if code == PLAYING:
+            if nxt == _NEXT_AFTER_BONUS:
+                nxt = _NEXT_AFTER_IRON if source[i] == SOURCE_IRON else _NEXT_END_TURN
+            if nxt == _NEXT_AFTER_IRON:
+                spent = iron[i] >= IRON_APPLICATIONS_PER_TURN
+                nxt = _NEXT_END_TURN if spent else _NEXT_IRON
+            if nxt == _NEXT_END_TURN:
+                if turn[i] >= turns:
+                    code = CODE_MIDNIGHT
+                else:
+                    turn[i] += 1
+                    iron[i] = 0
+                    phase[i] = PHASE_TURN
+            elif nxt == _NEXT_IRON:
+                phase[i] = PHASE_IRON
+            elif nxt == _NEXT_PENDING:
+                phase[i] = PHASE_BONUS
+        if code != PLAYING:
+            phase[i] = PHASE_OVER
+        outcome[i] = code
+
+
+# Field offsets as plain ints for compiled code (observation.py stays the one layout).
+_HAND_START: Final = HAND.start
+_HAND_SIZE: Final = HAND.size
+_HURT_AT: Final = HURT.start
+_TURN_AT: Final = TURN.start
+_DECK_AT: Final = DECK_COUNT.start
+_PHASE_START: Final = PHASE.start
+_PHASE_SIZE: Final = PHASE.size
+_IRON_AT: Final = IRON_COUNT.start
+_DISCARDED_START: Final = DISCARDED.start
+_DISCARDED_SIZE: Final = DISCARDED.size
+
+
+@_jit
+def _nb_encode_flat(
+    envs: I64,
+    hand: I64,
+    hurt: I64,
+    turn: I64,
+    pos: I64,
+    phase: I64,
+    iron: I64,
+    discarded: I64,
+    recall: bool,
+    turn_values: npt.NDArray[np.float32],
+    out: npt.NDArray[np.float32],
+) -> None:
+    """Flat observations of games ``envs`` into ``out`` (the numba :func:`encode_flat`)."""
+    for j in range(envs.shape[0]):
+        i = envs[j]
+        held = hand[i]
+        for c in range(_HAND_SIZE):
+            out[j, _HAND_START + c] = (held >> c) & 1
+        out[j, _HURT_AT] = HURT_VALUES[hurt[i]]
+        out[j, _TURN_AT] = turn_values[turn[i]]
+        out[j, _DECK_AT] = DECK_VALUES[DECK_SIZE - pos[i]]
+        for k in range(_PHASE_SIZE):
+            out[j, _PHASE_START + k] = 0.0
+        out[j, _PHASE_START + phase[i]] = 1.0
+        out[j, _IRON_AT] = IRON_VALUES[iron[i]]
+        if recall:
+            gone = discarded[i]
+            for c in range(_DISCARDED_SIZE):
+                out[j, _DISCARDED_START + c] = (gone >> c) & 1
+
+
+def _jokers_in_order(decks: I8) -> I8:
     """Relabel the Jokers of every deck (..., 54) so that 52 comes first, as the Dealer does."""
     flat = decks.reshape(-1, DECK_SIZE)
     first = (flat == FIRST_JOKER).argmax(axis=1)
@@ -252,14 +530,6 @@ def encode_dict(
     return obs
 
 
-def random_legal_actions(masks: AnyArray, rng: np.random.Generator) -> I64:
-    """One uniformly random legal action per row of ``masks`` (N, A) (batched policy)."""
-    legal = masks.astype(bool, copy=False)
-    counts = legal.sum(axis=1)
-    pick = (rng.random(legal.shape[0]) * counts).astype(np.int64)
-    return (legal.cumsum(axis=1) > pick[:, None]).argmax(axis=1)
-
-
 # ------------------------------------------------------------------ the env
 class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
     """``num_envs`` games of Cold Iron stepped together (a native :class:`VectorEnv`).
@@ -267,7 +537,8 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
     Takes the keyword arguments of :class:`~coldiron_env.env.ColdIronEnv`
     (validated by it, with the same messages) except that ``render_mode`` must
     be ``None``; plus ``max_episode_steps`` (optional truncation, as
-    ``gymnasium.make`` would add; every game ends by itself within 74 steps).
+    ``gymnasium.make`` would add; every game ends by itself within 74 steps)
+    and ``backend`` (``"auto"``: numba when installed, else ``"numpy"``).
 
     * Spaces: ``single_observation_space`` / ``single_action_space`` are the
       single env's; ``observation_space`` and ``action_space``
@@ -301,6 +572,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         num_envs: int,
         render_mode: str | None = None,
         max_episode_steps: int | None = None,
+        backend: str = "auto",
         **kwargs: Any,
     ) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
@@ -318,6 +590,14 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             raise ValueError(
                 f"max_episode_steps must be None or a positive int, got {max_episode_steps!r}"
             )
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if backend == "numba" and not NUMBA_AVAILABLE:
+            raise ValueError("backend='numba' needs numba: pip install numba (or use 'numpy')")
+        self.backend = "numba" if backend == "auto" and NUMBA_AVAILABLE else backend
+        if self.backend == "auto":
+            self.backend = "numpy"
+        self._numba = self.backend == "numba"
         template = ColdIronEnv(**kwargs)  # validates every option, with its messages
         self.num_envs = num_envs
         self.render_mode = None
@@ -369,8 +649,11 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         self._court_mask = np.zeros(n, dtype=np.uint64)
         self._position_bits = np.tile(POSITION_BITS, n)  # to scatter into card order
         self._drawn_cards = (
-            np.zeros((n, DECK_SIZE + 1), dtype=np.uint64) if self.recall else None
+            np.zeros((n, DECK_SIZE + 1), dtype=np.uint64)
+            if self.recall and not self._numba
+            else None
         )
+        self._discarded = np.zeros(n, dtype=np.int64)  # the numba backend's discard pile
         # dealing: a generator and a batch of shuffles per game, as ColdIronEnv's Dealer
         self._rngs: list[np.random.Generator | None] = [None] * n
         self._pool = np.zeros((n, SHUFFLE_BATCH, DECK_SIZE), dtype=np.int8)
@@ -424,6 +707,61 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             illegal = ~legal
             action = np.where(legal, action, NOOP)
 
+        if self._numba:
+            outcome = np.empty(self.num_envs, dtype=np.int64)
+            _nb_step(
+                action,
+                self._deck,
+                self._pos,
+                self._hand.view(np.int64),
+                self._discarded,
+                self._hurt,
+                self._turn,
+                self._phase,
+                self._iron,
+                self._suits_done,
+                self._source,
+                outcome,
+                self._bonus_always,
+                self._joker_grants_more,
+                self._turns,
+                self._suits_required,
+            )
+            terminated = outcome != PLAYING
+        else:
+            outcome, terminated = self._advance(action, phase, illegal)
+        self._steps += 1
+        if self.max_episode_steps is None:
+            truncated = np.zeros(self.num_envs, dtype=np.bool_)
+        else:
+            truncated = self._steps >= self.max_episode_steps
+        rewards = self._rewards[outcome]
+
+        done = terminated | truncated
+        if not done.any():
+            return self._observe(None), rewards, terminated, truncated, self._info()
+        ended = np.flatnonzero(done)
+        final_batch = self._observe(ended)
+        final_info = self._info(ended, outcome)
+        final_obs = np.full(self.num_envs, None, dtype=object)
+        if self._flat:
+            final_obs[ended] = np.fromiter(final_batch, dtype=object, count=ended.size)
+        else:
+            for j, i in enumerate(ended.tolist()):
+                final_obs[i] = {key: value[j] for key, value in final_batch.items()}
+        self._start(ended, self._deal(ended))
+        info = self._info()
+        info["final_obs"] = final_obs
+        info["_final_obs"] = done
+        info["final_info"] = final_info
+        info["_final_info"] = done
+        for key in ("outcome", "is_success"):
+            info[key] = final_info[key]
+            info["_" + key] = final_info["_" + key]
+        return self._observe(None), rewards, terminated, truncated, info
+
+    def _advance(self, action: I64, phase: I64, illegal: Bools | None) -> tuple[I64, Bools]:
+        """The NumPy backend: one action in every game with array operations."""
         pos = self._pos
         row = action * self.num_envs + self._index
         # ---- where every game's draws stop: one card, or a rack's first match, first
@@ -502,35 +840,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         if pending is not None:
             new_phase += pending * PHASE_BONUS
         self._phase = new_phase
-        self._steps += 1
-        if self.max_episode_steps is None:
-            truncated = np.zeros(self.num_envs, dtype=np.bool_)
-        else:
-            truncated = self._steps >= self.max_episode_steps
-        rewards = self._rewards[outcome]
-
-        done = terminated | truncated
-        if not done.any():
-            return self._observe(None), rewards, terminated, truncated, self._info()
-        ended = np.flatnonzero(done)
-        final_batch = self._observe(ended)
-        final_info = self._info(ended, outcome)
-        final_obs = np.full(self.num_envs, None, dtype=object)
-        if self._flat:
-            final_obs[ended] = np.fromiter(final_batch, dtype=object, count=ended.size)
-        else:
-            for j, i in enumerate(ended.tolist()):
-                final_obs[i] = {key: value[j] for key, value in final_batch.items()}
-        self._start(ended, self._deal(ended))
-        info = self._info()
-        info["final_obs"] = final_obs
-        info["_final_obs"] = done
-        info["final_info"] = final_info
-        info["_final_info"] = done
-        for key in ("outcome", "is_success"):
-            info[key] = final_info[key]
-            info["_" + key] = final_info["_" + key]
-        return self._observe(None), rewards, terminated, truncated, info
+        return outcome, terminated
 
     def action_masks(self) -> Bools:
         """Legal actions of every game, an (N, 19) bool array (for sb3-contrib's MaskablePPO)."""
@@ -539,8 +849,6 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
     # ------------------------------------------------------------ queries
     def hand_codes(self, i: int) -> list[str]:
         """Card codes of game ``i``'s hand, sorted by suit then rank (the single env's ``hand``)."""
-        from coldiron_env.cards import hand_codes
-
         return hand_codes(int(self._hand[i]))
 
     def state_nbytes(self) -> int:
@@ -600,11 +908,12 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         decks = options.get("deck")
         if decks is None:
             return [None] * n
-        if isinstance(decks, (str, bytes)) or not isinstance(decks, Sequence):
+        if isinstance(decks, (str, bytes)) or not isinstance(decks, Iterable):
             raise ValueError(
                 f"deck option must be a list of {n} decks (each 54 card codes or None), "
                 f"got {type(decks).__name__}"
             )
+        decks = list(decks)  # also a tuple, or a NumPy array with one row per env
         if len(decks) > 0 and all(isinstance(d, str) for d in decks):
             raise ValueError(
                 f"deck option must be a list of {n} decks (one per env, each 54 card codes or "
@@ -623,7 +932,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
                 raise ValueError(f"deck option, env {i}: {err}") from None
         return out
 
-    def _deal(self, envs: I64) -> I64:
+    def _deal(self, envs: I64) -> I8:
         """The next shuffled deck of each game in ``envs``, each from its own generator.
 
         Game ``i`` refills its batch of :data:`SHUFFLE_BATCH` shuffles exactly as
@@ -644,15 +953,19 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         self._pool_next[envs] += 1
         return decks
 
-    def _start(self, envs: I64, decks: I64) -> None:
+    def _start(self, envs: I64, decks: I8) -> None:
         """Start new games on ``decks`` (k, 54) in ``envs`` and build their look-ups."""
         k = envs.shape[0]
         self._deck[envs] = decks
-        for state in (self._pos, self._hurt, self._iron, self._phase, self._source, self._steps):
+        for state in (self._pos, self._hurt, self._iron, self._source, self._steps):
             state[envs] = 0
+        self._phase[envs] = PHASE_TURN
         self._hand[envs] = 0
         self._suits_done[envs] = 0
         self._turn[envs] = 1
+        if self._numba:
+            self._discarded[envs] = 0
+            return  # the compiled loop reads the deck itself: no look-ups to build
         # Position bit of each card id, cards along axis 0 so that every operation
         # below runs over the k games: at[c, j] = 1 << (position of card c in deck j).
         at = np.empty(DECK_SIZE * k, dtype=np.uint64)
@@ -728,11 +1041,30 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         return live
 
     def _observe(self, envs: I64 | None) -> Any:
+        if self._numba and self._flat:
+            chosen = self._index if envs is None else envs
+            out = np.empty((chosen.shape[0], flat_size(self.recall)), dtype=np.float32)
+            _nb_encode_flat(
+                chosen,
+                self._hand.view(np.int64),
+                self._hurt,
+                self._turn,
+                self._pos,
+                self._phase,
+                self._iron,
+                self._discarded,
+                self.recall,
+                self._turn_values,
+                out,
+            )
+            return out
         pick = slice(None) if envs is None else envs
         hand = self._hand[pick]
         deck_count = DECK_SIZE - self._pos[pick]
         discarded = None
-        if self._drawn_cards is not None:
+        if self.recall and self._numba:
+            discarded = self._discarded[pick].view(np.uint64)
+        elif self._drawn_cards is not None:
             drawn = self._drawn_cards.reshape(-1)[
                 (self._index[pick] * (DECK_SIZE + 1)) + self._pos[pick]
             ]

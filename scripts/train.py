@@ -31,9 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, help="override the top-level seed")
     parser.add_argument("--out", type=Path, help="run directory (default runs/<name>-<time>)")
     parser.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR")
-    parser.add_argument(
-        "--no-progress-bar", action="store_true", help="disable the progress bar"
-    )
+    parser.add_argument("--no-progress-bar", action="store_true", help="disable the progress bar")
     args = parser.parse_args(argv)
 
     if args.resume is None and args.config is None:
@@ -51,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.resume is not None:
             config_file = str(args.resume / "config.yaml")
             if not Path(config_file).is_file():
-                print(f"error: {args.resume}: not a run directory (no config.yaml)", file=sys.stderr)
+                print(
+                    f"error: {args.resume}: not a run directory (no config.yaml)", file=sys.stderr
+                )
                 return EXIT_CONFIG_ERROR
         else:
             config_file = args.config

@@ -29,7 +29,10 @@ CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
 
 def minimal(**over: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "algorithm": {"name": "maskable_ppo", "hyperparameters": {"n_steps": 64, "batch_size": 128}},
+        "algorithm": {
+            "name": "maskable_ppo",
+            "hyperparameters": {"n_steps": 64, "batch_size": 128},
+        },
         "training": {"total_timesteps": 1000, "n_envs": 4},
     }
     data.update(over)
@@ -211,12 +214,12 @@ def test_qvalue_policy_takes_one_list(tmp_path: Path) -> None:
 def test_invalid_yaml_names_file(tmp_path: Path) -> None:
     path = tmp_path / "broken.yaml"
     path.write_text("algorithm: [unclosed\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="broken.yaml"):
+    with pytest.raises(ConfigError, match=r"broken\.yaml"):
         load_config(path)
 
 
 def test_missing_file_names_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="nope.yaml"):
+    with pytest.raises(ConfigError, match=r"nope\.yaml"):
         load_config(tmp_path / "nope.yaml")
 
 
@@ -238,14 +241,16 @@ def test_overrides_are_validated() -> None:
     new = apply_overrides(cfg, timesteps=5000, seed=7)
     assert (new.training.total_timesteps, new.seed) == (5000, 7)
     assert cfg.training.total_timesteps == 1000  # the original is untouched
-    with pytest.raises(ConfigError, match="training.total_timesteps"):
+    with pytest.raises(ConfigError, match=r"training\.total_timesteps"):
         apply_overrides(cfg, timesteps=0)
 
 
 def test_policy_kwargs_structured() -> None:
     from torch import nn
 
-    cfg = config_from_dict(minimal(policy={"net_arch": {"pi": [32], "vf": [16, 16]}, "activation": "relu"}))
+    cfg = config_from_dict(
+        minimal(policy={"net_arch": {"pi": [32], "vf": [16, 16]}, "activation": "relu"})
+    )
     assert isinstance(cfg.policy.net_arch, NetArch)
     kwargs = policy_kwargs(cfg)
     assert kwargs == {"net_arch": {"pi": [32], "vf": [16, 16]}, "activation_fn": nn.ReLU}
@@ -254,7 +259,11 @@ def test_policy_kwargs_structured() -> None:
 
 def test_linear_schedule_built() -> None:
     data = minimal()
-    data["algorithm"]["hyperparameters"]["learning_rate"] = {"schedule": "linear", "start": 1e-3, "end": 0}
+    data["algorithm"]["hyperparameters"]["learning_rate"] = {
+        "schedule": "linear",
+        "start": 1e-3,
+        "end": 0,
+    }
     schedule = algorithm_kwargs(config_from_dict(data))["learning_rate"]
     assert schedule(1.0) == pytest.approx(1e-3) and schedule(0.0) == pytest.approx(0.0)
     assert schedule(0.5) == pytest.approx(5e-4)
@@ -262,7 +271,12 @@ def test_linear_schedule_built() -> None:
 
 def test_curriculum_stages_then_real_game() -> None:
     cfg = config_from_dict(
-        minimal(curriculum=[{"until_fraction": 0.25, "turns": 40}, {"until_fraction": 0.5, "suits_required": 2}])
+        minimal(
+            curriculum=[
+                {"until_fraction": 0.25, "turns": 40},
+                {"until_fraction": 0.5, "suits_required": 2},
+            ]
+        )
     )
     assert cfg.stage_env_kwargs(0)["turns"] == 40
     assert cfg.stage_env_kwargs(300)["suits_required"] == 2

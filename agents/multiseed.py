@@ -1,0 +1,449 @@
+"""Several seeds of one config: parse ``--seeds``, train one run per seed, aggregate win rates.
+
+One training run is one sample of what a config gives. ``scripts/train.py
+--config FILE --seeds 0-4`` trains ``OUT/seed-0`` .. ``OUT/seed-4``
+(:func:`train_seeds`); ``scripts/evaluate.py`` given several run directories of
+the same config (seed aside) also reports their mean win rate across seeds
+(:func:`seed_aggregates`).
+
+**Which interval.** :func:`aggregate` reports two, for different questions:
+
+* **Across seeds (the headline).** The mean of the per-seed win rates
+  ``p_1 .. p_n`` with a Student-t 95% interval ``mean ± t(0.975, n-1) * s / sqrt(n)``
+  (``s`` the sample standard deviation of the ``p_i``), clipped to [0, 1]. It
+  answers "what win rate does training this config with a new seed give?", so it
+  includes the seed-to-seed variance of training, which is usually the larger
+  part of the uncertainty. It needs at least 2 seeds and is wide with few: with 3
+  seeds ``t = 4.30``. The t interval assumes the per-seed rates are roughly
+  normal, which is reasonable when each rate is measured on thousands of deals.
+  When every seed scores the same it has zero width: the deal-sampling
+  uncertainty is then the pooled interval's.
+* **Pooled Wilson (for reference).** All wins over all episodes with the Wilson
+  score interval (:func:`agents.stats.wilson_interval`). It treats every episode
+  as independent, so it describes only *these* trained models on *these* deals:
+  it ignores seed-to-seed variance and, when every seed plays the same deals
+  (as evaluations do), the correlation between them. It is narrower than the
+  across-seed interval and must not be used to claim one config beats another.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from agents.stats import Z_95, wilson_interval
+
+CONFIDENCE: Final = 0.95
+SEED_DIR_PREFIX: Final = "seed-"
+CONFIG_FILE: Final = "config.yaml"  # as agents.sb3_agent.CONFIG_FILE
+META_FILE: Final = "meta.json"  # as agents.training.META_FILE
+EVAL_JSON: Final = "evaluations.json"  # as agents.training.EVAL_JSON
+MAX_SEEDS: Final = 1000
+"""A guard against typos such as ``0-10000``."""
+_BISECT_STEPS: Final = 200
+_RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
+
+
+# ---------------------------------------------------------------- --seeds
+def parse_seeds(text: str) -> list[int]:
+    """Seeds from ``"0-4"`` (inclusive range), ``"0,2,5"`` or a mix (``"0-2,7"``).
+
+    Raises ``ValueError`` naming the bad part: empty text or item, a non-integer,
+    a negative seed, a reversed range, a repeated seed, or more than
+    :data:`MAX_SEEDS` seeds.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("--seeds: expected seeds such as 0-4 or 0,2,5, got an empty value")
+    seeds: list[int] = []
+    for item in text.split(","):
+        if not item.strip():
+            raise ValueError(f"--seeds {text!r}: empty item between commas")
+        match = _RANGE.match(item)
+        if match:
+            a, b = int(match.group(1)), int(match.group(2))
+            if a < 0:
+                raise ValueError(f"--seeds {text!r}: seeds must be >= 0, got {a}")
+            if b < a:
+                raise ValueError(f"--seeds {text!r}: range {item.strip()!r} goes backwards")
+            if b - a + 1 > MAX_SEEDS:
+                raise ValueError(f"--seeds {text!r}: more than {MAX_SEEDS} seeds")
+            part = list(range(a, b + 1))
+        else:
+            try:
+                value = int(item.strip())
+            except ValueError:
+                raise ValueError(
+                    f"--seeds {text!r}: {item.strip()!r} is not a seed or a range A-B"
+                ) from None
+            if value < 0:
+                raise ValueError(f"--seeds {text!r}: seeds must be >= 0, got {value}")
+            part = [value]
+        for s in part:
+            if s in seeds:
+                raise ValueError(f"--seeds {text!r}: seed {s} is given twice")
+        seeds.extend(part)
+        if len(seeds) > MAX_SEEDS:
+            raise ValueError(f"--seeds {text!r}: more than {MAX_SEEDS} seeds")
+    return seeds
+
+
+# ---------------------------------------------------------------- statistics
+def _two_sided_t_cdf(t: float, df: int) -> float:
+    """``P(|T| <= t)`` for Student's t with integer ``df`` (closed form, A&S 26.7.3-4)."""
+    theta = math.atan(t / math.sqrt(df))
+    c2 = math.cos(theta) ** 2
+    s = math.sin(theta)
+    if df % 2 == 1:
+        if df == 1:
+            return 2 * theta / math.pi
+        term, total = 1.0, 1.0
+        for k in range(2, df - 1, 2):  # 1 + 2/3 c^2 + 2*4/(3*5) c^4 + ...
+            term *= c2 * k / (k + 1)
+            total += term
+        return 2 / math.pi * (theta + s * math.cos(theta) * total)
+    term, total = 1.0, 1.0
+    for k in range(1, df - 2, 2):  # 1 + 1/2 c^2 + 1*3/(2*4) c^4 + ...
+        term *= c2 * k / (k + 1)
+        total += term
+    return s * total
+
+
+def t_critical(df: int, confidence: float = CONFIDENCE) -> float:
+    """The two-sided Student-t critical value (``t(0.975, df)`` for 95%), by bisection."""
+    if isinstance(df, bool) or not isinstance(df, int) or df < 1:
+        raise ValueError(f"degrees of freedom must be a positive integer, got {df!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    lo, hi = 0.0, 1.0
+    while _two_sided_t_cdf(hi, df) < confidence:
+        hi *= 2
+    for _ in range(_BISECT_STEPS):
+        mid = (lo + hi) / 2
+        if _two_sided_t_cdf(mid, df) < confidence:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+@dataclass(frozen=True)
+class SeedRun:
+    """One seed's evaluation: ``wins`` out of ``episodes``."""
+
+    label: str
+    seed: int | None
+    wins: int
+    episodes: int
+
+    @property
+    def win_rate(self) -> float:
+        return self.wins / self.episodes
+
+
+@dataclass(frozen=True)
+class SeedAggregate:
+    """The win rate of one config across seeds (see the module docstring for the intervals)."""
+
+    name: str
+    runs: tuple[SeedRun, ...]
+    mean: float
+    std: float | None
+    t_low: float | None
+    t_high: float | None
+    pooled_wins: int
+    pooled_episodes: int
+    pooled_low: float
+    pooled_high: float
+
+    @property
+    def n_seeds(self) -> int:
+        return len(self.runs)
+
+    @property
+    def pooled_rate(self) -> float:
+        return self.pooled_wins / self.pooled_episodes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "seeds": [r.seed for r in self.runs],
+            "runs": [r.label for r in self.runs],
+            "win_rates": [r.win_rate for r in self.runs],
+            "mean_win_rate": self.mean,
+            "std_across_seeds": self.std,
+            "ci_low": self.t_low,
+            "ci_high": self.t_high,
+            "interval": f"Student-t {CONFIDENCE:.0%} across seeds (mean of per-seed rates)",
+            "pooled_wins": self.pooled_wins,
+            "pooled_episodes": self.pooled_episodes,
+            "pooled_ci_low": self.pooled_low,
+            "pooled_ci_high": self.pooled_high,
+            "pooled_interval": f"Wilson {CONFIDENCE:.0%} over all episodes (z = {Z_95})",
+        }
+
+
+def aggregate(runs: Sequence[SeedRun], name: str = "") -> SeedAggregate:
+    """Mean win rate across ``runs`` with the across-seed t interval and the pooled Wilson one.
+
+    With a single run the t interval is ``None`` (no spread to estimate).
+    """
+    if not runs:
+        raise ValueError("no runs to aggregate")
+    for r in runs:
+        if r.episodes <= 0 or not 0 <= r.wins <= r.episodes:
+            raise ValueError(f"{r.label}: {r.wins} wins out of {r.episodes} episodes is impossible")
+    rates = [r.win_rate for r in runs]
+    n = len(rates)
+    mean = sum(rates) / n
+    std = t_low = t_high = None
+    if n >= 2:
+        std = math.sqrt(sum((p - mean) ** 2 for p in rates) / (n - 1))
+        half = t_critical(n - 1) * std / math.sqrt(n)
+        t_low, t_high = max(0.0, mean - half), min(1.0, mean + half)
+    wins = sum(r.wins for r in runs)
+    episodes = sum(r.episodes for r in runs)
+    low, high = wilson_interval(wins, episodes)
+    return SeedAggregate(name, tuple(runs), mean, std, t_low, t_high, wins, episodes, low, high)
+
+
+def format_aggregates(aggregates: Sequence[SeedAggregate]) -> str:
+    """A plain-text table: mean across seeds [t 95%], per-seed rates, pooled [Wilson 95%]."""
+    headers = [
+        "config",
+        "seeds",
+        "mean win rate",
+        "95% CI (t, seeds)",
+        "per seed",
+        "pooled (Wilson)",
+    ]
+    rows = []
+    for a in aggregates:
+        ci = "n/a (1 seed)"
+        if a.t_low is not None and a.t_high is not None:
+            ci = f"[{100 * a.t_low:.2f}%, {100 * a.t_high:.2f}%]"
+        rows.append(
+            [
+                a.name,
+                str(a.n_seeds),
+                f"{100 * a.mean:.2f}%",
+                ci,
+                " ".join(f"{100 * r.win_rate:.1f}" for r in a.runs),
+                f"{100 * a.pooled_rate:.2f}% "
+                f"[{100 * a.pooled_low:.2f}%, {100 * a.pooled_high:.2f}%]",
+            ]
+        )
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- run directories
+def _read_config(run_dir: Path) -> dict[str, Any]:
+    import yaml  # noqa: PLC0415 (an optional dependency, loaded on use)
+
+    path = run_dir / CONFIG_FILE
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: cannot read the run's config: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a run config (a mapping)")
+    return data
+
+
+def is_run_dir(spec: str | Path) -> bool:
+    return (Path(spec) / CONFIG_FILE).is_file()
+
+
+def config_key(run_dir: str | Path) -> str:
+    """The run's config without its seed and name-independent of key order: equal for seeds
+    of the same config. (``training.progress_bar`` is ignored too.)"""
+    data = _read_config(Path(run_dir))
+    data.pop("seed", None)
+    if isinstance(data.get("training"), dict):
+        data["training"].pop("progress_bar", None)
+    return json.dumps(data, sort_keys=True, default=str)
+
+
+def run_seed(run_dir: str | Path) -> int | None:
+    seed = _read_config(Path(run_dir)).get("seed")
+    return seed if isinstance(seed, int) else None
+
+
+def seed_groups(specs: Sequence[str]) -> list[list[int]]:
+    """Indices of ``specs`` that are run directories of the same config, in groups of >= 2.
+
+    Runs of one config with the *same* seed are not seeds of it: such a group is
+    refused with ``ValueError``.
+    """
+    by_key: dict[str, list[int]] = {}
+    for i, spec in enumerate(specs):
+        if is_run_dir(spec):
+            by_key.setdefault(config_key(spec), []).append(i)
+    groups = [idx for idx in by_key.values() if len(idx) >= 2]
+    for idx in groups:
+        seeds = [run_seed(specs[i]) for i in idx]
+        dup = {s for s in seeds if seeds.count(s) > 1}
+        if dup:
+            names = [specs[i] for i in idx]
+            raise ValueError(
+                f"runs {names} are the same config with the same seed(s) "
+                f"{sorted(str(d) for d in dup)}"
+            )
+    return groups
+
+
+def group_name(specs: Sequence[str]) -> str:
+    """A label for a group of run directories: their config name, else their common parent."""
+    name = _read_config(Path(specs[0])).get("name")
+    if isinstance(name, str) and name:
+        return name
+    parents = {str(Path(s).resolve().parent) for s in specs}
+    return Path(parents.pop()).name if len(parents) == 1 else Path(specs[0]).name
+
+
+def seed_aggregates(
+    specs: Sequence[str], results: Sequence[tuple[int, int]]
+) -> list[SeedAggregate]:
+    """Aggregate the evaluation ``results`` (``(wins, episodes)`` per spec) of run directories
+    that are seeds of the same config (what ``scripts/evaluate.py`` reports after its table)."""
+    if len(specs) != len(results):
+        raise ValueError(f"{len(specs)} agents but {len(results)} results")
+    out = []
+    for idx in seed_groups(specs):
+        runs = [SeedRun(specs[i], run_seed(specs[i]), results[i][0], results[i][1]) for i in idx]
+        out.append(aggregate(runs, group_name([specs[i] for i in idx])))
+    return out
+
+
+def last_evaluation(run_dir: str | Path) -> Mapping[str, Any]:
+    """The last periodic evaluation of a run (``evaluations.json``)."""
+    path = Path(run_dir) / EVAL_JSON
+    try:
+        history = json.loads(path.read_text(encoding="utf-8")).get("evaluations", [])
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: cannot read the run's evaluations: {exc}") from None
+    if not history:
+        raise ValueError(f"{path}: the run has no evaluation")
+    last: Mapping[str, Any] = history[-1]
+    return last
+
+
+def aggregate_runs(run_dirs: Sequence[str | Path], name: str | None = None) -> SeedAggregate:
+    """Aggregate the last periodic evaluation of each run directory (seeds of one config).
+
+    Refuses (``ValueError``) directories whose configs differ other than by seed.
+    """
+    if not run_dirs:
+        raise ValueError("no run directories")
+    keys = {config_key(d) for d in run_dirs}
+    if len(keys) > 1:
+        raise ValueError(f"runs {[str(d) for d in run_dirs]} are not seeds of one config")
+    runs = []
+    for d in run_dirs:
+        last = last_evaluation(d)
+        runs.append(SeedRun(str(d), run_seed(d), int(last["wins"]), int(last["episodes"])))
+    return aggregate(runs, name or group_name([str(d) for d in run_dirs]))
+
+
+def expand_seed_root(spec: str) -> list[str]:
+    """``spec`` itself, or the ``seed-N`` run directories of a ``--seeds`` output folder."""
+    root = Path(spec)
+    if is_run_dir(root) or not root.is_dir():
+        return [spec]
+    runs = sorted(
+        (p for p in root.glob(f"{SEED_DIR_PREFIX}*") if is_run_dir(p)),
+        key=lambda p: (
+            int(p.name[len(SEED_DIR_PREFIX) :]) if p.name[len(SEED_DIR_PREFIX) :].isdigit() else -1
+        ),
+    )
+    return [str(p) for p in runs] or [spec]
+
+
+# ---------------------------------------------------------------- training
+def seed_run_dir(out_root: Path, seed: int) -> Path:
+    return out_root / f"{SEED_DIR_PREFIX}{seed}"
+
+
+def train_seeds(
+    cfg: Any,
+    seeds: Sequence[int],
+    out_root: Path,
+    *,
+    config_file: str | None = None,
+    log: Callable[[str], None] = print,
+    **train_kwargs: Any,
+) -> list[Any]:
+    """Train ``cfg`` once per seed into ``out_root/seed-N``; returns the ``TrainResult`` list.
+
+    Rerunning with the same ``out_root`` continues: a completed seed is skipped
+    (its result read back from its run directory), an interrupted one is resumed
+    from its checkpoint. Ctrl-C during a seed saves it (as ``train`` does) and
+    stops; the last result then has ``interrupted=True``.
+    """
+    from agents.config import apply_overrides  # noqa: PLC0415 (heavy imports on use)
+    from agents.training import TrainingError, TrainResult, train  # noqa: PLC0415
+
+    if not seeds:
+        raise ValueError("no seeds to train")
+    out_root.mkdir(parents=True, exist_ok=True)
+    results: list[Any] = []
+    for i, seed in enumerate(seeds):
+        seed_cfg = apply_overrides(cfg, seed=seed, file=config_file)
+        run_dir = seed_run_dir(out_root, seed)
+        meta_path = run_dir / META_FILE
+        status = None
+        if meta_path.is_file():
+            status = json.loads(meta_path.read_text(encoding="utf-8")).get("status")
+        log(f"seed {seed} ({i + 1}/{len(seeds)}): {run_dir}")
+        if status == "completed":
+            _check_same(run_dir, seed_cfg)
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            history = json.loads((run_dir / EVAL_JSON).read_text(encoding="utf-8"))["evaluations"]
+            log(f"seed {seed}: already completed, skipped")
+            result: Any = TrainResult(run_dir, int(meta.get("timesteps", 0)), False, 0.0, history)
+        elif status is not None:
+            _check_same(run_dir, seed_cfg)
+            result = train(seed_cfg, resume=run_dir, log=log, **train_kwargs)
+        elif run_dir.exists() and any(run_dir.iterdir()):
+            raise TrainingError(f"{run_dir}: exists but is not a run directory (no {META_FILE})")
+        else:
+            result = train(seed_cfg, run_dir, config_file=config_file, log=log, **train_kwargs)
+        results.append(result)
+        if result.interrupted:
+            break
+    return results
+
+
+def _check_same(run_dir: Path, cfg: Any) -> None:
+    from agents.config import load_config  # noqa: PLC0415
+    from agents.training import TrainingError  # noqa: PLC0415
+
+    saved = load_config(run_dir / CONFIG_FILE).to_dict()
+    wanted = cfg.to_dict()
+    for d in (saved, wanted):
+        d.get("training", {}).pop("progress_bar", None)
+    if saved != wanted:
+        diff = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
+        raise TrainingError(
+            f"{run_dir}: holds a run of another config (differs in {diff}); use another --out"
+        )
+
+
+def aggregate_results(results: Sequence[Any], name: str = "") -> SeedAggregate | None:
+    """The across-seed aggregate of ``train_seeds`` results (their last evaluations)."""
+    runs = []
+    for r in results:
+        if r.history:
+            last = r.history[-1]
+            runs.append(
+                SeedRun(str(r.run_dir), run_seed(r.run_dir), last["wins"], last["episodes"])
+            )
+    return aggregate(runs, name) if runs else None

@@ -1,0 +1,603 @@
+"""The ``planner``: Monte-Carlo rollouts over the unseen cards' orders, improving on ``heuristic``.
+
+What it knows
+-------------
+It plans from :class:`~agents.knowledge.Knowledge` only: the hand, the cards
+seen (hence the exact *contents* of the deck) and the counters, never the
+deck's order. Given what a player has seen, every order of the unseen cards is
+equally likely (the deck was shuffled uniformly and everything observed is a
+function of the cards already drawn), so a *determinization* is a uniformly
+random permutation of the unseen cards put after the current position of a
+game rebuilt from the knowledge (:func:`game_from_knowledge`). The real game's
+deck is never read: :meth:`PlannerAgent.act_game` first turns the game into
+``Knowledge.from_game(game)``.
+
+How it decides (a rollout algorithm, Bertsekas)
+-----------------------------------------------
+The heuristic (:func:`agents.heuristic.decide`) is the base policy and the
+rollout policy. At a decision the planner
+
+1. takes the heuristic's action ``h`` and a few promising alternatives
+   (:func:`candidate_actions`: Threaten, the Iron when it cannot slay, Rest when
+   there is Hurt to heal, the two best-scoring racks; Iron/Stop and
+   Bonus/Stop in the other phases), dropping racks equivalent to another one
+   (same targets among the unseen cards) and racks with no unseen target;
+2. samples orders of the unseen cards in batches and, on **the same orders for
+   every candidate** (common random numbers), plays the candidate then the
+   heuristic to the end of the game, recording win or loss;
+3. compares each alternative with ``h`` by the paired per-order difference
+   ``d = win(a) - win(h)``: it switches to an alternative only if the mean of
+   ``d`` exceeds ``z`` standard errors (default 2.0) and at least
+   ``min_discordant`` orders favour it, choosing the one with the largest
+   mean among those. Otherwise it plays ``h``. Alternatives whose mean is below
+   zero by one standard error after a batch are dropped (saving rollouts), and
+   the search stops early when no alternative is left, or when all candidates
+   gave the same result on every order so far after ``min_samples``.
+
+Playing ``h`` unless an alternative is *significantly* better is what makes
+the planner robust to the trap of rare wins: with win chances of a few
+percent, the action with the most rollout wins is mostly noise, and an
+arg-max over noisy estimates would play worse than the heuristic.
+
+Trivial spots are not planned: one legal action, or a game that can no longer
+be won (a suit without any completable window, or more cards needed than can
+still be kept: :func:`hopeless`), where every action loses.
+
+Speed
+-----
+Rollouts are the hot path. Each rollout reuses one mutable ``Knowledge``, the
+heuristic's decisions are memoised per knowledge state across the whole game
+(rollouts of consecutive decisions revisit the same states), and a rollout
+stops as soon as the position is :func:`hopeless` (a certain loss, so the
+result is exact).
+
+Budgets (:class:`PlannerConfig`): ``samples`` orders per decision at most
+(in batches of ``batch``), optionally a wall-clock ``time_limit`` per decision
+(then the play depends on the machine's speed and is no longer reproducible).
+Registered names: ``planner`` (:data:`PLANNER_DEFAULT`), ``planner-small``
+and ``planner-large`` (:data:`BUDGETS`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+
+from agents.base import Agent
+from agents.heuristic import (
+    DEFAULT_PARAMS,
+    IMPOSSIBLE,
+    RACK_ACTIONS,
+    HeuristicParams,
+    analyse,
+    best_rack,
+    decide,
+    rack_odds,
+)
+from agents.knowledge import Knowledge
+from agents.solver import iron_extra_keeps
+from coldiron_env.actions import (
+    IRON,
+    LEGAL_ACTIONS,
+    PHASE_BONUS,
+    PHASE_OVER,
+    PHASE_TURN,
+    RACK_TARGETS,
+    REST,
+    THREATEN,
+)
+from coldiron_env.cards import DECK_SIZE, FIRST_JOKER, NUM_RANKS, NUM_SUITS, SUIT_FIELD_MASK
+from coldiron_env.game import WON, Game
+from coldiron_env.judge import HAS_RUN
+from coldiron_env.options import BONUS_DRAWS, DEFAULT_RULES, MAX_HURT, RuleOptions
+
+DEFAULT_SEED: Final = 0
+"""Seed of the planner's own sampling when it is reset without one."""
+CACHE_LIMIT: Final = 400_000
+"""Memoised heuristic decisions kept before the cache is cleared."""
+RACKS_CONSIDERED: Final = 2
+"""Best-scoring racks (by the heuristic's own score) offered as alternatives."""
+SURVIVABLE_HURT: Final = MAX_HURT - 1
+# What granted a pending bonus, as the engine records it (Knowledge tells them
+# apart by the Iron count: a Threaten is only legal before any Iron this turn).
+_FROM_THREATEN: Final = 1
+_FROM_IRON: Final = 2
+_SECOND_JOKER: Final = FIRST_JOKER + 1
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    """The planner's budget and test thresholds."""
+
+    samples: int = 96
+    """Most sampled orders of the unseen cards per decision."""
+    batch: int = 16
+    """Orders sampled between two looks at the statistics."""
+    min_samples: int = 32
+    """Orders sampled before the search may stop because nothing differs."""
+    z: float = 2.0
+    """Switch from the heuristic's action only when the paired mean exceeds z standard errors."""
+    stop_z: float = 3.0
+    """Stop sampling early once an alternative's paired mean exceeds this many standard errors."""
+    drop_z: float = 1.0
+    """Drop an alternative whose paired mean is below zero by this many standard errors."""
+    min_discordant: int = 3
+    """...and when at least this many more orders favour the alternative than the heuristic."""
+    plan_from_turn: int = 16
+    """Plan only from this turn on; before it the heuristic plays (see the module doc)."""
+    time_limit: float | None = None
+    """Optional wall-clock seconds per decision (stops sampling early; not reproducible)."""
+    params: HeuristicParams = DEFAULT_PARAMS
+    """The heuristic used as base policy and rollout policy."""
+
+    def __post_init__(self) -> None:
+        for name in ("samples", "batch", "min_samples"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"PlannerConfig.{name} must be a positive integer, got {value!r}")
+        for name in ("z", "stop_z", "drop_z"):
+            if not getattr(self, name) > 0:
+                raise ValueError(
+                    f"PlannerConfig.{name} must be positive, got {getattr(self, name)!r}"
+                )
+        if isinstance(self.plan_from_turn, bool) or not isinstance(self.plan_from_turn, int):
+            raise ValueError(
+                f"PlannerConfig.plan_from_turn must be an integer, got {self.plan_from_turn!r}"
+            )
+        if self.min_discordant < 0:
+            raise ValueError(
+                f"PlannerConfig.min_discordant must be >= 0, got {self.min_discordant}"
+            )
+        if self.time_limit is not None and not self.time_limit > 0:
+            raise ValueError(f"PlannerConfig.time_limit must be positive, got {self.time_limit!r}")
+
+
+PLANNER_DEFAULT: Final = PlannerConfig()
+BUDGETS: Final[dict[str, PlannerConfig]] = {
+    "planner-small": PlannerConfig(samples=32, batch=16, min_samples=16),
+    "planner": PLANNER_DEFAULT,
+    "planner-large": PlannerConfig(samples=256, batch=32, min_samples=32),
+}
+"""Registered planner names and their budgets."""
+HINT_SAMPLES: Final = 200
+"""Orders sampled by :func:`action_win_chances` (every legal action is rolled out on each)."""
+
+
+# --------------------------------------------------------------------------- knowledge -> game
+def game_from_knowledge(kn: Knowledge, rules: RuleOptions = DEFAULT_RULES) -> Game:
+    """A game in the position described by ``kn``, its deck's unseen part a placeholder.
+
+    The cards already drawn are the seen ones; the deck from ``pos`` on holds
+    the unseen cards in ascending order (a determinization replaces them).
+    """
+    if not kn.is_consistent():
+        raise ValueError(
+            f"knowledge is incomplete: {kn.unseen.bit_count()} unseen cards for "
+            f"{kn.deck_count} left in the deck (the planner needs every drawn card remembered)"
+        )
+    if kn.phase == PHASE_OVER:
+        raise ValueError("the game is over: nothing to plan")
+    seen = [c for c in range(DECK_SIZE) if kn.seen >> c & 1]
+    unseen = [c for c in range(DECK_SIZE) if not kn.seen >> c & 1]
+    game = Game(seen + unseen, rules)
+    game.pos = len(seen)
+    game.hand = kn.hand
+    game.discarded = kn.seen & ~kn.hand
+    game.hurt = kn.hurt
+    game.turn = kn.turn
+    game.phase = kn.phase
+    game.iron_count = kn.iron_count
+    done = 0
+    for suit in range(NUM_SUITS):
+        if HAS_RUN[(kn.hand >> (suit * NUM_RANKS)) & SUIT_FIELD_MASK]:
+            done |= 1 << suit
+    game.suits_done = done
+    game._suits_done_count = done.bit_count()
+    if kn.phase == PHASE_BONUS:
+        game._bonus_source = _FROM_IRON if kn.iron_count else _FROM_THREATEN
+    return game
+
+
+def unseen_cards(kn: Knowledge) -> list[int]:
+    """The unseen card ids, ascending (the deck's contents)."""
+    return [c for c in range(DECK_SIZE) if not kn.seen >> c & 1]
+
+
+def sample_orders(cards: list[int], rng: np.random.Generator, count: int) -> list[list[int]]:
+    """``count`` uniformly random orders of ``cards`` (Jokers relabelled so 52 precedes 53)."""
+    orders: list[list[int]] = rng.permuted(
+        np.broadcast_to(np.asarray(cards, dtype=np.int64), (count, len(cards))), axis=1
+    ).tolist()
+    if FIRST_JOKER in cards and _SECOND_JOKER in cards:
+        for order in orders:
+            first = order.index(FIRST_JOKER)
+            second = order.index(_SECOND_JOKER)
+            if second < first:
+                order[first], order[second] = _SECOND_JOKER, FIRST_JOKER
+    return orders
+
+
+# --------------------------------------------------------------------------- analysis
+def max_keeps(kn: Knowledge, rules: RuleOptions = DEFAULT_RULES) -> int:
+    """Most cards that can still be kept from a ``turn``-phase position (any deck order)."""
+    bonus = BONUS_DRAWS * kn.unseen_jokers
+    if rules.bonus_joker_grants_more:
+        bonus *= 2
+    keeps = kn.turns_left + iron_extra_keeps(SURVIVABLE_HURT - kn.hurt) + bonus
+    return min(keeps, kn.deck_count)
+
+
+def hopeless(kn: Knowledge, rules: RuleOptions = DEFAULT_RULES) -> bool:
+    """True when a ``turn``-phase position can no longer be won, whatever the order."""
+    need, _ = analyse(kn)
+    return need >= IMPOSSIBLE or need > max_keeps(kn, rules)
+
+
+HOPELESS: Final = -1
+"""What :func:`turn_decision` returns for a position that can no longer be won."""
+
+
+def turn_decision(
+    kn: Knowledge, params: HeuristicParams = DEFAULT_PARAMS, rules: RuleOptions = DEFAULT_RULES
+) -> int:
+    """``decide(kn, params)`` in the ``turn`` phase, or :data:`HOPELESS` when :func:`hopeless`.
+
+    The rollouts' fused version of the two (one analysis instead of two); it
+    must mirror the ``turn`` branch of :func:`agents.heuristic.decide` exactly,
+    which a test checks on many positions.
+    """
+    need, useful = analyse(kn)
+    if need >= IMPOSSIBLE or need > max_keeps(kn, rules):
+        return HOPELESS
+    turns_left = kn.turns_left
+    rack, score = best_rack(kn, useful, params)
+    if rack >= 0 and (need + params.rack_slack >= turns_left or score >= params.rack_min_score):
+        return rack
+    last_turn = kn.turn >= kn.turns
+    if kn.hurt + 1 <= params.iron_limit or (last_turn and kn.hurt + 1 < MAX_HURT):
+        return IRON
+    if kn.hurt >= params.rest_at and turns_left > need + params.rest_margin:
+        return REST
+    return THREATEN
+
+
+def rack_scores(kn: Knowledge, params: HeuristicParams = DEFAULT_PARAMS) -> list[tuple[float, int]]:
+    """The heuristic's score of every rack with a useful unseen target, best first."""
+    _, useful = analyse(kn)
+    unseen = kn.unseen
+    jokers = kn.unseen_jokers
+    courts = kn.unseen_courts
+    hurt_left = MAX_HURT - kn.hurt
+    useful_unseen = (useful & unseen).bit_count()
+    out = []
+    for action in RACK_ACTIONS:
+        targets = RACK_TARGETS[action] & unseen
+        hits = (targets & useful).bit_count()
+        if not hits:
+            continue
+        k = targets.bit_count()
+        alive, courts_expected = rack_odds(k, jokers, courts, hurt_left)
+        score = (
+            alive * hits / k
+            - params.waste_weight * (useful_unseen - hits) / (k + 1)
+            - params.hurt_weight * courts_expected
+        )
+        out.append((score, action))
+    out.sort(key=lambda item: (-item[0], item[1]))
+    return out
+
+
+def candidate_actions(
+    kn: Knowledge, base: int, params: HeuristicParams = DEFAULT_PARAMS
+) -> list[int]:
+    """The heuristic's action ``base`` first, then the alternatives worth comparing with it."""
+    if kn.phase != PHASE_TURN:
+        return [base] + [a for a in LEGAL_ACTIONS[kn.phase] if a != base]
+    unseen = kn.unseen
+    pool = [THREATEN]
+    if kn.hurt + 1 < MAX_HURT:
+        pool.append(IRON)
+    if kn.hurt > 0:
+        pool.append(REST)  # Rest at Hurt 0 only burns a card a Threaten would have kept
+    pool += [action for _, action in rack_scores(kn, params)[:RACKS_CONSIDERED]]
+    out = [base]
+    seen_targets = {RACK_TARGETS[base] & unseen} if RACK_TARGETS[base] else set()
+    for action in pool:
+        if action in out:
+            continue
+        targets = RACK_TARGETS[action] & unseen
+        if RACK_TARGETS[action]:
+            if not targets or targets in seen_targets:
+                continue  # a certain loss, or the same rack as one already listed
+            seen_targets.add(targets)
+        out.append(action)
+    return out
+
+
+# --------------------------------------------------------------------------- rollouts
+@dataclass
+class PlannerStats:
+    """Counters over the decisions of a planner (reset only by :meth:`clear`)."""
+
+    decisions: int = 0
+    planned: int = 0
+    switched: int = 0
+    rollouts: int = 0
+    seconds: float = 0.0
+
+    def clear(self) -> None:
+        self.decisions = self.planned = self.switched = self.rollouts = 0
+        self.seconds = 0.0
+
+
+@dataclass
+class Estimate:
+    """Per-candidate results of one decision's rollouts (wins per sampled order)."""
+
+    candidates: list[int]
+    wins: dict[int, list[int]] = field(default_factory=dict)
+
+    @property
+    def samples(self) -> int:
+        return len(self.wins[self.candidates[0]]) if self.candidates else 0
+
+    def win_chance(self, action: int) -> float:
+        results = self.wins[action]
+        return sum(results) / len(results) if results else math.nan
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """One planned decision: the heuristic's action, the choice, and the estimates."""
+
+    turn: int
+    phase: int
+    hurt: int
+    base: int
+    choice: int
+    samples: int
+    win_chances: dict[int, float]
+    """Estimated win chance of each candidate still compared at the end."""
+
+
+class Roller:
+    """Plays the heuristic to the end of determinized games, memoising its decisions."""
+
+    def __init__(self, params: HeuristicParams, rules: RuleOptions) -> None:
+        self.params = params
+        self.rules = rules
+        self.cache: dict[tuple[int, int, int, int, int, int], int] = {}
+        self.kn = Knowledge(turns=rules.turns, suits_required=rules.suits_required)
+
+    def clear(self) -> None:
+        self.cache.clear()
+
+    def rollout(self, game: Game) -> bool:
+        """Play ``game`` (modified in place) to its end with the heuristic; True if won."""
+        kn = self.kn
+        cache = self.cache
+        params = self.params
+        rules = self.rules
+        while True:
+            phase = game.phase
+            if phase == PHASE_OVER:
+                return game.outcome == WON
+            hand = game.hand
+            seen = hand | game.discarded
+            key = (hand, seen, game.hurt, game.turn, phase, game.iron_count)
+            action = cache.get(key)
+            if action is None:
+                kn.hand = hand
+                kn.seen = seen
+                kn.hurt = game.hurt
+                kn.turn = game.turn
+                kn.deck_count = DECK_SIZE - game.pos
+                kn.phase = phase
+                kn.iron_count = game.iron_count
+                if phase == PHASE_TURN:
+                    action = turn_decision(kn, params, rules)
+                else:
+                    action = decide(kn, params)
+                if len(cache) >= CACHE_LIMIT:
+                    cache.clear()
+                cache[key] = action
+            if action == HOPELESS:
+                return False
+            game.step(action)
+
+    def estimate(
+        self,
+        root: Game,
+        candidates: Sequence[int],
+        cards: list[int],
+        rng: np.random.Generator,
+        samples: int,
+        estimate: Estimate | None = None,
+    ) -> Estimate:
+        """Roll every candidate out on ``samples`` more sampled orders (the same for each)."""
+        if estimate is None:
+            estimate = Estimate(list(candidates), {a: [] for a in candidates})
+        pos = root.pos
+        for order in sample_orders(cards, rng, samples):
+            sampled = root.clone()
+            sampled.deck[pos:] = order
+            for action in candidates:
+                game = sampled.clone()
+                game.step(action)
+                estimate.wins[action].append(1 if self.rollout(game) else 0)
+        return estimate
+
+
+def paired(base: list[int], other: list[int]) -> tuple[float, float, int]:
+    """Mean and standard error of ``other - base`` per order, and (favourable - unfavourable)."""
+    n = len(base)
+    plus = sum(1 for b, o in zip(base, other, strict=True) if o > b)
+    minus = sum(1 for b, o in zip(base, other, strict=True) if o < b)
+    mean = (plus - minus) / n
+    var = (plus + minus) / n - mean * mean
+    se = math.sqrt(max(var, 0.0) / n) if n > 1 else math.inf
+    return mean, se, plus - minus
+
+
+# --------------------------------------------------------------------------- the agent
+class PlannerAgent(Agent):
+    """Rollout planner over the heuristic (see the module doc). Deterministic given the seed."""
+
+    name = "planner"
+
+    def __init__(
+        self,
+        config: PlannerConfig = PLANNER_DEFAULT,
+        rules: RuleOptions | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.config = config
+        if name is not None:
+            self.name = name
+        self.rules = DEFAULT_RULES
+        self.knowledge = Knowledge()
+        self.stats = PlannerStats()
+        self._rng = np.random.default_rng(DEFAULT_SEED)
+        self.log: list[DecisionRecord] | None = None
+        """Set to a list to record every planned decision (analysis, tests)."""
+        self._roller = Roller(config.params, self.rules)
+        if rules is not None:
+            self.set_rules(rules)
+
+    def set_rules(self, rules: RuleOptions) -> None:
+        """Play a game with these rules (the default is the game)."""
+        self.rules = rules
+        self.knowledge.turns = rules.turns
+        self.knowledge.suits_required = rules.suits_required
+        self._roller = Roller(self.config.params, rules)
+
+    def reset(self, seed: int | None = None) -> None:
+        self.knowledge.reset()
+        self._rng = np.random.default_rng(DEFAULT_SEED if seed is None else seed)
+        self._roller.clear()
+
+    def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
+        self.knowledge.observe(obs, info)
+        action = self.decide(self.knowledge)
+        if not action_mask[action]:
+            raise ValueError(
+                f"planner chose action {action}, illegal under mask "
+                f"{np.asarray(action_mask).tolist()} (was info from a different step passed?)"
+            )
+        return action
+
+    def act_game(self, game: Game) -> int:
+        """The action for ``game`` from what its player knows (``Knowledge.from_game``)."""
+        if game.rules != self.rules:
+            self.set_rules(game.rules)
+        return self.decide(Knowledge.from_game(game))
+
+    def decide(self, kn: Knowledge) -> int:
+        """The planner's action for knowledge ``kn``."""
+        start = time.perf_counter()
+        self.stats.decisions += 1
+        config = self.config
+        base = decide(kn, config.params)
+        if len(LEGAL_ACTIONS[kn.phase]) == 1 or kn.turn < config.plan_from_turn:
+            return base
+        if kn.phase == PHASE_TURN and hopeless(kn, self.rules):
+            return base  # every action loses
+        candidates = candidate_actions(kn, base, config.params)
+        if len(candidates) == 1:
+            return base
+        self.stats.planned += 1
+        root = game_from_knowledge(kn, self.rules)
+        cards = unseen_cards(kn)
+        roller = self._roller
+        estimate: Estimate | None = None
+        alive = candidates
+        done = 0
+        while done < config.samples:
+            batch = min(config.batch, config.samples - done)
+            estimate = roller.estimate(root, alive, cards, self._rng, batch, estimate)
+            self.stats.rollouts += batch * len(alive)
+            done += batch
+            base_wins = estimate.wins[base]
+            keep = [base]
+            settled = False
+            for action in alive[1:]:
+                mean, se, net = paired(base_wins, estimate.wins[action])
+                if mean + config.drop_z * se < 0 or (mean <= 0 and done >= config.min_samples):
+                    continue  # not better than the heuristic's action: stop spending on it
+                keep.append(action)
+                if mean > config.stop_z * se and net >= config.min_discordant:
+                    settled = True
+            if len(keep) != len(alive):
+                alive = keep
+                estimate = Estimate(alive, {a: estimate.wins[a] for a in alive})
+            if len(alive) == 1 or settled:
+                break
+            if config.time_limit is not None and time.perf_counter() - start > config.time_limit:
+                break
+        assert estimate is not None
+        choice = base
+        best = 0.0
+        for action in alive[1:]:
+            mean, se, net = paired(estimate.wins[base], estimate.wins[action])
+            if mean > config.z * se and net >= config.min_discordant and mean > best:
+                choice, best = action, mean
+        if choice != base:
+            self.stats.switched += 1
+        if self.log is not None:
+            self.log.append(
+                DecisionRecord(
+                    kn.turn,
+                    kn.phase,
+                    kn.hurt,
+                    base,
+                    choice,
+                    estimate.samples,
+                    {a: estimate.win_chance(a) for a in alive},
+                )
+            )
+        self.stats.seconds += time.perf_counter() - start
+        return choice
+
+
+def make_planner(name: str) -> PlannerAgent:
+    """The registered planner ``name`` (one of :data:`BUDGETS`)."""
+    if name not in BUDGETS:
+        raise ValueError(f"unknown planner {name!r}; expected one of {', '.join(BUDGETS)}")
+    return PlannerAgent(BUDGETS[name], name=name)
+
+
+# --------------------------------------------------------------------------- hints
+def action_win_chances(
+    game: Game,
+    actions: Sequence[int] | None = None,
+    samples: int = HINT_SAMPLES,
+    seed: int = DEFAULT_SEED,
+    params: HeuristicParams = DEFAULT_PARAMS,
+) -> dict[int, float]:
+    """Estimated win chance of each legal action in ``game``, then the heuristic to the end.
+
+    Every legal action is rolled out on the same ``samples`` sampled orders of
+    the unseen cards (from what the player knows, never the real order).
+    ``actions`` (the actions played so far) only varies the sampling seed
+    between positions. Empty when the game is over; a game that can no longer
+    be won gives 0.0 for every action without sampling.
+    """
+    if game.phase == PHASE_OVER:
+        return {}
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples <= 0:
+        raise ValueError(f"samples must be a positive integer, got {samples!r}")
+    kn = Knowledge.from_game(game)
+    legal = list(LEGAL_ACTIONS[game.phase])
+    if kn.phase == PHASE_TURN and hopeless(kn, game.rules):
+        return dict.fromkeys(legal, 0.0)
+    history = list(actions or ())
+    rng = np.random.default_rng([seed, len(history), *history])
+    roller = Roller(params, game.rules)
+    root = game_from_knowledge(kn, game.rules)
+    estimate = roller.estimate(root, legal, unseen_cards(kn), rng, samples)
+    return {a: estimate.win_chance(a) for a in legal}

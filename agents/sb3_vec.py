@@ -1,0 +1,198 @@
+"""Stable-Baselines3 vectorised environments for Cold Iron: native, dummy or subprocess.
+
+:func:`make_vec_env` is what training code calls::
+
+    venv = make_vec_env("native", n_envs=8, env_kwargs={"recall": True}, seed=0)
+    model = MaskablePPO("MlpPolicy", venv)
+
+* ``"native"``: :class:`ColdIronSB3VecEnv`, an SB3 ``VecEnv`` over the batched
+  :class:`~coldiron_env.vector.ColdIronVectorEnv` (one NumPy step for all games);
+* ``"dummy"`` / ``"subproc"``: SB3's ``DummyVecEnv`` / ``SubprocVecEnv`` of
+  ``gymnasium.make("coldiron/ColdIron-v0")`` envs (each has ``action_masks()``,
+  which SB3 reaches through ``env_method``).
+
+All three are wrapped for episode statistics (``Monitor`` per env, or
+``VecMonitor`` for the native one), so ``info["episode"]`` and
+``info["is_success"]`` reach SB3's logger the same way, and sb3-contrib's
+``get_action_masks`` finds the legal-action masks on all three. With the same
+``seed`` the three deal the same decks: env ``i`` is seeded ``seed + i``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.env_util import make_vec_env as sb3_make_vec_env
+from stable_baselines3.common.vec_env import (
+    DummyVecEnv,
+    SubprocVecEnv,
+    VecEnv,
+    VecMonitor,
+)
+from stable_baselines3.common.vec_env.base_vec_env import (
+    VecEnvIndices,
+    VecEnvObs,
+    VecEnvStepReturn,
+)
+
+from coldiron_env import ENV_ID
+from coldiron_env.vector import ColdIronVectorEnv
+
+VecEnvKind = Literal["native", "dummy", "subproc"]
+VEC_ENV_KINDS: tuple[str, ...] = ("native", "dummy", "subproc")
+ACTION_MASKS_METHOD = "action_masks"  # the name sb3-contrib's get_action_masks calls
+
+
+class ColdIronSB3VecEnv(VecEnv):
+    """SB3 ``VecEnv`` API over :class:`ColdIronVectorEnv` (``SAME_STEP`` autoreset).
+
+    ``step_wait`` returns ``(obs, rewards, dones, infos)``; the ``info`` of an
+    env whose episode ended holds ``terminal_observation``,
+    ``TimeLimit.truncated``, ``outcome`` and ``is_success``; other envs get
+    ``{}`` (the per-step phase, Hurt, ... are in :attr:`vector_env`'s batched
+    info, not copied into N dicts). ``action_masks()`` returns the (N, 19) bool
+    masks; ``env_method("action_masks")`` returns them one row per env, which is
+    what sb3-contrib's ``get_action_masks`` calls.
+
+    ``get_attr`` / ``set_attr`` / ``env_method`` address the single vector env:
+    an attribute is the same for every index, and a method is called once, its
+    result split by env when it is an array with one row per env.
+    """
+
+    def __init__(self, num_envs: int, **env_kwargs: Any) -> None:
+        self.vector_env = ColdIronVectorEnv(num_envs, **env_kwargs)
+        super().__init__(
+            num_envs,
+            self.vector_env.single_observation_space,
+            self.vector_env.single_action_space,
+        )
+        self._actions: np.ndarray | None = None
+
+    # ------------------------------------------------------------ VecEnv API
+    def reset(self) -> VecEnvObs:
+        seeds = None if all(s is None for s in self._seeds) else list(self._seeds)
+        decks = [options.get("deck") for options in self._options]
+        unknown = sorted({key for options in self._options for key in options} - {"deck"})
+        if unknown:
+            raise ValueError(f"unknown reset option(s) {unknown}; known: ['deck']")
+        options = {"deck": decks} if any(d is not None for d in decks) else None
+        obs, _ = self.vector_env.reset(seed=seeds, options=options)
+        self.reset_infos = [{} for _ in range(self.num_envs)]
+        self._reset_seeds()
+        self._reset_options()
+        return obs  # type: ignore[no-any-return]
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = actions
+
+    def step_wait(self) -> VecEnvStepReturn:
+        if self._actions is None:
+            raise RuntimeError("step_wait() called without step_async()")
+        obs, rewards, terminated, truncated, info = self.vector_env.step(self._actions)
+        self._actions = None
+        dones = terminated | truncated
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        if dones.any():
+            final_obs = info["final_obs"]
+            outcome = info["outcome"]
+            has_outcome = info["_outcome"]
+            success = info["is_success"]
+            for i in np.flatnonzero(dones).tolist():
+                env_info: dict[str, Any] = {
+                    "terminal_observation": final_obs[i],
+                    "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
+                }
+                if has_outcome[i]:
+                    env_info["outcome"] = str(outcome[i])
+                    env_info["is_success"] = bool(success[i])
+                infos[i] = env_info
+        return obs, rewards.astype(np.float32), dones, infos
+
+    def close(self) -> None:
+        self.vector_env.close()
+
+    def action_masks(self) -> np.ndarray:
+        """Legal actions of every env, an (N, 19) bool array."""
+        return self.vector_env.action_masks()
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        value = getattr(self.vector_env, attr_name)  # AttributeError when missing
+        return [value for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        chosen = list(self._get_indices(indices))
+        if sorted(chosen) != list(range(self.num_envs)):
+            raise ValueError(
+                f"set_attr({attr_name!r}) must address every env of the native vector env "
+                f"(its attributes are shared); got indices {chosen}"
+            )
+        setattr(self.vector_env, attr_name, value)
+
+    def env_method(
+        self,
+        method_name: str,
+        *method_args: Any,
+        indices: VecEnvIndices = None,
+        **method_kwargs: Any,
+    ) -> list[Any]:
+        chosen = list(self._get_indices(indices))
+        result = getattr(self.vector_env, method_name)(*method_args, **method_kwargs)
+        if isinstance(result, np.ndarray) and result.shape[:1] == (self.num_envs,):
+            return [result[i] for i in chosen]
+        return [result for _ in chosen]
+
+    def env_is_wrapped(
+        self, wrapper_class: type[gym.Wrapper[Any, Any, Any, Any]], indices: VecEnvIndices = None
+    ) -> list[bool]:
+        return [False for _ in self._get_indices(indices)]
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        return [None for _ in range(self.num_envs)]
+
+    def _get_indices(self, indices: VecEnvIndices) -> Iterable[int]:
+        if indices is None:
+            return range(self.num_envs)
+        if isinstance(indices, int):
+            return [indices]
+        return indices
+
+
+def make_single_env(**env_kwargs: Any) -> gym.Env[Any, Any]:
+    """``gymnasium.make`` of Cold Iron (module-level, so subprocesses can unpickle it; importing
+    this module imports ``coldiron_env``, which registers the id)."""
+    return gym.make(ENV_ID, **env_kwargs)
+
+
+def make_vec_env(
+    kind: VecEnvKind,
+    n_envs: int,
+    env_kwargs: dict[str, Any] | None = None,
+    seed: int | None = None,
+) -> VecEnv:
+    """An SB3 ``VecEnv`` of ``n_envs`` Cold Iron games: ``"native"``, ``"dummy"`` or ``"subproc"``.
+
+    ``env_kwargs`` are :class:`~coldiron_env.env.ColdIronEnv` keyword arguments;
+    ``seed`` seeds env ``i`` with ``seed + i`` at the first ``reset()``.
+    """
+    if kind not in VEC_ENV_KINDS:
+        raise ValueError(f"vec_env kind must be one of {VEC_ENV_KINDS}, got {kind!r}")
+    if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
+        raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
+    kwargs = dict(env_kwargs or {})
+    venv: VecEnv
+    if kind == "native":
+        venv = VecMonitor(ColdIronSB3VecEnv(n_envs, **kwargs))
+        if seed is not None:
+            venv.seed(seed)
+        return venv
+    vec_env_cls = DummyVecEnv if kind == "dummy" else SubprocVecEnv
+    return sb3_make_vec_env(
+        make_single_env,
+        n_envs=n_envs,
+        seed=seed,
+        env_kwargs=kwargs,
+        vec_env_cls=vec_env_cls,
+    )

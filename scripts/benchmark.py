@@ -1,0 +1,468 @@
+"""Throughput of Cold Iron against Gymnasium's Blackjack-v1, and of MaskablePPO training.
+
+Prints one table, every figure measured in this run, in this process, under the
+same uniformly random legal policy (it picks uniformly among the actions the
+mask allows; Blackjack has no mask, so all its actions are legal; the vector
+rows use the batched form of the same rule):
+
+* ``Blackjack-v1`` through ``gymnasium.make``;
+* ColdIron through ``gymnasium.make`` (flat observation, then ``recall=True``);
+* ``SyncVectorEnv`` of 8 ColdIron envs (``SAME_STEP`` autoreset);
+* the native :class:`~coldiron_env.vector.ColdIronVectorEnv` at 64, 1,024 and 4,096 envs,
+  with its numba backend (the default when numba is installed) and its NumPy backend.
+
+The rows are measured in five interleaved rounds and each reports its best round,
+which keeps the ratios of one run comparable on a shared machine.
+
+``steps/s`` counts env steps (one per game) per second of time spent inside the
+env's ``step``/``reset`` calls; ``loop steps/s`` also counts the policy's time.
+``x Blackjack`` is ``steps/s`` over Blackjack's. ``bytes/env`` is the memory
+the env allocates (``tracemalloc``: built, reset and stepped) divided by the
+number of envs. Then MaskablePPO (default hyperparameters, ``n_steps`` 256,
+8 envs) trains with the native vector env and with ``DummyVecEnv``; ``env share``
+is the part of the training wall time spent in the VecEnv (reset, step,
+action masks).
+
+Usage: ``python scripts/benchmark.py [--quick] [--json FILE]``. The machine may
+be shared: quote the ratios of one run, not absolute figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+import coldiron_env
+from coldiron_env.vector import NUMBA_AVAILABLE, ColdIronVectorEnv
+
+BLACKJACK_ID = "Blackjack-v1"
+SYNC_ENVS = 8
+NATIVE_SIZES = (64, 1024, 4096)
+PPO_ENVS = 8
+PPO_N_STEPS = 256
+TARGET_SINGLE = 4.0  # ColdIron single env / Blackjack-v1
+TARGET_NATIVE = 100.0  # native vector env at 4,096 envs / Blackjack-v1
+TARGET_ENV_SHARE = 0.10  # of MaskablePPO training wall time
+MEMORY_STEPS = 50  # steps taken while tracing memory
+SINGLE_CHECK_EVERY = 500  # steps between clock checks
+VECTOR_CHECK_EVERY = 5
+ROUNDS = 5  # interleaved measuring rounds per row (the best is reported)
+TORCH_THREADS = 1  # the machine is shared: one torch thread keeps the timing steady
+
+
+@dataclass
+class Budget:
+    seconds: float  # timed run of each throughput row
+    ppo_steps: int  # MaskablePPO timesteps per vec env kind
+    ppo_n_steps: int
+    native_sizes: tuple[int, ...] = NATIVE_SIZES
+
+
+FULL = Budget(seconds=4.0, ppo_steps=20_480, ppo_n_steps=PPO_N_STEPS)
+QUICK = Budget(seconds=0.25, ppo_steps=256, ppo_n_steps=16, native_sizes=(8, 64, 256))
+
+
+@dataclass
+class Row:
+    name: str
+    num_envs: int
+    steps: int
+    episodes: int
+    env_seconds: float
+    loop_seconds: float
+    bytes_per_env: float
+    steps_per_s: float = 0.0
+    loop_steps_per_s: float = 0.0
+    episodes_per_s: float = 0.0
+    ratio: float = 0.0
+
+
+@dataclass
+class TrainRow:
+    name: str
+    timesteps: int
+    wall_seconds: float
+    env_seconds: float
+    steps_per_s: float = 0.0
+    env_share: float = 0.0
+
+
+# ------------------------------------------------------------------ the policy
+class RandomLegal:
+    """Uniformly random legal action from a mask (all actions legal when there is none)."""
+
+    def __init__(self, num_actions: int, seed: int) -> None:
+        self._rng = random.Random(seed)
+        self._all = np.ones(num_actions, dtype=np.int8)
+        self._legal: dict[bytes, tuple[int, ...]] = {}
+
+    def act(self, mask: np.ndarray | None) -> int:
+        m = self._all if mask is None else mask
+        key = m.tobytes()
+        legal = self._legal.get(key)
+        if legal is None:
+            legal = self._legal[key] = tuple(np.flatnonzero(m).tolist())
+        return legal[int(self._rng.random() * len(legal))]
+
+
+class BatchedRandomLegal:
+    """The same rule for a batch of masks (N, A): one uniform legal action per row.
+
+    Each mask row is read as an integer code; the legal lists of the codes seen
+    are tabulated, so a batch costs a handful of array operations.
+    """
+
+    def __init__(self, num_actions: int, seed: int) -> None:
+        self._rng = np.random.default_rng(seed)
+        self._weights = (2.0 ** np.arange(num_actions)).astype(np.float64)
+        self._num_actions = num_actions
+        self._codes = np.zeros(0, dtype=np.int64)
+        self._counts = np.zeros(0, dtype=np.int64)
+        self._table = np.zeros((0, num_actions), dtype=np.int64)
+
+    def act(self, masks: np.ndarray) -> np.ndarray:
+        codes = (masks @ self._weights).astype(np.int64)
+        slot = np.searchsorted(self._codes, codes)
+        known = slot < self._codes.size
+        if not (
+            known.all() and (self._codes[np.minimum(slot, self._codes.size - 1)] == codes).all()
+        ):
+            self._learn(codes)
+            slot = np.searchsorted(self._codes, codes)
+        pick = (self._rng.random(codes.size) * self._counts[slot]).astype(np.int64)
+        return self._table[slot, pick]
+
+    def _learn(self, codes: np.ndarray) -> None:
+        self._codes = np.union1d(self._codes, codes)
+        self._counts = np.zeros(self._codes.size, dtype=np.int64)
+        self._table = np.zeros((self._codes.size, self._num_actions), dtype=np.int64)
+        for j, code in enumerate(self._codes.tolist()):
+            legal = [a for a in range(self._num_actions) if code >> a & 1]
+            self._counts[j] = len(legal)
+            self._table[j, : len(legal)] = legal
+
+
+# ------------------------------------------------------------------ measuring
+def run_single(env: gym.Env[Any, Any], seconds: float, seed: int) -> Row:
+    policy = RandomLegal(int(env.action_space.n), seed)  # type: ignore[attr-defined]
+    step, reset = env.step, env.reset
+    clock = time.perf_counter
+    _, info = reset(seed=seed)
+    steps = episodes = 0
+    env_time = 0.0
+    start = clock()
+    deadline = start + seconds
+    while True:
+        for _ in range(SINGLE_CHECK_EVERY):
+            action = policy.act(info.get("action_mask"))
+            t0 = clock()
+            _, _, terminated, truncated, info = step(action)
+            if terminated or truncated:
+                _, info = reset()
+                episodes += 1
+            env_time += clock() - t0
+            steps += 1
+        if clock() > deadline:
+            break
+    loop = clock() - start
+    return Row("", 1, steps, episodes, env_time, loop, 0.0)
+
+
+def run_vector(envs: Any, seconds: float, seed: int) -> Row:
+    """A Gymnasium VectorEnv with SAME_STEP autoreset and an ``action_mask`` info key."""
+    n = envs.num_envs
+    policy = BatchedRandomLegal(int(envs.single_action_space.n), seed)
+    clock = time.perf_counter
+    _, info = envs.reset(seed=seed)
+    steps = episodes = 0
+    env_time = 0.0
+    start = clock()
+    deadline = start + seconds
+    while True:
+        for _ in range(VECTOR_CHECK_EVERY):
+            actions = policy.act(info["action_mask"])
+            t0 = clock()
+            _, _, terminated, truncated, info = envs.step(actions)
+            env_time += clock() - t0
+            episodes += int(np.count_nonzero(terminated | truncated))
+            steps += n
+        if clock() > deadline:
+            break
+    loop = clock() - start
+    return Row("", n, steps, episodes, env_time, loop, 0.0)
+
+
+def traced_build(build: Callable[[], Any], drive: Callable[[Any], None]) -> tuple[Any, int]:
+    """``build()`` then ``drive(env)`` under ``tracemalloc``: the env and the bytes it holds."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        env = build()
+        drive(env)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    return env, held
+
+
+def _drive_single(env: gym.Env[Any, Any]) -> None:
+    policy = RandomLegal(int(env.action_space.n), 0)  # type: ignore[attr-defined]
+    _, info = env.reset(seed=0)
+    for _ in range(MEMORY_STEPS):
+        _, _, terminated, truncated, info = env.step(policy.act(info.get("action_mask")))
+        if terminated or truncated:
+            _, info = env.reset()
+
+
+def _drive_vector(envs: Any) -> None:
+    policy = BatchedRandomLegal(int(envs.single_action_space.n), 0)
+    _, info = envs.reset(seed=0)
+    for _ in range(MEMORY_STEPS):
+        _, _, _, _, info = envs.step(policy.act(info["action_mask"]))
+
+
+def throughput_rows(budget: Budget, seed: int) -> list[Row]:
+    """Every row measured in :data:`ROUNDS` interleaved rounds; each row reports its best round.
+
+    Interleaving spreads the other load of a shared machine over all rows, and the
+    best round is the least disturbed one, so the ratios of one run are comparable.
+    """
+
+    def make_sync() -> Any:
+        return gym.make_vec(
+            coldiron_env.ENV_ID,
+            num_envs=SYNC_ENVS,
+            vectorization_mode="sync",
+            vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+        )
+
+    def make_native(n: int, backend: str) -> Callable[[], Any]:
+        return lambda: ColdIronVectorEnv(n, backend=backend)
+
+    backends = ["numba", "numpy"] if NUMBA_AVAILABLE else ["numpy"]
+
+    plan: list[tuple[str, Callable[[], Any], bool]] = [
+        (BLACKJACK_ID, lambda: gym.make(BLACKJACK_ID), False),
+        ("ColdIron single (flat)", lambda: gym.make(coldiron_env.ENV_ID), False),
+        ("ColdIron single (recall)", lambda: gym.make(coldiron_env.ENV_ID, recall=True), False),
+        (f"SyncVectorEnv x{SYNC_ENVS}", make_sync, True),
+        *(
+            (f"native {backend} x{n:,}", make_native(n, backend), True)
+            for backend in backends
+            for n in budget.native_sizes
+        ),
+    ]
+    built: list[tuple[str, Any, bool, float]] = []
+    for name, build, vector in plan:
+        env, held = traced_build(build, _drive_vector if vector else _drive_single)
+        per_env = held / (env.num_envs if vector else 1)
+        built.append((name, env, vector, per_env))
+    best: dict[str, Row] = {}
+    chunk = budget.seconds / ROUNDS
+    for r in range(ROUNDS):
+        for name, env, vector, per_env in built:
+            row = (run_vector if vector else run_single)(env, chunk, seed + r)
+            row.name, row.bytes_per_env = name, per_env
+            row.steps_per_s = row.steps / row.env_seconds
+            if name not in best or row.steps_per_s > best[name].steps_per_s:
+                best[name] = row
+    for _, env, _, _ in built:
+        env.close()
+    rows = [best[name] for name, _, _, _ in built]
+    base_rate = rows[0].steps_per_s
+    for row in rows:
+        row.loop_steps_per_s = row.steps / row.loop_seconds
+        row.episodes_per_s = row.episodes / row.env_seconds
+        row.ratio = row.steps_per_s / base_rate
+    return rows
+
+
+# ------------------------------------------------------------------ training
+def training_rows(budget: Budget, seed: int) -> list[TrainRow]:
+    import torch
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.vec_env import VecEnvWrapper
+
+    torch.set_num_threads(TORCH_THREADS)
+
+    from agents.sb3_vec import make_vec_env
+
+    class TimedVecEnv(VecEnvWrapper):
+        """Adds up the wall time spent in the wrapped VecEnv."""
+
+        def __init__(self, venv: Any) -> None:
+            super().__init__(venv)
+            self.seconds = 0.0
+
+        def reset(self) -> Any:
+            t0 = time.perf_counter()
+            obs = self.venv.reset()
+            self.seconds += time.perf_counter() - t0
+            return obs
+
+        def step_async(self, actions: np.ndarray) -> None:
+            t0 = time.perf_counter()
+            self.venv.step_async(actions)
+            self.seconds += time.perf_counter() - t0
+
+        def step_wait(self) -> Any:
+            t0 = time.perf_counter()
+            out = self.venv.step_wait()
+            self.seconds += time.perf_counter() - t0
+            return out
+
+        def env_method(self, method_name: str, *args: Any, **kwargs: Any) -> list[Any]:
+            t0 = time.perf_counter()
+            out = self.venv.env_method(method_name, *args, **kwargs)
+            self.seconds += time.perf_counter() - t0
+            return out
+
+    rows: list[TrainRow] = []
+    for kind in ("native", "dummy"):
+        venv = TimedVecEnv(make_vec_env(kind, PPO_ENVS, {}, seed=seed))
+        model = MaskablePPO(
+            "MlpPolicy",
+            venv,
+            n_steps=budget.ppo_n_steps,
+            batch_size=min(64, budget.ppo_n_steps * PPO_ENVS),
+            seed=seed,
+            device="cpu",
+            verbose=0,
+        )
+        t0 = time.perf_counter()
+        model.learn(total_timesteps=budget.ppo_steps)
+        wall = time.perf_counter() - t0
+        steps = int(model.num_timesteps)
+        venv.close()
+        row = TrainRow(
+            name=f"MaskablePPO + {'native vector env' if kind == 'native' else 'DummyVecEnv'}"
+            f" x{PPO_ENVS}",
+            timesteps=steps,
+            wall_seconds=wall,
+            env_seconds=venv.seconds,
+        )
+        row.steps_per_s = steps / wall
+        row.env_share = venv.seconds / wall
+        rows.append(row)
+    return rows
+
+
+# ------------------------------------------------------------------ output
+def render(rows: list[Row], train: list[TrainRow]) -> str:
+    header = (
+        f"{'env':<28} {'envs':>6} {'steps/s':>12} {'loop steps/s':>13} {'episodes/s':>11} "
+        f"{'x Blackjack':>12} {'bytes/env':>10}"
+    )
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        lines.append(
+            f"{r.name:<28} {r.num_envs:>6,} {r.steps_per_s:>12,.0f} {r.loop_steps_per_s:>13,.0f} "
+            f"{r.episodes_per_s:>11,.0f} {r.ratio:>11.1f}x {r.bytes_per_env:>10,.0f}"
+        )
+    lines.append("")
+    theader = f"{'training':<40} {'timesteps':>10} {'steps/s':>9} {'wall s':>8} {'env share':>10}"
+    lines += [theader, "-" * len(theader)]
+    for t in train:
+        lines.append(
+            f"{t.name:<40} {t.timesteps:>10,} {t.steps_per_s:>9,.0f} {t.wall_seconds:>8.1f} "
+            f"{t.env_share:>9.1%}"
+        )
+    return "\n".join(lines)
+
+
+def targets(rows: list[Row], train: list[TrainRow], largest: int) -> dict[str, dict[str, Any]]:
+    by_name = {r.name: r for r in rows}
+    single = by_name["ColdIron single (flat)"].ratio
+    default = "numba" if NUMBA_AVAILABLE else "numpy"
+    native = by_name[f"native {default} x{largest:,}"].ratio
+    out: dict[str, dict[str, Any]] = {
+        "single_vs_blackjack": {
+            "value": single,
+            "target": TARGET_SINGLE,
+            "met": single >= TARGET_SINGLE,
+        },
+        f"native_{default}_{largest}_vs_blackjack": {
+            "value": native,
+            "target": TARGET_NATIVE,
+            "met": native >= TARGET_NATIVE,
+        },
+    }
+    if train:
+        share = max(t.env_share for t in train)
+        out["training_env_share"] = {
+            "value": share,
+            "target": TARGET_ENV_SHARE,
+            "met": share < TARGET_ENV_SHARE,
+        }
+    return out
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    """Write ``payload`` to ``path`` atomically (temporary file, then ``os.replace``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(payload, f, indent=2)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a tiny budget (smoke test)")
+    parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--no-train", action="store_true", help="skip the MaskablePPO training rows"
+    )
+    args = parser.parse_args(argv)
+    budget = QUICK if args.quick else FULL
+    rows = throughput_rows(budget, args.seed)
+    train = [] if args.no_train else training_rows(budget, args.seed)
+    print(render(rows, train))
+    goals = targets(rows, train, budget.native_sizes[-1])
+    if goals:
+        print()
+        for name, goal in goals.items():
+            print(
+                f"target {name}: {goal['value']:.3g} (target {goal['target']}) "
+                f"{'met' if goal['met'] else 'NOT met'}"
+            )
+    if args.json is not None:
+        write_json(
+            args.json,
+            {
+                "command": " ".join(["python", "scripts/benchmark.py", *(argv or sys.argv[1:])]),
+                "quick": args.quick,
+                "seed": args.seed,
+                "throughput": [asdict(r) for r in rows],
+                "training": [asdict(t) for t in train],
+                "targets": goals,
+            },
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

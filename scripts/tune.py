@@ -1,0 +1,85 @@
+"""Search hyperparameters with Optuna over the ``search:`` section of a config.
+
+    python scripts/tune.py --config configs/tune_maskable_ppo.yaml --trials 40
+    python scripts/tune.py --config FILE --trials 40 --workers 2          # 2 processes here
+    python scripts/tune.py --config FILE --trials 40 --workers 2 \\
+        --storage postgresql://USER:PASSWORD@HOST/DB --study NAME --out runs/tune-NAME
+
+``--trials N`` is the number of finished (complete or pruned) trials the study
+must hold: rerunning the same command after Ctrl-C continues the study and runs
+only the missing ones. Another machine joins a search by running the same
+command with the same ``--storage`` URL and ``--study`` name. Default storage:
+``OUT/study.db`` (SQLite); default ``OUT``: ``runs/tune-<study>``; default study:
+the config's ``name``. See docs/tuning.md.
+
+Exit status: 0 done, 2 bad config or arguments or a failed search, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--config", required=True, help="YAML config with a search: section")
+    parser.add_argument(
+        "--trials", type=int, required=True, help="finished trials the study must reach"
+    )
+    parser.add_argument(
+        "--storage", help="SQLAlchemy URL of the study storage (default: sqlite OUT/study.db)"
+    )
+    parser.add_argument("--study", help="study name (default: the config's name)")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="worker processes on this machine (default 1)"
+    )
+    parser.add_argument("--out", type=Path, help="output folder (default runs/tune-<study>)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.trials < 1:
+        parser.error(f"--trials must be >= 1, got {args.trials}")
+    if args.workers < 1:
+        parser.error(f"--workers must be >= 1, got {args.workers}")
+
+    from agents.config import ConfigError
+    from agents.tuning import TuneError, tune
+
+    try:
+        result = tune(
+            args.config,
+            args.trials,
+            storage=args.storage,
+            study_name=args.study,
+            workers=args.workers,
+            out=args.out,
+        )
+    except ConfigError as exc:
+        print(f"error: invalid config: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except TuneError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if result.best_number is not None:
+        print(
+            f"best: trial {result.best_number}, win rate {result.best_value:.2%}; "
+            f"train it with: python scripts/train.py --config {result.files['best_config']}"
+        )
+    if result.interrupted:
+        print("interrupted: rerun the same command to continue the study", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,105 @@
+"""scripts/ladder.py on a tiny budget: the table, the JSON and the PNG, and its statistics."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import ladder  # noqa: E402
+
+
+def run_ladder(tmp_path: Path, *extra: str) -> dict[str, Any]:
+    code = ladder.main(
+        [
+            "--episodes",
+            "6",
+            "--planner-episodes",
+            "3",
+            "--planner",
+            "planner-small",
+            "--workers",
+            "1",
+            "--runs",
+            str(tmp_path / "no-such-run"),
+            "--out-dir",
+            str(tmp_path / "out"),
+            *extra,
+        ]
+    )
+    assert code == 0
+    data: dict[str, Any] = json.loads((tmp_path / "out" / "ladder.json").read_text())
+    return data
+
+
+def test_ladder_writes_table_json_and_png(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    data = run_ladder(tmp_path)
+    rows = data["rows"]
+    assert isinstance(rows, list)
+    labels = [r["label"] for r in rows]
+    assert labels == [
+        "random",
+        "threaten",
+        "heuristic",
+        "heuristic (first 3)",
+        "planner-small",
+        ladder.SOLVER_LABEL,
+    ]
+    by_label = {r["label"]: r for r in rows}
+    assert by_label["random"]["episodes"] == 6
+    assert by_label["planner-small"]["episodes"] == 3
+    assert by_label[ladder.SOLVER_LABEL]["episodes"] == 6
+    for row in rows:
+        assert 0.0 <= row["ci_low"] <= row["win_rate"] <= row["ci_high"] <= 1.0
+        assert sum(row["outcomes"].values()) == row["episodes"]
+        assert row["seconds_per_game"] > 0
+    # The clairvoyant bound is at least every player's win count on the same deals.
+    assert by_label[ladder.SOLVER_LABEL]["wins"] >= by_label["heuristic"]["wins"]
+    assert "planner-small" in data["paired"]
+    assert any("skipped run" in n for n in data["notes"])
+    md = (tmp_path / "out" / "ladder.md").read_text()
+    assert "| planner-small | 3 (first 3) |" in md
+    assert "python scripts/ladder.py" in md
+    assert (tmp_path / "out" / "ladder.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_workers_do_not_change_the_results(tmp_path: Path) -> None:
+    one = run_ladder(tmp_path / "a", "--solver-episodes", "0")
+    two = run_ladder(tmp_path / "b", "--solver-episodes", "0", "--workers", "2")
+    strip = [{k: v for k, v in r.items() if k != "seconds_per_game"} for r in one["rows"]]
+    assert strip == [{k: v for k, v in r.items() if k != "seconds_per_game"} for r in two["rows"]]
+
+
+def test_bad_arguments_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = ladder.main(["--episodes", "3", "--planner-episodes", "5", "--out-dir", str(tmp_path)])
+    assert code == ladder.EXIT_ERROR
+    assert "--planner-episodes" in capsys.readouterr().err
+    code = ladder.main(["--episodes", "3", "--planner-episodes", "1", "--planner", "nobody"])
+    assert code == ladder.EXIT_ERROR
+    assert "nobody" in capsys.readouterr().err
+
+
+def test_mcnemar_counts_discordant_deals() -> None:
+    base = [True, False, False, True, False]
+    other = [True, True, True, False, False]
+    result = ladder.mcnemar(base, other)
+    assert result["only_other_wins"] == 2
+    assert result["only_base_wins"] == 1
+    assert result["difference"] == pytest.approx(0.2)
+    assert result["p_two_sided"] == pytest.approx(1.0)  # 2 vs 1: no evidence
+    strong = ladder.mcnemar([False] * 20, [True] * 10 + [False] * 10)
+    assert strong["p_two_sided"] == pytest.approx(2 / 2**10)
+
+
+def test_deals_for_disjoint() -> None:
+    assert ladder.deals_for_disjoint(0.2, 0.1) == math.inf
+    n = ladder.deals_for_disjoint(0.176, 0.21)
+    assert 1500 < n < 3000

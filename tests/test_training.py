@@ -1,0 +1,383 @@
+"""Training: tiny runs per config, reload, resume, shaping off in evaluation, imitation,
+load errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from stable_baselines3.common.callbacks import BaseCallback
+
+from agents.base import Agent
+from agents.config import Config, config_from_dict, load_config
+from agents.imitation import behaviour_clone, collect_demonstrations
+from agents.sb3_agent import ModelLoadError, load_sb3_agent, tag_model
+from agents.shaping import ShapingVecEnv, run_window_potential
+from agents.training import (
+    StagedEnv,
+    build_vec_env,
+    evaluate_model,
+    make_training_env,
+    set_vec_env_kwargs,
+    train,
+)
+from coldiron_env.actions import BONUS, PHASE_BONUS, PHASE_IRON, STOP, THREATEN
+from coldiron_env.env import ColdIronEnv
+from coldiron_env.observation import decode
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
+TINY_STEPS = 256
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread() -> Any:
+    """Small networks: one thread is fastest, and the machine is shared."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+class ScriptedTeacher(Agent):
+    """Threaten every turn and take every bonus; stop ironing at once (deterministic)."""
+
+    name = "scripted"
+
+    def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
+        phase = decode(obs, 24).phase
+        if phase == PHASE_BONUS:
+            return BONUS
+        if phase == PHASE_IRON:
+            return STOP
+        return THREATEN
+
+
+def tiny(cfg: Config, *, steps: int = TINY_STEPS, imitation: bool = False, **over: Any) -> Config:
+    """A copy of ``cfg`` shrunk to a few hundred steps on 2 envs."""
+    data = cfg.to_dict()
+    hp = data["algorithm"]["hyperparameters"]
+    spec = cfg.algorithm.spec
+    if spec.off_policy:
+        hp.update(learning_starts=32, buffer_size=2000, batch_size=32, target_update_interval=64)
+    elif "batch_size" in hp or spec.name != "a2c":
+        hp.update(n_steps=32, batch_size=32)
+    else:
+        hp.update(n_steps=8)
+    data["training"].update(total_timesteps=steps, n_envs=2, progress_bar=False, vec_env="dummy")
+    data["evaluation"].update(freq=128, episodes=6)
+    data["checkpoint"].update(freq=128)
+    data["imitation"].update(enabled=imitation, episodes=3, epochs=1, batch_size=64)
+    for key, value in over.items():
+        section, _, name = key.partition("__")
+        data[section][name] = value
+    return config_from_dict(data)
+
+
+def scripted_factory(name: str) -> Agent:
+    return ScriptedTeacher()
+
+
+def play(agent: Agent, seeds: list[int]) -> list[str]:
+    env = ColdIronEnv(**agent.env_kwargs)  # type: ignore[attr-defined]
+    outcomes = []
+    for seed in seeds:
+        obs, info = env.reset(seed=seed)
+        agent.reset(seed)
+        done = False
+        while not done:
+            action = agent.act(obs, info["action_mask"], info)
+            assert info["action_mask"][action], "a trained agent must play legal actions"
+            obs, _, done, _, info = env.step(action)
+        outcomes.append(info["outcome"])
+    return outcomes
+
+
+# ---------------------------------------------------------------- end to end, per config
+@pytest.mark.slow
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+def test_tiny_run_saves_reloads_and_evaluates(path: Path, tmp_path: Path) -> None:
+    cfg = tiny(load_config(path), imitation=True)
+    result = train(cfg, tmp_path / "run", teacher_factory=scripted_factory, log=lambda _: None)
+    run = result.run_dir
+    assert not result.interrupted and result.timesteps >= TINY_STEPS
+    for name in (
+        "model.zip",
+        "best_model.zip",
+        "config.yaml",
+        "meta.json",
+        "evaluations.csv",
+        "evaluations.json",
+        "learning_curve.png",
+        "imitation.json",
+        "checkpoint/state.json",
+    ):
+        assert (run / name).is_file(), name
+    assert any((run / "tb").rglob("events.out.tfevents*")), "TensorBoard logs are written"
+    meta = json.loads((run / "meta.json").read_text())
+    assert meta["status"] == "completed" and meta["seed"] == cfg.seed
+    assert meta["algorithm"] == cfg.algorithm.name and meta["package_version"]
+    assert meta["timesteps"] == result.timesteps and meta["git_commit"]
+    assert load_config(run / "config.yaml") == cfg  # the resolved config
+    history = json.loads((run / "evaluations.json").read_text())["evaluations"]
+    assert history[0]["timesteps"] == 0 and history[-1]["timesteps"] == result.timesteps
+    assert all(
+        h["episodes"] == 6 and 0 <= h["ci_low"] <= h["win_rate"] <= h["ci_high"] for h in history
+    )
+    if cfg.algorithm.spec.off_policy:
+        assert (run / "checkpoint" / "replay_buffer.pkl").is_file()
+
+    agent = load_sb3_agent(run)
+    assert agent.env_kwargs == cfg.env_kwargs()
+    outcomes = play(agent, [11, 12, 13])
+    assert len(outcomes) == 3 and "illegal" not in outcomes
+    # The zip alone (moved away from its run directory) still carries algorithm and env.
+    alone = tmp_path / "alone.zip"
+    alone.write_bytes((run / "model.zip").read_bytes())
+    assert load_sb3_agent(alone).env_kwargs == cfg.env_kwargs()
+
+
+# ---------------------------------------------------------------- resume
+class InterruptAt(BaseCallback):
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.at = at
+
+    def _on_step(self) -> bool:
+        if self.model.num_timesteps >= self.at:
+            raise KeyboardInterrupt
+        return True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["maskable_ppo", "dqn"])
+def test_interrupt_then_resume_continues_the_run(name: str, tmp_path: Path) -> None:
+    cfg = tiny(load_config(ROOT / "configs" / f"{name}.yaml"), steps=512)
+    out = tmp_path / "run"
+    first = train(cfg, out, extra_callbacks=[InterruptAt(200)], log=lambda _: None)
+    assert first.interrupted
+    stopped = first.timesteps
+    assert 200 <= stopped < 512
+    state = json.loads((out / "checkpoint" / "state.json").read_text())
+    assert state["timesteps"] == stopped and state["reason"] == "interrupt"
+    assert json.loads((out / "meta.json").read_text())["status"] == "interrupted"
+    before = json.loads((out / "evaluations.json").read_text())["evaluations"]
+
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "train.py"), "--resume", str(out),
+         "--no-progress-bar"],
+        capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    after = json.loads((out / "evaluations.json").read_text())["evaluations"]
+    assert after[: len(before)] == before, "the evaluation history is appended to"
+    steps = [h["timesteps"] for h in after]
+    assert steps == sorted(steps) and steps[-1] >= 512
+    assert all(s >= stopped for s in steps[len(before) :])
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["status"] == "completed" and meta["resumes"][0]["timesteps"] == stopped
+    assert meta["timesteps"] >= 512
+    runs = list((out / "tb").iterdir())
+    assert len(runs) == 1, f"the resumed run logs into the same TensorBoard run, got {runs}"
+    agent = load_sb3_agent(out)
+    assert agent.model.num_timesteps == meta["timesteps"]
+
+
+# ---------------------------------------------------------------- shaping
+def test_shaping_terms_telescope_and_vanish_at_terminal() -> None:
+    venv = ShapingVecEnv(build_vec_env("dummy", 2, {}, seed=5), gamma=1.0, coefficient=0.5)
+    obs = venv.reset()
+    totals = np.zeros(2)
+    finished = 0
+    rng = np.random.default_rng(0)
+    last_phi = run_window_potential(obs, 0.5)
+    while finished < 6:
+        masks = np.stack(venv.env_method("action_masks"))
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        obs, _, dones, infos = venv.step(actions)
+        phi = run_window_potential(obs, 0.5)
+        for i in range(2):
+            expected = (0.0 if dones[i] else phi[i]) - last_phi[i]
+            assert infos[i]["shaping"] == pytest.approx(expected)
+            totals[i] += infos[i]["shaping"]
+            if dones[i]:
+                # Phi(s0) = 0 (empty hand) and Phi(terminal) = 0: an episode's shaping sums to 0.
+                assert totals[i] == pytest.approx(0.0)
+                totals[i] = 0.0
+                finished += 1
+        last_phi = phi
+    venv.close()
+
+
+def test_potential_counts_best_windows() -> None:
+    obs = np.zeros((1, 48), dtype=np.float32)
+    obs[0, [0, 1, 5]] = 1.0  # AH 2H 6H: best window A-2-3 holds 2
+    obs[0, [10 + 6, 10 + 7, 10 + 8]] = 1.0  # 7D 8D 9D: a full run, 3
+    assert run_window_potential(obs, 1.0)[0] == pytest.approx(5.0)
+
+
+@pytest.mark.slow
+def test_evaluation_env_has_no_shaping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = load_config(ROOT / "configs" / "maskable_ppo.yaml")
+    cfg = tiny(base, shaping__enabled=True, shaping__coefficient=5.0)
+    assert isinstance(make_training_env(cfg), ShapingVecEnv)
+    from agents import training
+
+    built: list[Any] = []
+
+    class Recording(ColdIronEnv):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            built.append(self)
+
+    monkeypatch.setattr(training, "ColdIronEnv", Recording)
+    result = train(cfg, tmp_path / "run", log=lambda _: None)
+    monkeypatch.undo()
+    assert built and all(type(e) is Recording and e.win_reward == 1.0 for e in built)
+    # The reported win rate is the true one: replay the same deals independently.
+    last = result.history[-1]
+    agent = load_sb3_agent(result.run_dir)
+    seeds = list(range(cfg.evaluation.seed, cfg.evaluation.seed + cfg.evaluation.episodes))
+    outcomes = play(agent, seeds)
+    assert last["wins"] == outcomes.count("won")
+    assert last["outcomes"] == {o: outcomes.count(o) for o in last["outcomes"]}
+
+
+# ---------------------------------------------------------------- curriculum
+def test_staged_env_switches_rules_at_next_reset() -> None:
+    venv = build_vec_env("dummy", 2, {"turns": 40, "suits_required": 2}, seed=3)
+    venv.reset()
+    assert venv.get_attr("inner")[0].rules.turns == 40
+    set_vec_env_kwargs(venv, {})
+    assert venv.get_attr("inner")[0].rules.turns == 40  # not before the episode ends
+    venv.env_method("reset")
+    inner = venv.get_attr("inner")
+    assert all(e.rules.turns == 24 and e.rules.suits_required == 4 for e in inner)
+    assert venv.observation_space == ColdIronEnv().observation_space
+    venv.close()
+
+
+def test_staged_env_exposes_masks() -> None:
+    env = StagedEnv({})
+    env.reset(seed=1)
+    assert env.action_masks().dtype == bool and env.action_masks().sum() == 17
+
+
+# ---------------------------------------------------------------- imitation
+def small_model(name: str) -> Any:
+    data: dict[str, Any] = {
+        "algorithm": {"name": name},
+        "training": {"total_timesteps": 1000, "n_envs": 1, "progress_bar": False},
+        "policy": {"net_arch": [32]},
+    }
+    if name == "recurrent_ppo":
+        data["policy"]["lstm_hidden_size"] = 16
+        data["algorithm"]["hyperparameters"] = {"n_steps": 64, "batch_size": 64}
+    elif name == "maskable_ppo":
+        data["algorithm"]["hyperparameters"] = {"n_steps": 64, "batch_size": 64}
+    cfg = config_from_dict(data)
+    from agents.training import RunDir, build_model
+
+    return build_model(cfg, build_vec_env("dummy", 1, {}, seed=0), RunDir(Path("unused")))
+
+
+@pytest.mark.parametrize("name", ["maskable_ppo", "ppo", "dqn", "recurrent_ppo"])
+def test_behaviour_cloning_imitates_a_scripted_teacher(name: str) -> None:
+    import torch
+
+    torch.manual_seed(0)
+    demos = collect_demonstrations(ScriptedTeacher(), {}, episodes=12, seed=100)
+    assert len(demos) > 100 and set(np.unique(demos.actions)) >= {THREATEN}
+    model = small_model(name)
+    stats = behaviour_clone(
+        model, demos, epochs=30, batch_size=64, learning_rate=3e-3, value_pretrain=True
+    )
+    assert stats["accuracy_after"] > 0.97, stats
+    assert stats["accuracy_after"] > stats["accuracy_before"] + 0.2, stats
+    assert stats["epoch_losses"][-1] < stats["epoch_losses"][0]
+
+
+def test_demonstrations_hold_returns_and_episodes() -> None:
+    demos = collect_demonstrations(ScriptedTeacher(), {}, episodes=5, seed=7, gamma=1.0)
+    assert demos.episodes == 5 and set(demos.episode.tolist()) == set(range(5))
+    assert demos.masks[np.arange(len(demos)), demos.actions].all()
+    # Returns are 1.0 for won episodes and 0.0 otherwise with gamma 1 and default rewards.
+    assert set(np.unique(demos.returns).tolist()) <= {0.0, 1.0}
+    assert (
+        int(demos.returns[np.r_[0, np.flatnonzero(np.diff(demos.episode)) + 1]].sum()) == demos.wins
+    )
+
+
+# ---------------------------------------------------------------- loading errors
+def test_load_missing_file_names_it(tmp_path: Path) -> None:
+    missing = tmp_path / "absent.zip"
+    with pytest.raises(ModelLoadError, match=r"absent\.zip"):
+        load_sb3_agent(missing)
+    with pytest.raises(ModelLoadError, match=r"model\.zip"):
+        load_sb3_agent(tmp_path)  # a directory without a model
+
+
+def test_load_corrupt_file_names_it(tmp_path: Path) -> None:
+    bad = tmp_path / "corrupt.zip"
+    bad.write_bytes(b"this is not a zip file")
+    with pytest.raises(ModelLoadError, match=r"corrupt\.zip"):
+        load_sb3_agent(bad)
+
+
+def test_load_incompatible_model_names_it(tmp_path: Path) -> None:
+    model = small_model("ppo")
+    tag_model(model, "ppo", {"recall": True})  # trained on 48 inputs, claims recall (102)
+    path = tmp_path / "mismatch.zip"
+    model.save(path)
+    with pytest.raises(ModelLoadError, match=r"mismatch\.zip.*observation space"):
+        load_sb3_agent(path)
+
+
+def test_load_zip_of_unknown_algorithm_names_it(tmp_path: Path) -> None:
+    model = small_model("ppo")
+    tag_model(model, "sac", {})
+    path = tmp_path / "alien.zip"
+    model.save(path)
+    with pytest.raises(ModelLoadError, match=r"alien\.zip.*unknown algorithm"):
+        load_sb3_agent(path)
+
+
+def test_masked_play_is_legal_and_matches_predict_for_maskable(tmp_path: Path) -> None:
+    model = small_model("maskable_ppo")
+    tag_model(model, "maskable_ppo", {})
+    path = tmp_path / "m.zip"
+    model.save(path)
+    agent = load_sb3_agent(path)
+    env = ColdIronEnv()
+    obs, info = env.reset(seed=3)
+    for _ in range(30):
+        mask = info["action_mask"].astype(bool)
+        ours = agent.act(obs, info["action_mask"], info)
+        theirs, _ = agent.model.predict(obs, action_masks=mask, deterministic=True)  # type: ignore[call-arg]
+        assert ours == int(theirs) and mask[ours]
+        obs, _, done, _, info = env.step(ours)
+        if done:
+            obs, info = env.reset()
+
+
+def test_evaluate_model_counts_outcomes() -> None:
+    model = small_model("ppo")
+    result = evaluate_model(model, {}, list(range(20)))
+    assert result.episodes == 20 and sum(result.outcomes.values()) == 20
+    assert result.outcomes["illegal"] == 0  # masked play never forfeits
+
+
+def test_resolved_config_yaml_is_plain(tmp_path: Path) -> None:
+    cfg = tiny(load_config(ROOT / "configs" / "ppo.yaml"))
+    from agents.config import dump_config
+
+    text = dump_config(cfg)
+    assert "!!python" not in text and yaml.safe_load(text)["algorithm"]["name"] == "ppo"

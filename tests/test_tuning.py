@@ -1,0 +1,668 @@
+"""Hyperparameter search (agents/tuning.py, agents/search_space.py) and multi-seed results
+(agents/multiseed.py).
+
+The searches train tiny runs (128 timesteps, 2 envs, 10 evaluation deals): they
+check the bookkeeping (exactly N trials across workers, resume, pruning, run
+directories, reports), not what is learnt. The PostgreSQL test starts its own
+throwaway server (initdb + pg_ctl on a free port, as the ``postgres`` user when
+run as root), or uses ``$COLDIRON_TEST_POSTGRES_URL``; it is skipped, with the
+reason, only where no server can be started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import math
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+import yaml
+from optuna.trial import TrialState
+
+from agents.config import ConfigError, load_config
+from agents.multiseed import (
+    SeedRun,
+    aggregate,
+    aggregate_results,
+    aggregate_runs,
+    expand_seed_root,
+    parse_seeds,
+    seed_aggregates,
+    t_critical,
+    train_seeds,
+)
+from agents.search_space import load_tuning_config
+from agents.stats import wilson_interval
+from agents.tuning import (
+    BEST_CONFIG,
+    SUMMARY_CSV,
+    SUMMARY_MD,
+    SUMMARY_PNG,
+    SURPLUS_ATTR,
+    TRIALS_DIR,
+    Objective,
+    SurplusTrial,
+    default_storage_url,
+    open_study,
+    plot_study,
+    tune,
+)
+
+PG_URL_ENV = "COLDIRON_TEST_POSTGRES_URL"
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+
+
+def script_main(name: str) -> Any:
+    """``main`` of ``scripts/<name>.py`` (the scripts folder is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"_script_{name}", SCRIPTS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.main
+
+
+BASE: dict[str, Any] = {
+    "name": "tiny",
+    "seed": 0,
+    "algorithm": {
+        "name": "maskable_ppo",
+        "hyperparameters": {
+            "learning_rate": 3.0e-4,
+            "n_steps": 32,
+            "batch_size": 64,
+            "n_epochs": 1,
+        },
+    },
+    "policy": {"net_arch": [8]},
+    "training": {"total_timesteps": 128, "n_envs": 2, "progress_bar": False},
+    "evaluation": {"freq": 64, "episodes": 10},
+    "checkpoint": {"freq": 100_000},
+}
+SEARCH: dict[str, Any] = {
+    "sampler": {"kind": "random", "seed": 1},
+    "pruner": {"kind": "none"},
+    "parameters": {
+        "algorithm.hyperparameters.learning_rate": {
+            "distribution": "float",
+            "low": 1.0e-5,
+            "high": 1.0e-2,
+            "log": True,
+        },
+        "algorithm.hyperparameters.gamma": {"distribution": "float", "low": 0.9, "high": 1.0},
+        "algorithm.hyperparameters.n_epochs": {"distribution": "int", "low": 1, "high": 2},
+        "policy.net_arch": {"distribution": "categorical", "choices": [[8], [16, 16]]},
+    },
+}
+
+
+def write_config(path: Path, search: Any = SEARCH, **changes: Any) -> Path:
+    data = json.loads(json.dumps(BASE))
+    data.update(changes)
+    if search is not None:
+        data["search"] = search
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def with_param(name: str, spec: Any) -> dict[str, Any]:
+    search: dict[str, Any] = json.loads(json.dumps(SEARCH))
+    search["parameters"][name] = spec
+    return search
+
+
+@pytest.fixture(autouse=True)
+def _quiet_optuna() -> None:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+# ---------------------------------------------------------------- the search: section
+def test_valid_search_section_parses_and_applies(tmp_path: Path) -> None:
+    tcfg = load_tuning_config(write_config(tmp_path / "t.yaml"))
+    specs = tcfg.search.by_path()
+    assert list(specs) == list(SEARCH["parameters"])
+    arch = specs["policy.net_arch"]
+    assert arch.encoded  # lists go to Optuna as JSON text and come back as lists
+    data = tcfg.trial_data(
+        {
+            "algorithm.hyperparameters.learning_rate": 1e-3,
+            "algorithm.hyperparameters.gamma": 0.95,
+            "algorithm.hyperparameters.n_epochs": 2,
+            "policy.net_arch": arch.optuna_choices()[1],
+        }
+    )
+    assert data["policy"]["net_arch"] == [16, 16]
+    assert data["algorithm"]["hyperparameters"]["gamma"] == 0.95
+    assert data["algorithm"]["hyperparameters"]["n_steps"] == 32  # untouched
+    assert "search" not in data
+    assert tcfg.search.sampler.kind == "random"
+
+
+BAD_SEARCHES = [
+    ({"parameters": {}, "bogus": 1}, "search.bogus", "unknown key"),
+    ({"parameters": {}}, "search.parameters", "at least one"),
+    (
+        with_param(
+            "algorithm.hyperparameters.learnin_rate",
+            {"distribution": "float", "low": 0.1, "high": 0.2},
+        ),
+        "search.parameters[algorithm.hyperparameters.learnin_rate]",
+        "unknown hyperparameter",
+    ),
+    (
+        with_param("policy.widths", {"distribution": "int", "low": 1, "high": 2}),
+        "search.parameters[policy.widths]",
+        "unknown config key 'policy.widths'",
+    ),
+    (
+        with_param(
+            "algorithm.hyperparameters.gamma", {"distribution": "float", "low": 0.99, "high": 0.9}
+        ),
+        "search.parameters[algorithm.hyperparameters.gamma].high",
+        "must be above low",
+    ),
+    (
+        with_param(
+            "algorithm.hyperparameters.gamma", {"distribution": "float", "low": 0.9, "high": 1.5}
+        ),
+        "search.parameters[algorithm.hyperparameters.gamma].high",
+        "gamma",
+    ),
+    (
+        with_param(
+            "algorithm.hyperparameters.ent_coef",
+            {"distribution": "float", "low": 0.0, "high": 0.1, "log": True},
+        ),
+        "search.parameters[algorithm.hyperparameters.ent_coef].low",
+        "log",
+    ),
+    (
+        with_param(
+            "algorithm.hyperparameters.gamma", {"distribution": "normal", "low": 0.9, "high": 1.0}
+        ),
+        "search.parameters[algorithm.hyperparameters.gamma].distribution",
+        "must be one of",
+    ),
+    (
+        with_param(
+            "algorithm.hyperparameters.gamma", {"distribution": "float", "low": 0.9, "hihg": 1.0}
+        ),
+        "search.parameters[algorithm.hyperparameters.gamma].hihg",
+        "unknown key",
+    ),
+    (
+        with_param("policy.activation", {"distribution": "categorical", "choices": ["tanh"]}),
+        "search.parameters[policy.activation].choices",
+        "at least 2",
+    ),
+    (
+        with_param(
+            "policy.activation", {"distribution": "categorical", "choices": ["tanh", "swish"]}
+        ),
+        "search.parameters[policy.activation].choices[1]",
+        "must be one of",
+    ),
+    (
+        with_param(
+            "algorithm.hyperparameters.n_epochs", {"distribution": "float", "low": 1, "high": 4}
+        ),
+        "search.parameters[algorithm.hyperparameters.n_epochs].distribution",
+        "use distribution: int",
+    ),
+    (
+        with_param(
+            "algorithm.hyperparameters.n_epochs", {"distribution": "int", "low": 1.5, "high": 4}
+        ),
+        "search.parameters[algorithm.hyperparameters.n_epochs].low",
+        "must be an int",
+    ),
+    (
+        with_param("training.n_envs", {"distribution": "int", "low": 1, "high": 4}),
+        # n_envs 1 and 4 give rollouts of 32 and 128 steps: batch_size 64 (not searched)
+        # must divide them, so the range is refused against the fixed key.
+        "search.parameters[training.n_envs].low",
+        "batch_size",
+    ),
+    ({**SEARCH, "pruner": {"kind": "median", "lower": 0.1}}, "search.pruner.lower", "unknown key"),
+    ({**SEARCH, "sampler": {"kind": "grid"}}, "search.sampler.kind", "must be one of"),
+]
+
+
+@pytest.mark.parametrize(("search", "key", "reason"), BAD_SEARCHES)
+def test_bad_search_section_is_refused_naming_file_and_key(
+    tmp_path: Path, search: Any, key: str, reason: str
+) -> None:
+    path = write_config(tmp_path / "bad.yaml", search)
+    with pytest.raises(ConfigError) as info:
+        load_tuning_config(path)
+    assert info.value.file == str(path)
+    assert info.value.key == key
+    assert reason in info.value.reason
+
+
+def test_missing_search_section_and_bad_base_config_are_refused(tmp_path: Path) -> None:
+    path = write_config(tmp_path / "none.yaml", search=None)
+    with pytest.raises(ConfigError, match=r"none\.yaml: search: required"):
+        load_tuning_config(path)
+    path = write_config(tmp_path / "base.yaml", seed=-1)
+    with pytest.raises(ConfigError) as info:
+        load_tuning_config(path)
+    assert info.value.key == "seed"
+
+
+def test_joint_constraint_of_two_searched_keys_is_left_to_sampling(tmp_path: Path) -> None:
+    both = with_param(
+        "algorithm.hyperparameters.n_steps", {"distribution": "int", "low": 16, "high": 64}
+    )
+    both["parameters"]["algorithm.hyperparameters.batch_size"] = {
+        "distribution": "categorical",
+        "choices": [32, 64],
+    }
+    tcfg = load_tuning_config(write_config(tmp_path / "joint.yaml", both))
+    # n_steps 16 * 2 envs = 32 < batch_size 64: this combination fails its trial, with the reason
+    from agents.search_space import InvalidSample
+
+    params = {
+        p.path: (p.low if p.low is not None else p.choices[0]) for p in tcfg.search.parameters
+    }
+    params["policy.net_arch"] = tcfg.search.by_path()["policy.net_arch"].optuna_choices()[0]
+    params["algorithm.hyperparameters.batch_size"] = 64
+    with pytest.raises(InvalidSample, match="batch_size"):
+        tcfg.trial_config(params)
+
+
+def test_cli_refuses_a_bad_search_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main = script_main("tune")
+    bad = with_param(
+        "algorithm.hyperparameters.gamma", {"distribution": "float", "low": 2.0, "high": 3.0}
+    )
+    path = write_config(tmp_path / "bad.yaml", bad)
+    assert main(["--config", str(path), "--trials", "2", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "search.parameters[algorithm.hyperparameters.gamma].low" in err
+    assert str(path) in err
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+# ---------------------------------------------------------------- trial accounting (no training)
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage:UserWarning")
+def test_a_trial_created_past_n_is_surplus_and_never_trained(tmp_path: Path) -> None:
+    tcfg = load_tuning_config(write_config(tmp_path / "t.yaml"))
+    url = default_storage_url(tmp_path)
+    study, created = open_study(tcfg, url, "race")
+    assert created
+    study.ask()
+    study.ask()  # two RUNNING trials hold the two places
+    late = study.ask()
+    objective = Objective(tcfg, tmp_path, n_trials=2)
+    with pytest.raises(SurplusTrial, match="target 2"):
+        objective(late)
+    assert late.user_attrs[SURPLUS_ATTR] is True
+    assert not (tmp_path / TRIALS_DIR).exists()
+
+
+def test_study_of_another_config_is_refused(tmp_path: Path) -> None:
+    from agents.tuning import TuneError
+
+    url = default_storage_url(tmp_path)
+    open_study(load_tuning_config(write_config(tmp_path / "a.yaml")), url, "s")
+    other = load_tuning_config(write_config(tmp_path / "b.yaml", seed=5))
+    with pytest.raises(TuneError, match="another config"):
+        open_study(other, url, "s")
+
+
+def test_summary_plot_handles_few_and_many_completed_trials(tmp_path: Path) -> None:
+    from agents.tuning import _importances
+
+    study = optuna.create_study(direction="maximize")
+    assert _importances(study)[1] == "importances need >= 2 completed trials (0 so far)"
+    dist = {
+        "x": optuna.distributions.FloatDistribution(0.0, 1.0),
+        "k": optuna.distributions.IntDistribution(1, 4),
+    }
+    study.add_trial(
+        optuna.trial.create_trial(params={"x": 0.5, "k": 2}, distributions=dist, value=0.3)
+    )
+    reason = plot_study(study, tmp_path / "one.png", "one")
+    assert reason is not None and "(1 so far)" in reason
+    for i in range(8):
+        x, k = i / 8, 1 + i % 4
+        study.add_trial(
+            optuna.trial.create_trial(params={"x": x, "k": k}, distributions=dist, value=x)
+        )
+    importances, reason = _importances(study)
+    assert reason is None
+    assert set(importances) == {"x", "k"}
+    assert importances["x"] > importances["k"]  # the value is x
+    assert plot_study(study, tmp_path / "many.png", "many") is None
+    assert (tmp_path / "many.png").read_bytes().startswith(b"\x89PNG")
+
+
+# ---------------------------------------------------------------- searches (tiny training)
+def _check_exactly(out: Path, url: str, study_name: str, n: int) -> optuna.Study:
+    study = optuna.load_study(study_name=study_name, storage=url)
+    trials = study.get_trials()
+    finished = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    assert len(finished) == n
+    # the workers of one machine claim trials under a shared lock: no surplus trial either
+    assert len(trials) == n
+    numbers = [t.number for t in trials]
+    assert sorted(numbers) == list(range(len(trials)))  # none duplicated
+    run_dirs = {Path(t.user_attrs["run_dir"]) for t in finished}
+    assert len(run_dirs) == n
+    on_disk = {p.resolve() for p in (out / TRIALS_DIR).iterdir()}
+    assert on_disk == run_dirs  # one kept directory per finished trial, none lost
+    for d in run_dirs:
+        for name in ("config.yaml", "model.zip", "evaluations.json", "learning_curve.png"):
+            assert (d / name).is_file(), d / name
+    for t in finished:
+        assert t.state == TrialState.COMPLETE
+        assert t.value == pytest.approx(t.user_attrs["wins"] / t.user_attrs["episodes"])
+        assert sorted(t.intermediate_values) == [0, 64, 128]
+    for name in (SUMMARY_CSV, SUMMARY_MD, SUMMARY_PNG, BEST_CONFIG):
+        assert (out / name).is_file(), name
+    rows = (out / SUMMARY_CSV).read_text().strip().splitlines()
+    assert len(rows) == 1 + len(trials)
+    best = load_config(out / BEST_CONFIG)  # ready to train: validates as a run config
+    params = study.best_trial.params
+    assert best.algorithm.hyperparameters["gamma"] == params["algorithm.hyperparameters.gamma"]
+    return study
+
+
+@pytest.mark.slow
+def test_two_workers_on_sqlite_finish_exactly_n_trials(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "t.yaml")
+    out = tmp_path / "out"
+    result = tune(cfg, 3, workers=2, out=out, log=lambda _m: None)
+    assert result.finished == 3 and not result.interrupted
+    _check_exactly(out, default_storage_url(out), "tiny", 3)
+    # continue to N = 4: one trial left for two workers racing for it
+    result = tune(cfg, 4, workers=2, out=out, log=lambda _m: None)
+    assert result.finished == 4
+    _check_exactly(out, default_storage_url(out), "tiny", 4)
+
+
+def _free_port() -> int:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _pg_bindir() -> Path | None:
+    found = shutil.which("pg_ctl")
+    candidates = [Path(found).resolve().parent] if found else []
+    candidates += sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)
+    for d in candidates:
+        if (d / "pg_ctl").is_file() and (d / "initdb").is_file():
+            return d
+    return None
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL URL: ``$COLDIRON_TEST_POSTGRES_URL``, or a throwaway local server."""
+    env_url = os.environ.get(PG_URL_ENV)
+    if env_url:
+        yield env_url
+        return
+    pytest.importorskip("psycopg2", reason="psycopg2 (psycopg2-binary) is not installed")
+    bindir = _pg_bindir()
+    if bindir is None:
+        pytest.skip("no PostgreSQL server binaries (pg_ctl, initdb): install Debian's postgresql")
+    prefix: list[str] = []
+    base = Path(tempfile.mkdtemp(prefix="coldiron-pg-"))
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+        runuser = shutil.which("runuser")
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            user = None
+        if runuser is None or user is None:
+            shutil.rmtree(base, ignore_errors=True)
+            pytest.skip("running as root without a 'postgres' user and runuser to start a server")
+        os.chown(base, user.pw_uid, user.pw_gid)
+        prefix = [runuser, "-u", "postgres", "--"]
+    data = base / "data"
+    port = _free_port()
+    server_opts = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off"
+    steps = [
+        [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
+        [
+            str(bindir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(base / "log"),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            server_opts,
+            "start",
+        ],
+    ]
+    for cmd in steps:
+        done = subprocess.run(prefix + cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            log = (base / "log").read_text() if (base / "log").is_file() else ""
+            shutil.rmtree(base, ignore_errors=True)
+            pytest.skip(f"cannot start a PostgreSQL server: {done.stderr.strip()} {log.strip()}")
+    try:
+        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run(
+            [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
+            capture_output=True,
+            check=False,
+        )
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_two_workers_on_postgresql_finish_exactly_n_trials(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    cfg = write_config(tmp_path / "t.yaml")
+    out = tmp_path / "out"
+    name = f"pg-{os.getpid()}-{tmp_path.name}"
+    result = tune(
+        cfg, 4, storage=postgres_url, study_name=name, workers=2, out=out, log=lambda _m: None
+    )
+    assert result.finished == 4
+    assert not (out / "study.db").exists()  # the study lives in PostgreSQL
+    _check_exactly(out, postgres_url, name, 4)
+
+
+@pytest.mark.slow
+def test_rerun_continues_the_study_and_best_config_trains(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "t.yaml")
+    out = tmp_path / "out"
+    url = default_storage_url(out)
+    tune(cfg, 2, out=out, log=lambda _m: None)
+    first = optuna.load_study(study_name="tiny", storage=url).get_trials()
+    assert [t.state for t in first] == [TrialState.COMPLETE] * 2
+    result = tune(cfg, 3, out=out, log=lambda _m: None)
+    after = optuna.load_study(study_name="tiny", storage=url).get_trials()
+    assert result.finished == 3
+    assert len(after) == 3  # exactly one more trial
+    for old, new in zip(first, after, strict=False):
+        assert (old.number, old.params, old.value) == (new.number, new.params, new.value)
+    assert tune(cfg, 3, out=out, log=lambda _m: None).finished == 3  # nothing left to run
+    assert len(optuna.load_study(study_name="tiny", storage=url).get_trials()) == 3
+
+    train_main = script_main("train")
+    run = tmp_path / "from-best"
+    assert (
+        train_main(["--config", str(out / BEST_CONFIG), "--out", str(run), "--timesteps", "64"])
+        == 0
+    )
+    assert (run / "model.zip").is_file()
+
+
+@pytest.mark.slow
+def test_interrupted_search_keeps_finished_trials_and_continues(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from agents import tuning
+    from agents.training import train as real_train
+
+    calls: list[int] = []
+
+    class CtrlC(BaseCallback):
+        def _on_step(self) -> bool:
+            raise KeyboardInterrupt
+
+    def train_once_then_ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            kwargs["extra_callbacks"] = [*kwargs["extra_callbacks"], CtrlC()]
+        return real_train(*args, **kwargs)
+
+    monkeypatch.setattr(tuning, "train", train_once_then_ctrl_c)
+    cfg = write_config(tmp_path / "t.yaml")
+    out = tmp_path / "out"
+    result = tune(cfg, 2, out=out, log=lambda _m: None)
+    assert result.interrupted and result.finished == 1
+    trials = optuna.load_study(study_name="tiny", storage=default_storage_url(out)).get_trials()
+    assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.FAIL]
+    stopped = Path(trials[1].user_attrs["run_dir"])
+    assert (stopped / "checkpoint" / "model.zip").is_file()  # the interrupted run saved itself
+    assert (out / SUMMARY_MD).is_file()  # reports are written after Ctrl-C too
+
+    monkeypatch.setattr(tuning, "train", real_train)
+    result = tune(cfg, 2, out=out, log=lambda _m: None)
+    trials = optuna.load_study(study_name="tiny", storage=default_storage_url(out)).get_trials()
+    assert result.finished == 2 and not result.interrupted
+    assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.FAIL, TrialState.COMPLETE]
+
+
+@pytest.mark.slow
+def test_pruned_trial_is_recorded_pruned_and_its_run_kept(tmp_path: Path) -> None:
+    search = {**SEARCH, "pruner": {"kind": "threshold", "lower": 1.0, "n_warmup_steps": 0}}
+    cfg = write_config(tmp_path / "t.yaml", search)
+    out = tmp_path / "out"
+    result = tune(cfg, 1, out=out, log=lambda _m: None)  # a win rate < 100% is pruned at once
+    assert result.finished == 1 and result.best_number is None
+    (trial,) = optuna.load_study(study_name="tiny", storage=default_storage_url(out)).get_trials()
+    assert trial.state == TrialState.PRUNED
+    assert list(trial.intermediate_values) == [0]
+    run = Path(trial.user_attrs["run_dir"])
+    meta = json.loads((run / "meta.json").read_text())
+    assert meta["status"] == "pruned" and meta["pruned_at"] == 0
+    assert meta["timesteps"] < 128  # training stopped early
+    assert (run / "model.zip").is_file() and (run / "config.yaml").is_file()
+    assert not (out / BEST_CONFIG).exists()  # no complete trial: nothing to export
+    assert "pruned" in (out / SUMMARY_MD).read_text()
+
+
+# ---------------------------------------------------------------- seeds
+@pytest.mark.parametrize(
+    ("text", "seeds"),
+    [("0-4", [0, 1, 2, 3, 4]), ("0,2,5", [0, 2, 5]), ("7", [7]), (" 3-4 , 9 ", [3, 4, 9])],
+)
+def test_parse_seeds(text: str, seeds: list[int]) -> None:
+    assert parse_seeds(text) == seeds
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "empty value"),
+        ("0,,2", "empty item"),
+        ("4-1", "goes backwards"),
+        ("a", "'a' is not a seed"),
+        ("1.5", "'1.5' is not a seed"),
+        ("-1", ">= 0"),
+        ("0-2,2", "seed 2 is given twice"),
+        ("0-100000", "more than"),
+    ],
+)
+def test_parse_seeds_errors_name_the_problem(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match="--seeds") as info:
+        parse_seeds(text)
+    assert message in str(info.value)
+
+
+def test_t_critical_matches_the_tables() -> None:
+    table = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 9: 2.262, 29: 2.045, 120: 1.980}
+    for df, t in table.items():
+        assert t_critical(df) == pytest.approx(t, abs=5e-4)
+    assert t_critical(4, 0.90) == pytest.approx(2.132, abs=5e-4)
+    with pytest.raises(ValueError, match="degrees of freedom"):
+        t_critical(0)
+
+
+def test_aggregate_across_seeds_and_pooled() -> None:
+    runs = [SeedRun(f"s{i}", i, w, 100) for i, w in enumerate((50, 60, 70))]
+    agg = aggregate(runs, "cfg")
+    assert agg.mean == pytest.approx(0.6)
+    assert agg.std == pytest.approx(0.1)
+    half = 4.302653 * 0.1 / math.sqrt(3)
+    assert agg.t_low is not None and agg.t_high is not None
+    assert agg.t_low == pytest.approx(0.6 - half, abs=1e-6)
+    assert agg.t_high == pytest.approx(0.6 + half, abs=1e-6)
+    assert (agg.pooled_wins, agg.pooled_episodes) == (180, 300)
+    assert (agg.pooled_low, agg.pooled_high) == wilson_interval(180, 300)
+    assert agg.pooled_high - agg.pooled_low < agg.t_high - agg.t_low  # ignores seed variance
+    # the t interval is clipped to [0, 1]; one seed has no t interval
+    assert aggregate([SeedRun("a", 0, 0, 10), SeedRun("b", 1, 10, 10)]).t_low == 0.0
+    one = aggregate([SeedRun("a", 0, 3, 10)])
+    assert one.t_low is None and one.mean == 0.3
+    with pytest.raises(ValueError, match="impossible"):
+        aggregate([SeedRun("bad", 0, 11, 10)])
+
+
+def _fake_run(root: Path, seed: int, wins: int, episodes: int = 100, **changes: Any) -> Path:
+    root.mkdir(parents=True)
+    cfg = {**json.loads(json.dumps(BASE)), "seed": seed, **changes}
+    (root / "config.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    record = {"timesteps": 128, "wins": wins, "episodes": episodes, "win_rate": wins / episodes}
+    (root / "evaluations.json").write_text(json.dumps({"evaluations": [record]}))
+    return root
+
+
+def test_run_directories_of_one_config_are_aggregated(tmp_path: Path) -> None:
+    runs = [_fake_run(tmp_path / "cfg" / f"seed-{s}", s, w) for s, w in ((0, 40), (1, 50), (2, 60))]
+    agg = aggregate_runs(runs)
+    assert agg.name == "tiny" and agg.n_seeds == 3 and agg.mean == pytest.approx(0.5)
+    assert [r.seed for r in agg.runs] == [0, 1, 2]
+    assert expand_seed_root(str(tmp_path / "cfg")) == [str(r) for r in runs]
+    other = _fake_run(tmp_path / "other", 3, 10, name="other")
+    with pytest.raises(ValueError, match="not seeds of one config"):
+        aggregate_runs([*runs, other])
+    specs = [str(runs[0]), "heuristic", str(runs[1]), str(other)]
+    (agg2,) = seed_aggregates(specs, [(40, 100), (30, 100), (50, 100), (10, 100)])
+    assert [r.label for r in agg2.runs] == [str(runs[0]), str(runs[1])]
+    assert agg2.mean == pytest.approx(0.45)
+    twin = _fake_run(tmp_path / "twin", 0, 41)
+    with pytest.raises(ValueError, match="same seed"):
+        seed_aggregates([str(runs[0]), str(twin)], [(40, 100), (41, 100)])
+
+
+@pytest.mark.slow
+def test_train_seeds_trains_one_run_per_seed_and_skips_done_ones(tmp_path: Path) -> None:
+    cfg = load_config(write_config(tmp_path / "t.yaml", search=None))
+    logs: list[str] = []
+    results = train_seeds(cfg, [0, 1], tmp_path / "seeds", log=logs.append)
+    assert [r.run_dir.name for r in results] == ["seed-0", "seed-1"]
+    assert [load_config(r.run_dir / "config.yaml").seed for r in results] == [0, 1]
+    agg = aggregate_results(results, "tiny")
+    assert agg is not None and agg.n_seeds == 2
+    again = train_seeds(cfg, [0, 1], tmp_path / "seeds", log=logs.append)
+    assert sum("already completed" in m for m in logs) == 2
+    assert [r.history for r in again] == [r.history for r in results]
