@@ -20,15 +20,20 @@ SHUFFLE_BATCH: Final = 64
 _ORDERED: Final = np.arange(DECK_SIZE, dtype=np.int64)
 
 
+def relabel_jokers(decks: np.ndarray) -> np.ndarray:
+    """Relabel, in place, the Jokers of decks of shape (..., 54) so that 52 precedes 53."""
+    flat = decks.reshape(-1, DECK_SIZE)
+    first = (flat == FIRST_JOKER).argmax(axis=1)
+    second = (flat == FIRST_JOKER + 1).argmax(axis=1)
+    rows = np.flatnonzero(second < first)
+    flat[rows, second[rows]] = FIRST_JOKER
+    flat[rows, first[rows]] = FIRST_JOKER + 1
+    return decks
+
+
 def shuffled_decks(rng: np.random.Generator, count: int) -> np.ndarray:
     """``count`` shuffled decks, shape (count, 54); Jokers relabelled so 52 precedes 53."""
-    decks = rng.permuted(np.broadcast_to(_ORDERED, (count, DECK_SIZE)), axis=1)
-    first = (decks == FIRST_JOKER).argmax(axis=1)
-    second = (decks == FIRST_JOKER + 1).argmax(axis=1)
-    rows = np.flatnonzero(second < first)
-    decks[rows, second[rows]] = FIRST_JOKER
-    decks[rows, first[rows]] = FIRST_JOKER + 1
-    return decks
+    return relabel_jokers(rng.permuted(np.broadcast_to(_ORDERED, (count, DECK_SIZE)), axis=1))
 
 
 def shuffled_deck(rng: np.random.Generator) -> list[int]:

@@ -91,7 +91,7 @@ from coldiron_env.cards import (
     hand_codes,
     parse_deck,
 )
-from coldiron_env.dealer import SHUFFLE_BATCH
+from coldiron_env.dealer import SHUFFLE_BATCH, relabel_jokers
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import (
     DECK_EXHAUSTED,
@@ -462,17 +462,6 @@ def _nb_encode_flat(
                 out[j, _DISCARDED_START + c] = (gone >> c) & 1
 
 
-def _jokers_in_order(decks: I8) -> I8:
-    """Relabel the Jokers of every deck (..., 54) so that 52 comes first, as the Dealer does."""
-    flat = decks.reshape(-1, DECK_SIZE)
-    first = (flat == FIRST_JOKER).argmax(axis=1)
-    second = (flat == FIRST_JOKER + 1).argmax(axis=1)
-    rows = np.flatnonzero(second < first)
-    flat[rows, second[rows]] = FIRST_JOKER
-    flat[rows, first[rows]] = FIRST_JOKER + 1
-    return decks
-
-
 # ------------------------------------------------------------------ encoders
 def _bits(masks: U64, count: int) -> npt.NDArray[np.uint8]:
     """Rows of the low ``count`` bits of each uint64 mask (bit ``i`` in column ``i``)."""
@@ -549,10 +538,12 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
       illegal one ends that game (``outcome="illegal"``) or raises, as
       ``illegal_action`` says.
     * ``info`` (Gymnasium's dict-of-arrays convention, each key with its
-      ``_key`` mask): ``action_mask`` (N, 19) int8, ``phase`` (object array of
-      names), ``turn``, ``hurt``, ``deck_count``, ``iron_count``; for the games
-      that ended this step, ``outcome`` and ``is_success`` (masked by
-      ``_outcome``), and ``final_obs`` / ``final_info`` (autoreset, below).
+      ``_key`` mask): ``action_mask`` (N, 19) int8, ``phase`` (a NumPy string
+      array of names), ``turn``, ``hurt``, ``deck_count``, ``iron_count``; for
+      the games that ended this step, ``outcome`` (string array, ``""`` where
+      ``_outcome`` is false) and ``is_success``, also inside ``final_info``,
+      with ``final_obs`` (autoreset, below). A key that no game has this step
+      (``final_obs`` when no game ended) is absent, as in Gymnasium.
       The per-game ``hand`` and ``drawn`` lists of the single env are left out
       (see :meth:`hand_codes`).
     * Autoreset ``SAME_STEP``; see the module docstring.
@@ -945,7 +936,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
                 if rng is None:
                     rng = self._rngs[i] = seeding.np_random()[0]
                 self._pool[i] = rng.permuted(_ORDERED_BATCH, axis=1)
-            self._pool[empty] = _jokers_in_order(self._pool[empty])
+            self._pool[empty] = relabel_jokers(self._pool[empty])
             self._pool_next[empty] = 0
         decks = np.take(
             self._pool.reshape(-1, DECK_SIZE), envs * SHUFFLE_BATCH + self._pool_next[envs], axis=0

@@ -74,6 +74,8 @@ class Row:
     seconds: float
     won: list[bool] = field(default_factory=list, repr=False)
     note: str = ""
+    decisions: int = 0
+    """Decisions taken, for a planner (its ``stats``); 0 when not counted."""
 
     @property
     def win_rate(self) -> float:
@@ -95,45 +97,53 @@ class Row:
             "ci_high": high,
             "outcomes": self.outcomes,
             "seconds_per_game": self.seconds / self.episodes,
+            "seconds_per_decision": self.seconds / self.decisions if self.decisions else None,
             "note": self.note,
         }
 
 
 # --------------------------------------------------------------------------- workers
-def _agent_chunk(task: tuple[str, int, int, int, int]) -> tuple[int, list[str], float]:
-    """Play agent ``spec`` on deals ``start:stop`` of (seed, episodes); outcomes in order."""
+def _agent_chunk(task: tuple[str, int, int, int, int]) -> tuple[int, list[str], float, int]:
+    """Play agent ``spec`` on deals ``start:stop`` of (seed, episodes): outcomes in order,
+    seconds, decisions taken."""
     spec, seed, episodes, start, stop = task
     decks = deal_decks(seed, episodes)[start:stop]
     seeds = agent_seeds(seed, episodes)[start:stop]
     outcomes: list[str] = [""] * (stop - start)
+    decisions = 0
 
     def record(i: int, _deck: list[int], outcome: str, _turn: int) -> None:
         outcomes[i] = outcome
 
-    result = evaluate_agent(make_agent(spec), decks, seeds, callback=record)
-    return start, outcomes, result.seconds
+    agent = make_agent(spec)
+    result = evaluate_agent(agent, decks, seeds, callback=record)
+    stats = getattr(agent, "stats", None)
+    decisions = int(getattr(stats, "decisions", 0))
+    return start, outcomes, result.seconds, decisions
 
 
-def _solver_chunk(task: tuple[int, int, int, int, int]) -> tuple[int, list[str], float]:
+def _solver_chunk(task: tuple[int, int, int, int, int]) -> tuple[int, list[str], float, int]:
     seed, episodes, start, stop, max_nodes = task
     decks = deal_decks(seed, episodes)[start:stop].tolist()
     begin = time.perf_counter()
     verdicts = [solve_deck(deck, max_nodes=max_nodes).verdict for deck in decks]
-    return start, verdicts, time.perf_counter() - begin
+    return start, verdicts, time.perf_counter() - begin, 0
 
 
 def _chunks(count: int) -> list[tuple[int, int]]:
     return [(s, min(s + CHUNK, count)) for s in range(0, count, CHUNK)]
 
 
-def _run(pool: Any, func: Any, tasks: list[Any], count: int) -> tuple[list[str], float]:
+def _run(pool: Any, func: Any, tasks: list[Any], count: int) -> tuple[list[str], float, int]:
     results: list[str] = [""] * count
     seconds = 0.0
+    decisions = 0
     mapper = pool.imap_unordered if pool is not None else map
-    for start, items, secs in mapper(func, tasks):
+    for start, items, secs, steps in mapper(func, tasks):
         results[start : start + len(items)] = items
         seconds += secs
-    return results, seconds
+        decisions += steps
+    return results, seconds, decisions
 
 
 def play_row(
@@ -141,17 +151,17 @@ def play_row(
 ) -> Row:
     """``spec`` on the first ``count`` of the ``episodes`` deals of ``seed``."""
     tasks = [(spec, seed, episodes, a, b) for a, b in _chunks(count)]
-    outcomes, seconds = _run(pool, _agent_chunk, tasks, count)
+    outcomes, seconds, decisions = _run(pool, _agent_chunk, tasks, count)
     tally = dict.fromkeys(OUTCOMES, 0)
     for outcome in outcomes:
         tally[outcome] += 1
     won = [o == "won" for o in outcomes]
-    return Row(label, kind, count, sum(won), tally, seconds, won)
+    return Row(label, kind, count, sum(won), tally, seconds, won, decisions=decisions)
 
 
 def solver_row(pool: Any, seed: int, episodes: int, count: int, max_nodes: int) -> Row:
     tasks = [(seed, episodes, a, b, max_nodes) for a, b in _chunks(count)]
-    verdicts, seconds = _run(pool, _solver_chunk, tasks, count)
+    verdicts, seconds, _ = _run(pool, _solver_chunk, tasks, count)
     tally = {v: verdicts.count(v) for v in (WINNABLE, UNWINNABLE, UNKNOWN)}
     # A deal the search could not settle counts as winnable: the figure stays an upper bound.
     bound = tally[WINNABLE] + tally[UNKNOWN]
@@ -347,8 +357,8 @@ def write_outputs(
         md += ["## Planner vs heuristic on the same deals (paired)", ""]
         md += [
             "| planner | deals | planner-only wins | heuristic-only wins | difference [95%] | "
-            "McNemar p | intervals disjoint | deals for disjoint (projected) |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+            "McNemar p | intervals disjoint | deals for disjoint (projected) | s/decision |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for name, c in comparisons.items():
             low, high = c["difference_ci95"]
@@ -357,7 +367,7 @@ def write_outputs(
                 f"{PERCENT * c['difference']:+.2f} pts "
                 f"[{PERCENT * low:+.2f}, {PERCENT * high:+.2f}] | "
                 f"{c['p_two_sided']:.3g} | {'yes' if c['disjoint'] else 'no'} | "
-                f"{c['deals_for_disjoint']:.0f} |"
+                f"{c['deals_for_disjoint']:.0f} | {c['seconds_per_decision']:.4f} |"
             )
         md.append("")
     if notes:
@@ -492,6 +502,7 @@ def main(argv: list[str] | None = None) -> int:
             pair = mcnemar(base.won, row.won)
             pair["disjoint"] = intervals_disjoint(base.interval, row.interval)
             pair["deals_for_disjoint"] = deals_for_disjoint(base.win_rate, row.win_rate)
+            pair["seconds_per_decision"] = row.seconds / max(row.decisions, 1)
             comparisons[name] = pair
         if args.solver_episodes:
             rows.append(solver_row(pool, seed, n, args.solver_episodes, args.solver_max_nodes))

@@ -86,7 +86,7 @@ BASE: dict[str, Any] = {
     },
     "policy": {"net_arch": [8]},
     "training": {"total_timesteps": 128, "n_envs": 2, "progress_bar": False},
-    "evaluation": {"freq": 64, "episodes": 10},
+    "evaluation": {"freq": 128, "episodes": 10},
     "checkpoint": {"freq": 100_000},
 }
 SEARCH: dict[str, Any] = {
@@ -370,7 +370,7 @@ def _check_exactly(out: Path, url: str, study_name: str, n: int) -> optuna.Study
     for t in finished:
         assert t.state == TrialState.COMPLETE
         assert t.value == pytest.approx(t.user_attrs["wins"] / t.user_attrs["episodes"])
-        assert sorted(t.intermediate_values) == [0, 64, 128]
+        assert sorted(t.intermediate_values) == [0, 128]
     for name in (SUMMARY_CSV, SUMMARY_MD, SUMMARY_PNG, BEST_CONFIG):
         assert (out / name).is_file(), name
     rows = (out / SUMMARY_CSV).read_text().strip().splitlines()
@@ -553,18 +553,19 @@ def test_interrupted_search_keeps_finished_trials_and_continues(
 
 @pytest.mark.slow
 def test_pruned_trial_is_recorded_pruned_and_its_run_kept(tmp_path: Path) -> None:
-    search = {**SEARCH, "pruner": {"kind": "threshold", "lower": 1.0, "n_warmup_steps": 0}}
-    cfg = write_config(tmp_path / "t.yaml", search)
+    # a win rate below 100% is pruned at the first evaluation after the warm-up (timestep 64)
+    search = {**SEARCH, "pruner": {"kind": "threshold", "lower": 1.0, "n_warmup_steps": 1}}
+    cfg = write_config(tmp_path / "t.yaml", search, evaluation={"freq": 64, "episodes": 10})
     out = tmp_path / "out"
-    result = tune(cfg, 1, out=out, log=lambda _m: None)  # a win rate < 100% is pruned at once
+    result = tune(cfg, 1, out=out, log=lambda _m: None)
     assert result.finished == 1 and result.best_number is None
     (trial,) = optuna.load_study(study_name="tiny", storage=default_storage_url(out)).get_trials()
     assert trial.state == TrialState.PRUNED
-    assert list(trial.intermediate_values) == [0]
+    assert sorted(trial.intermediate_values) == [0, 64]
     run = Path(trial.user_attrs["run_dir"])
     meta = json.loads((run / "meta.json").read_text())
-    assert meta["status"] == "pruned" and meta["pruned_at"] == 0
-    assert meta["timesteps"] < 128  # training stopped early
+    assert meta["status"] == "pruned" and meta["pruned_at"] == 64
+    assert meta["timesteps"] == 64  # training stopped at the pruning evaluation, not at 128
     assert (run / "model.zip").is_file() and (run / "config.yaml").is_file()
     assert not (out / BEST_CONFIG).exists()  # no complete trial: nothing to export
     assert "pruned" in (out / SUMMARY_MD).read_text()
