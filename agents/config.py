@@ -196,10 +196,15 @@ class Config:
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     imitation: ImitationConfig = field(default_factory=ImitationConfig)
+    search: dict[str, Any] | None = None
+    """Hyperparameter search space of ``scripts/tune.py`` (validated by
+    :func:`agents.search_space.parse_search`); training ignores it."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, in the order a config file is read (top-level keys first)."""
         plain: dict[str, Any] = _to_plain(self)
+        if plain.get("search") is None:
+            plain.pop("search", None)
         first = ("name", "description", "seed", "env", "shaping", "curriculum", "algorithm")
         return {k: plain[k] for k in first} | {k: v for k, v in plain.items() if k not in first}
 
@@ -492,6 +497,12 @@ def validate(cfg: Config, file: str | None = None) -> None:
                 f"observation_mode {cfg.env.observation_mode!r} needs {expected!r}, "
                 f"got {cfg.algorithm.policy!r}",
             )
+    if cfg.search is not None:
+        from agents.search_space import parse_search  # noqa: PLC0415 (it imports this module)
+
+        base = cfg.to_dict()
+        base.pop("search")
+        parse_search(cfg.search, base, cfg, file)
     if cfg.imitation.enabled and not cfg.imitation.teacher.strip():
         raise ConfigError(file, "imitation.teacher", "must name a teacher agent")
     if cfg.imitation.enabled and cfg.training.normalize_obs:

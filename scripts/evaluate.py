@@ -4,7 +4,11 @@
         --episodes 20000 --seed 0 --json eval.json --plot eval.png
 
 An agent is a built-in name (random, threaten, heuristic), a run directory or a
-``.zip`` model. Every agent plays the same deals: deal i is row i of
+``.zip`` model; a ``train.py --seeds`` output folder stands for its ``seed-N`` runs.
+Run directories that are seeds of one config are also reported together: the mean
+of their win rates with a Student-t 95% interval across seeds (agents/multiseed.py).
+
+Every agent plays the same deals: deal i is row i of
 ``shuffled_decks(numpy.random.default_rng(SEED), EPISODES)``. Evaluation uses the
 plain env (default rewards, no shaping); what is counted is the outcome.
 """
@@ -24,6 +28,7 @@ from agents.evaluation import (
     report,
     write_json_atomic,
 )
+from agents.multiseed import expand_seed_root, format_aggregates, seed_aggregates
 from agents.registry import BUILTIN_AGENTS, make_agent
 
 EXIT_ERROR = 2
@@ -82,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--episodes must be positive, got {args.episodes}")
         env_kwargs = parse_env_kwargs(args.env_kwarg)
         agents = []
-        for spec in args.agent:
+        specs = [run for spec in args.agent for run in expand_seed_root(spec)]
+        for spec in specs:
             agent = make_agent(spec)
             label = spec if spec in BUILTIN_AGENTS else agent.name
             agents.append((label, agent))
@@ -110,8 +116,18 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     print(format_table(results))
     try:
+        aggregates = seed_aggregates(specs, [(r.wins, r.episodes) for r in results])
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_ERROR
+    if aggregates:
+        print("\nacross seeds: mean of per-seed win rates, Student-t 95%; pooled Wilson 95%")
+        print(format_aggregates(aggregates))
+    try:
         if args.json:
-            write_json_atomic(args.json, report(results, args.episodes, args.seed, env_kwargs))
+            doc = report(results, args.episodes, args.seed, env_kwargs)
+            doc["seed_aggregates"] = [a.to_dict() for a in aggregates]
+            write_json_atomic(args.json, doc)
             print(f"json: {args.json}")
         if args.plot:
             from agents.plots import plot_win_rates

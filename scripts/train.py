@@ -4,6 +4,7 @@
     python scripts/train.py --config configs/ppo.yaml --timesteps 200000 --seed 3 --out runs/ppo-3
     python scripts/train.py --resume runs/ppo-3            # continue after Ctrl-C
     python scripts/train.py --resume runs/ppo-3 --timesteps 400000   # or extend the budget
+    python scripts/train.py --config configs/ppo.yaml --seeds 0-4 --out runs/ppo-seeds  # 5 runs
 
 The config is validated before anything runs; a bad one is refused with the
 file, the key and the reason (exit status 2). Ctrl-C saves a resumable
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 EXIT_CONFIG_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -31,6 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, help="override the top-level seed")
     parser.add_argument("--out", type=Path, help="run directory (default runs/<name>-<time>)")
     parser.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR")
+    parser.add_argument(
+        "--seeds",
+        metavar="SPEC",
+        help="one run per seed (0-4 or 0,2,5) into OUT/seed-N; rerun with the same --out "
+        "to continue",
+    )
     parser.add_argument("--no-progress-bar", action="store_true", help="disable the progress bar")
     args = parser.parse_args(argv)
 
@@ -42,6 +50,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--timesteps must be >= 1, got {args.timesteps}")
     if args.seed is not None and args.seed < 0:
         parser.error(f"--seed must be >= 0, got {args.seed}")
+    seeds: list[int] | None = None
+    if args.seeds is not None:
+        if args.resume is not None or args.seed is not None:
+            parser.error("--seeds cannot be combined with --seed or --resume")
+        from agents.multiseed import parse_seeds
+
+        try:
+            seeds = parse_seeds(args.seeds)
+        except ValueError as exc:
+            parser.error(str(exc))
 
     from agents.config import ConfigError, apply_overrides, load_config
 
@@ -65,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from agents.training import TrainingError, train
 
+    if seeds is not None:
+        return train_several(cfg, seeds, args.out, config_file, args.seeds)
     try:
         result = train(
             cfg,
@@ -84,6 +104,35 @@ def main(argv: list[str] | None = None) -> int:
             f"[{last['ci_low']:.2%}, {last['ci_high']:.2%}] on {last['episodes']} deals"
         )
     return EXIT_INTERRUPTED if result.interrupted else 0
+
+
+def train_several(
+    cfg: Any, seeds: list[int], out: Path | None, config_file: str, seeds_arg: str
+) -> int:
+    """``--seeds``: one run per seed, then the mean win rate across seeds."""
+    from datetime import datetime
+
+    from agents.multiseed import aggregate_results, format_aggregates, train_seeds
+    from agents.training import TrainingError
+
+    stem = cfg.name or Path(config_file).stem
+    root = out or Path("runs") / f"{stem}-seeds-{datetime.now():%Y%m%d-%H%M%S}"
+    try:
+        results = train_seeds(cfg, seeds, root, config_file=config_file)
+    except TrainingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+    print(f"run directories: {root}/seed-N for seeds {seeds}")
+    agg = aggregate_results(results, stem)
+    if agg is not None:
+        print(format_aggregates([agg]))
+    if any(r.interrupted for r in results):
+        print(
+            f"continue with: python scripts/train.py --config {config_file} --seeds {seeds_arg} "
+            f"--out {root}"
+        )
+        return EXIT_INTERRUPTED
+    return 0
 
 
 if __name__ == "__main__":
