@@ -494,7 +494,7 @@ class PlannerAgent(Agent):
 
     def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
         self.knowledge.observe(obs, info)
-        action = self.decide(self.knowledge)
+        action = self.choose(self.knowledge)
         if not action_mask[action]:
             raise ValueError(
                 f"planner chose action {action}, illegal under mask "
@@ -506,9 +506,9 @@ class PlannerAgent(Agent):
         """The action for ``game`` from what its player knows (``Knowledge.from_game``)."""
         if game.rules != self.rules:
             self.set_rules(game.rules)
-        return self.decide(Knowledge.from_game(game))
+        return self.choose(Knowledge.from_game(game))
 
-    def decide(self, kn: Knowledge) -> int:
+    def choose(self, kn: Knowledge) -> int:
         """The planner's action for knowledge ``kn``."""
         start = time.perf_counter()
         self.stats.decisions += 1

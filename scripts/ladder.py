@@ -58,6 +58,7 @@ CHUNK: Final = 25
 """Deals per task handed to a worker."""
 SOLVER_LABEL: Final = "clairvoyant bound"
 PERCENT: Final = 100.0
+PUBLIC_FILE_MODE: Final = 0o644
 EXIT_ERROR: Final = 2
 EXIT_INTERRUPTED: Final = 130
 
@@ -392,6 +393,9 @@ def write_outputs(
     )
     if rows:
         plot_ladder(rows, paths[2])
+    for path in paths:
+        if path.exists():
+            path.chmod(PUBLIC_FILE_MODE)  # temporary files are created private
     return paths
 
 

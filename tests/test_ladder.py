@@ -75,7 +75,9 @@ def test_workers_do_not_change_the_results(tmp_path: Path) -> None:
     one = run_ladder(tmp_path / "a", "--solver-episodes", "0")
     two = run_ladder(tmp_path / "b", "--solver-episodes", "0", "--workers", "2")
     strip = [{k: v for k, v in r.items() if not k.startswith("seconds")} for r in one["rows"]]
-    assert strip == [{k: v for k, v in r.items() if not k.startswith("seconds")} for r in two["rows"]]
+    assert strip == [
+        {k: v for k, v in r.items() if not k.startswith("seconds")} for r in two["rows"]
+    ]
 
 
 def test_bad_arguments_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,87 @@
+"""The main job: train the default agent, then evaluate it against the built-in players.
+
+    python scripts/main.py                      # configs/maskable_ppo.yaml, 10,000 deals
+    python scripts/main.py --timesteps 20000 --episodes 2000    # a quicker look
+
+1. Trains ``--config`` (default ``configs/maskable_ppo.yaml``) into ``--out``
+   (default ``runs/main-<time>``), exactly as ``scripts/train.py`` would.
+   Ctrl-C saves a resumable checkpoint; ``--resume DIR`` continues it and then
+   evaluates.
+2. Evaluates the trained agent, ``random``, ``threaten`` and ``heuristic`` on the
+   same ``--episodes`` seeded deals (paired), prints the table (win rate with its
+   Wilson 95% interval, outcomes, mean turns) and writes ``evaluation.json`` and
+   the chart ``evaluation.png`` into the run directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+DEFAULT_CONFIG = "configs/maskable_ppo.yaml"
+BASELINES = ("random", "threaten", "heuristic")
+EVAL_JSON = "evaluation.json"
+EVAL_PNG = "evaluation.png"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--config", default=DEFAULT_CONFIG, help=f"default {DEFAULT_CONFIG}")
+    parser.add_argument("--out", type=Path, help="run directory (default runs/main-<time>)")
+    parser.add_argument("--resume", type=Path, metavar="DIR", help="continue an interrupted run")
+    parser.add_argument("--timesteps", type=int, help="override training.total_timesteps")
+    parser.add_argument("--episodes", type=int, default=10_000, help="evaluation deals")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the evaluation deals")
+    parser.add_argument("--no-progress-bar", action="store_true")
+    args = parser.parse_args(argv)
+    if args.episodes < 1:
+        parser.error(f"--episodes must be >= 1, got {args.episodes}")
+
+    from agents.config import ConfigError, apply_overrides, load_config
+    from agents.training import TrainingError, train
+
+    config_file = str(args.resume / "config.yaml") if args.resume else args.config
+    try:
+        cfg = apply_overrides(load_config(config_file), timesteps=args.timesteps, file=config_file)
+    except ConfigError as exc:
+        print(f"error: invalid config: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.no_progress_bar:
+        cfg.training.progress_bar = False
+    try:
+        result = train(
+            cfg, args.out, resume=args.resume, config_file=None if args.resume else config_file
+        )
+    except TrainingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(
+        f"run directory: {result.run_dir}  ({result.timesteps} steps, {result.wall_seconds:.0f} s)"
+    )
+    if result.interrupted:
+        print(f"interrupted; continue with: python scripts/main.py --resume {result.run_dir}")
+        return EXIT_INTERRUPTED
+
+    from agents.evaluation import evaluate, format_table, report, write_json_atomic
+    from agents.plots import plot_win_rates
+    from agents.registry import make_agent
+
+    trained = make_agent(str(result.run_dir))
+    agents = [(cfg.name or "trained", trained), *((name, make_agent(name)) for name in BASELINES)]
+    print(f"evaluating {len(agents)} agents on the same {args.episodes} deals (seed {args.seed})")
+    results = evaluate(agents, args.episodes, args.seed)
+    print(format_table(results))
+    write_json_atomic(result.run_dir / EVAL_JSON, report(results, args.episodes, args.seed, {}))
+    chart = plot_win_rates(results, result.run_dir / EVAL_PNG)
+    print(f"results: {result.run_dir / EVAL_JSON}")
+    print(f"chart: {chart}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
