@@ -32,7 +32,7 @@ from coldiron_env.env import ColdIronEnv
 from coldiron_env.observation import decode
 
 ROOT = Path(__file__).resolve().parent.parent
-CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
+CONFIGS = sorted(p for p in (ROOT / "configs").glob("*.yaml") if not p.stem.startswith("tune_"))
 TINY_STEPS = 256
 
 
