@@ -75,7 +75,11 @@ def tiny(cfg: Config, *, steps: int = TINY_STEPS, imitation: bool = False, **ove
     data["training"].update(total_timesteps=steps, n_envs=2, progress_bar=False, vec_env="dummy")
     data["evaluation"].update(freq=128, episodes=6)
     data["checkpoint"].update(freq=128)
-    data["imitation"].update(enabled=imitation, episodes=3, epochs=1, batch_size=64)
+    dagger = min(data["imitation"]["dagger_rounds"], 1)  # keep DAgger covered, but tiny
+    data["imitation"].update(
+        enabled=imitation, episodes=3, epochs=1, batch_size=64,
+        dagger_rounds=dagger, dagger_episodes=3, dagger_epochs=1,
+    )  # fmt: skip
     for key, value in over.items():
         section, _, name = key.partition("__")
         data[section][name] = value
