@@ -306,18 +306,22 @@ _Loader.add_implicit_resolver(
 )
 
 
-def load_config(path: str | Path) -> Config:
-    """Read and validate the YAML run description at ``path``."""
+def read_yaml(path: str | Path) -> Any:
+    """The data of the YAML file at ``path`` (``ConfigError`` naming the file if unreadable)."""
     file = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(file, "<file>", f"cannot read the file: {exc.strerror or exc}") from None
     try:
-        data = yaml.load(text, Loader=_Loader)
+        return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         raise ConfigError(file, "<file>", f"invalid YAML: {exc}") from None
-    return config_from_dict(data, file)
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate the YAML run description at ``path``."""
+    return config_from_dict(read_yaml(path), str(path))
 
 
 def config_from_dict(data: Any, file: str | None = None) -> Config:

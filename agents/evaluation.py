@@ -17,14 +17,10 @@ shaping wrapper ever applies; the outcome is what is counted.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final, Protocol, runtime_checkable
 
 import numpy as np
@@ -252,21 +248,6 @@ def report(
         "episodes), identical for every agent",
         "interval": "Wilson score, 95% (z = 1.96)",
     }
-
-
-def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` atomically (temporary file, then ``os.replace``)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def format_table(results: Sequence[AgentResult]) -> str:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from agents.atomic import atomic_target
 from agents.evaluation import AgentResult
 
 PERCENT = 100.0
@@ -52,15 +52,8 @@ def plot_win_rates(
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
         target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".png", dir=target.parent)
-        os.close(fd)
-        try:
+        with atomic_target(target, suffix=".png") as tmp:
             fig.savefig(tmp, format="png", dpi=120)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
     finally:
         plt.close(fig)
     return target

@@ -25,15 +25,12 @@ import copy
 import hashlib
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-import yaml
-
-from agents.config import Config, ConfigError, config_from_dict, hyperparameters_of
+from agents.config import Config, ConfigError, config_from_dict, hyperparameters_of, read_yaml
 
 if TYPE_CHECKING:
     import optuna
@@ -68,37 +65,6 @@ _SCALAR_CHOICE: Final = (type(None), bool, int, float, str)
 
 class InvalidSample(Exception):
     """The sampled combination of parameters is not a valid config."""
-
-
-# ---------------------------------------------------------------- YAML
-class _Loader(yaml.SafeLoader):
-    """SafeLoader reading ``3e-4`` as a float, like :mod:`agents.config`'s loader."""
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(
-        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-        |\.[0-9_]+(?:[eE][-+][0-9]+)?
-        |[-+]?\.(?:inf|Inf|INF)
-        |\.(?:nan|NaN|NAN))$""",
-        re.VERBOSE,
-    ),
-    list("-+0123456789."),
-)
-
-
-def _read_yaml(path: str | Path) -> Any:
-    file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(file, "<file>", f"cannot read the file: {exc.strerror or exc}") from None
-    try:
-        return yaml.load(text, Loader=_Loader)
-    except yaml.YAMLError as exc:
-        raise ConfigError(file, "<file>", f"invalid YAML: {exc}") from None
 
 
 # ---------------------------------------------------------------- the search space
@@ -238,7 +204,7 @@ class TuningConfig:
 def load_tuning_config(path: str | Path) -> TuningConfig:
     """Read a tuning config: the run config (validated) and its ``search:`` section."""
     file = str(path)
-    data = _read_yaml(path)
+    data = read_yaml(path)
     if not isinstance(data, Mapping):
         raise ConfigError(file, "<root>", f"must be a mapping, got {type(data).__name__}")
     rest = {k: v for k, v in data.items() if k != SEARCH_KEY}

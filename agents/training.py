@@ -27,13 +27,11 @@ import contextlib
 import csv
 import io
 import json
-import os
 import pickle
 import platform
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +56,7 @@ from stable_baselines3.common.vec_env import (
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvWrapper
 
 import coldiron_env
+from agents.atomic import atomic_save, atomic_write_bytes, atomic_write_json, atomic_write_text
 from agents.config import Config, algorithm_kwargs, dump_config, load_config, policy_kwargs
 from agents.sb3_agent import (
     CONFIG_FILE,
@@ -90,43 +89,6 @@ OUTCOME_NAMES: Final = ("won", "slain", "deck_exhausted", "midnight", "illegal")
 
 class TrainingError(RuntimeError):
     """A run that cannot start or continue (bad run directory, missing teacher...)."""
-
-
-# ---------------------------------------------------------------- atomic files
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same folder and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_json(path: Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
-
-
-def save_model_atomic(model: BaseAlgorithm, path: Path) -> None:
-    buf = io.BytesIO()
-    model.save(buf)
-    atomic_write_bytes(path, buf.getvalue())
-
-
-def _save_pickle_atomic(saver: Callable[[io.BytesIO], None], path: Path) -> None:
-    buf = io.BytesIO()
-    saver(buf)
-    atomic_write_bytes(path, buf.getvalue())
 
 
 # ---------------------------------------------------------------- envs
@@ -525,7 +487,7 @@ class RunCallback(BaseCallback):
         write_learning_curve(self.state.history, self.run.curve, self.title)
         if result.win_rate > self.state.best_win_rate:
             self.state.best_win_rate = result.win_rate
-            save_model_atomic(model, self.run.best_model)
+            atomic_save(self.run.best_model, model.save)
         if self.logger is not None:
             self.logger.record("eval/win_rate", result.win_rate)
             self.logger.record("eval/ci_low", low)
@@ -558,12 +520,12 @@ def save_checkpoint(
     """Everything needed to resume: model, normalizer, replay buffer, state (written last)."""
     ck = run.checkpoint
     ck.mkdir(parents=True, exist_ok=True)
-    save_model_atomic(model, ck / MODEL_FILE)
+    atomic_save(ck / MODEL_FILE, model.save)
     normalizer = model.get_vec_normalize_env()
     if normalizer is not None:
         atomic_write_bytes(ck / VECNORMALIZE_FILE, pickle.dumps(normalizer))
     if cfg.algorithm.spec.off_policy and getattr(model, "replay_buffer", None) is not None:
-        _save_pickle_atomic(model.save_replay_buffer, ck / REPLAY_FILE)  # type: ignore[attr-defined]
+        atomic_save(ck / REPLAY_FILE, model.save_replay_buffer)  # type: ignore[attr-defined]
     atomic_write_json(
         ck / STATE_FILE,
         {"timesteps": int(model.num_timesteps), "reason": reason, "time": _now()},
@@ -571,7 +533,7 @@ def save_checkpoint(
 
 
 def save_final(model: BaseAlgorithm, run: RunDir) -> None:
-    save_model_atomic(model, run.model)
+    atomic_save(run.model, model.save)
     normalizer = model.get_vec_normalize_env()
     if normalizer is not None:
         atomic_write_bytes(run.normalizer, pickle.dumps(normalizer))

@@ -59,6 +59,7 @@ from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy.engine import make_url
 from stable_baselines3.common.callbacks import BaseCallback
 
+from agents.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from agents.config import ConfigError, config_from_dict, dump_config
 from agents.search_space import (
     PrunerSpec,
@@ -66,15 +67,7 @@ from agents.search_space import (
     TuningConfig,
     load_tuning_config,
 )
-from agents.training import (
-    META_FILE,
-    RunDir,
-    TrainingError,
-    atomic_write_bytes,
-    atomic_write_json,
-    atomic_write_text,
-    train,
-)
+from agents.training import META_FILE, RunDir, TrainingError, train
 
 HEARTBEAT_SECONDS: Final = 30
 GRACE_SECONDS: Final = 120

@@ -31,11 +31,8 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
-import os
 import random
 import sys
-import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -48,6 +45,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 import coldiron_env
+from agents.atomic import atomic_write_json
 from coldiron_env.vector import NUMBA_AVAILABLE, ColdIronVectorEnv
 
 BLACKJACK_ID = "Blackjack-v1"
@@ -422,20 +420,6 @@ def targets(rows: list[Row], train: list[TrainRow], largest: int) -> dict[str, d
     return out
 
 
-def write_json(path: Path, payload: dict[str, Any]) -> None:
-    """Write ``payload`` to ``path`` atomically (temporary file, then ``os.replace``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(payload, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a tiny budget (smoke test)")
@@ -458,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{'met' if goal['met'] else 'NOT met'}"
             )
     if args.json is not None:
-        write_json(
+        atomic_write_json(
             args.json,
             {
                 "command": " ".join(["python", "scripts/benchmark.py", *(argv or sys.argv[1:])]),

@@ -19,6 +19,7 @@ import argparse
 import sys
 from typing import Any
 
+from agents.atomic import atomic_write_json
 from agents.evaluation import (
     EVAL_ENV_KWARGS,
     AgentResult,
@@ -26,7 +27,6 @@ from agents.evaluation import (
     evaluate,
     format_table,
     report,
-    write_json_atomic,
 )
 from agents.multiseed import expand_seed_root, format_aggregates, seed_aggregates
 from agents.registry import BUILTIN_AGENTS, make_agent
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             doc = report(results, args.episodes, args.seed, env_kwargs)
             doc["seed_aggregates"] = [a.to_dict() for a in aggregates]
-            write_json_atomic(args.json, doc)
+            atomic_write_json(args.json, doc)
             print(f"json: {args.json}")
         if args.plot:
             from agents.plots import plot_win_rates

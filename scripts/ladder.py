@@ -29,20 +29,18 @@ from __future__ import annotations
 import argparse
 import math
 import multiprocessing as mp
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from agents.atomic import atomic_target, atomic_write_json, atomic_write_text
 from agents.evaluation import (
     agent_seeds,
     deal_decks,
     evaluate_agent,
-    write_json_atomic,
 )
 from agents.registry import make_agent
 from agents.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
@@ -314,30 +312,11 @@ def plot_ladder(rows: Sequence[Row], path: Path) -> Path:
         ax.set_title("Cold Iron strength ladder (same deals)")
         ax.grid(axis="x", alpha=0.3)
         fig.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
-        os.close(fd)
-        try:
+        with atomic_target(path, suffix=".png") as tmp:
             fig.savefig(tmp, format="png", dpi=110)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
     finally:
         plt.close(fig)
     return path
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_outputs(
@@ -375,8 +354,8 @@ def write_outputs(
         md += ["Notes:", "", *(f"- {n}" for n in notes), ""]
     md += ["Reproduce:", "", "```", command, "```", ""]
     paths = [out_dir / "ladder.md", out_dir / "ladder.json", out_dir / "ladder.png"]
-    write_text_atomic(paths[0], "\n".join(md))
-    write_json_atomic(
+    atomic_write_text(paths[0], "\n".join(md))
+    atomic_write_json(
         paths[1],
         {
             "seed": args.seed,

@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"interrupted; continue with: python scripts/main.py --resume {result.run_dir}")
         return EXIT_INTERRUPTED
 
-    from agents.evaluation import evaluate, format_table, report, write_json_atomic
+    from agents.atomic import atomic_write_json
+    from agents.evaluation import evaluate, format_table, report
     from agents.plots import plot_win_rates
     from agents.registry import make_agent
 
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"evaluating {len(agents)} agents on the same {args.episodes} deals (seed {args.seed})")
     results = evaluate(agents, args.episodes, args.seed)
     print(format_table(results))
-    write_json_atomic(result.run_dir / EVAL_JSON, report(results, args.episodes, args.seed, {}))
+    atomic_write_json(result.run_dir / EVAL_JSON, report(results, args.episodes, args.seed, {}))
     chart = plot_win_rates(results, result.run_dir / EVAL_PNG)
     print(f"results: {result.run_dir / EVAL_JSON}")
     print(f"chart: {chart}")

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from agents.atomic import atomic_target, atomic_write_text
 from coldiron_env.actions import ACTION_NAMES, LEGAL_ACTIONS, parse_action
 from coldiron_env.cards import deck_codes, parse_deck
 from coldiron_env.env import ColdIronEnv
@@ -58,13 +58,6 @@ def read_deck(spec: str) -> list[str]:
         source = f"file {str(path)!r}" if path.is_file() else "--deck"
         raise UserError(f"{source}: {err}") from None
     return codes
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 class Session:
@@ -142,10 +135,8 @@ def save_picture(game: Game, path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise UserError("saving a picture needs matplotlib (pip install coldiron[train])") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp.png")
-    plt.imsave(tmp, draw_table(game))
-    os.replace(tmp, path)
+    with atomic_target(path, suffix=".png") as tmp:
+        plt.imsave(tmp, draw_table(game))
 
 
 def planner_hints(session: Session) -> str:

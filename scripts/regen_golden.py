@@ -30,16 +30,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from agents.atomic import atomic_write_text
 from coldiron_env.cards import deck_codes
 from coldiron_env.env import ColdIronEnv
 
@@ -312,17 +311,6 @@ def render(record: dict[str, Any]) -> str:
     return "{\n " + ",\n ".join(lines) + "\n}\n"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def build() -> dict[str, str]:
     """File name -> file text of the whole golden set; checks that it covers every outcome."""
     files: dict[str, str] = {}
@@ -360,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args.dir.mkdir(parents=True, exist_ok=True)
     for name in changed:
-        write_atomic(args.dir / name, files[name])
+        atomic_write_text(args.dir / name, files[name])
     for name in stale:
         (args.dir / name).unlink()
     print(f"{len(files)} golden games; {len(changed)} written, {len(stale)} removed")

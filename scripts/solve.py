@@ -13,9 +13,7 @@ saves what was solved so far.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
-import os
 import sys
 import time
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.atomic import atomic_write_json
 from agents.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
 from agents.stats import wilson_interval
 from coldiron_env.cards import deck_codes
@@ -71,13 +70,6 @@ def summarize(
         "wall_seconds": wall,
         "unwinnable_decks": unwinnable[:20],
     }
-
-
-def atomic_write_json(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> int:

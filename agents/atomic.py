@@ -1,0 +1,59 @@
+"""Atomic file writes: a temporary file in the target's folder, then ``os.replace``.
+
+A crash or Ctrl-C never leaves a half-written file: readers see the old file or
+the new one. Every writer of the project goes through this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+
+@contextlib.contextmanager
+def atomic_target(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success it replaces ``path``.
+
+    For writers that need a file name (``savefig``): the temporary name ends in
+    ``suffix`` (e.g. ``.png``) so that the writer picks the right format.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (flushed and synced before the rename)."""
+    with atomic_target(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: str | os.PathLike[str], data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+
+
+def atomic_save(path: str | os.PathLike[str], saver: Callable[[io.BytesIO], Any]) -> None:
+    """``saver(buffer)`` (e.g. ``model.save``) into memory, then write the bytes atomically."""
+    buf = io.BytesIO()
+    saver(buf)
+    atomic_write_bytes(path, buf.getvalue())
