@@ -95,16 +95,15 @@ from agents.solver import iron_extra_keeps
 from coldiron_env.actions import (
     IRON,
     LEGAL_ACTIONS,
-    PHASE_BONUS,
     PHASE_OVER,
     PHASE_TURN,
     RACK_TARGETS,
     REST,
     THREATEN,
 )
-from coldiron_env.cards import DECK_SIZE, FIRST_JOKER, NUM_RANKS, NUM_SUITS, SUIT_FIELD_MASK
+from coldiron_env.cards import DECK_SIZE, FIRST_JOKER
+from coldiron_env.dealer import relabel_jokers
 from coldiron_env.game import WON, Game
-from coldiron_env.judge import HAS_RUN
 from coldiron_env.options import BONUS_DRAWS, DEFAULT_RULES, MAX_HURT, RuleOptions
 
 DEFAULT_SEED: Final = 0
@@ -114,10 +113,6 @@ CACHE_LIMIT: Final = 400_000
 RACKS_CONSIDERED: Final = 2
 """Best-scoring racks (by the heuristic's own score) offered as alternatives."""
 SURVIVABLE_HURT: Final = MAX_HURT - 1
-# What granted a pending bonus, as the engine records it (Knowledge tells them
-# apart by the Iron count: a Threaten is only legal before any Iron this turn).
-_FROM_THREATEN: Final = 1
-_FROM_IRON: Final = 2
 _SECOND_JOKER: Final = FIRST_JOKER + 1
 
 
@@ -195,23 +190,17 @@ def game_from_knowledge(kn: Knowledge, rules: RuleOptions = DEFAULT_RULES) -> Ga
         raise ValueError("the game is over: nothing to plan")
     seen = [c for c in range(DECK_SIZE) if kn.seen >> c & 1]
     unseen = [c for c in range(DECK_SIZE) if not kn.seen >> c & 1]
-    game = Game(seen + unseen, rules)
-    game.pos = len(seen)
-    game.hand = kn.hand
-    game.discarded = kn.seen & ~kn.hand
-    game.hurt = kn.hurt
-    game.turn = kn.turn
-    game.phase = kn.phase
-    game.iron_count = kn.iron_count
-    done = 0
-    for suit in range(NUM_SUITS):
-        if HAS_RUN[(kn.hand >> (suit * NUM_RANKS)) & SUIT_FIELD_MASK]:
-            done |= 1 << suit
-    game.suits_done = done
-    game._suits_done_count = done.bit_count()
-    if kn.phase == PHASE_BONUS:
-        game._bonus_source = _FROM_IRON if kn.iron_count else _FROM_THREATEN
-    return game
+    return Game.from_position(
+        seen + unseen,
+        rules,
+        pos=len(seen),
+        hand=kn.hand,
+        discarded=kn.seen & ~kn.hand,
+        hurt=kn.hurt,
+        turn=kn.turn,
+        phase=kn.phase,
+        iron_count=kn.iron_count,
+    )
 
 
 def unseen_cards(kn: Knowledge) -> list[int]:
@@ -221,16 +210,12 @@ def unseen_cards(kn: Knowledge) -> list[int]:
 
 def sample_orders(cards: list[int], rng: np.random.Generator, count: int) -> list[list[int]]:
     """``count`` uniformly random orders of ``cards`` (Jokers relabelled so 52 precedes 53)."""
-    orders: list[list[int]] = rng.permuted(
+    orders = rng.permuted(
         np.broadcast_to(np.asarray(cards, dtype=np.int64), (count, len(cards))), axis=1
-    ).tolist()
+    )
     if FIRST_JOKER in cards and _SECOND_JOKER in cards:
-        for order in orders:
-            first = order.index(FIRST_JOKER)
-            second = order.index(_SECOND_JOKER)
-            if second < first:
-                order[first], order[second] = _SECOND_JOKER, FIRST_JOKER
-    return orders
+        relabel_jokers(orders)
+    return orders.tolist()  # type: ignore[no-any-return]
 
 
 # --------------------------------------------------------------------------- analysis

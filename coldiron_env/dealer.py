@@ -21,8 +21,11 @@ _ORDERED: Final = np.arange(DECK_SIZE, dtype=np.int64)
 
 
 def relabel_jokers(decks: np.ndarray) -> np.ndarray:
-    """Relabel, in place, the Jokers of decks of shape (..., 54) so that 52 precedes 53."""
-    flat = decks.reshape(-1, DECK_SIZE)
+    """Relabel, in place, the Jokers of card rows of shape (..., n) so that 52 precedes 53.
+
+    Every row must hold both Jokers (a full deck does).
+    """
+    flat = decks.reshape(-1, decks.shape[-1])
     first = (flat == FIRST_JOKER).argmax(axis=1)
     second = (flat == FIRST_JOKER + 1).argmax(axis=1)
     rows = np.flatnonzero(second < first)

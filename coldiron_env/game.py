@@ -38,6 +38,7 @@ from coldiron_env.cards import (
     FIRST_COURT,
     FIRST_JOKER,
     NUM_RANKS,
+    NUM_SUITS,
     SUIT_FIELD_MASK,
 )
 from coldiron_env.judge import HAS_RUN
@@ -151,6 +152,42 @@ class Game:
         self.suits_done = 0  # bit mask of suits whose run is complete
         self._suits_done_count = 0
         self._bonus_source = _NO_BONUS
+
+    @classmethod
+    def from_position(
+        cls,
+        deck: Sequence[int],
+        rules: RuleOptions = DEFAULT_RULES,
+        *,
+        pos: int,
+        hand: int,
+        discarded: int,
+        hurt: int,
+        turn: int,
+        phase: int,
+        iron_count: int,
+    ) -> Game:
+        """A game at a given position (for search over possible decks).
+
+        ``deck[:pos]`` are the cards already drawn; the rest is the deck to come.
+        A pending bonus (phase ``bonus``) came from the Iron when ``iron_count`` is
+        positive (a Threaten is only legal before any Iron in a turn).
+        """
+        game = cls(deck, rules)
+        game.pos = pos
+        game.hand = hand
+        game.discarded = discarded
+        game.hurt = hurt
+        game.turn = turn
+        game.phase = phase
+        game.iron_count = iron_count
+        for suit in range(NUM_SUITS):
+            if HAS_RUN[(hand >> (suit * NUM_RANKS)) & SUIT_FIELD_MASK]:
+                game.suits_done |= 1 << suit
+                game._suits_done_count += 1
+        if phase == PHASE_BONUS:
+            game._bonus_source = _FROM_IRON if iron_count else _FROM_THREATEN
+        return game
 
     # ----------------------------------------------------------------- queries
     @property
