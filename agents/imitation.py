@@ -111,6 +111,19 @@ def collect_demonstrations(
             g = r + gamma * g
             ep_returns.append(g)
         returns.extend(reversed(ep_returns))
+    return _demonstrations(obs_rows, masks, actions, returns, episode_ids, episodes, wins)
+
+
+def _demonstrations(
+    obs_rows: list[Any],
+    masks: list[np.ndarray],
+    actions: list[int],
+    returns: list[float],
+    episode: list[int],
+    episodes: int,
+    wins: int,
+) -> Demonstrations:
+    """Stack per-decision rows (flat or dict observations) into a dataset."""
     if isinstance(obs_rows[0], dict):
         stacked: Any = {k: np.stack([o[k] for o in obs_rows]) for k in obs_rows[0]}
     else:
@@ -120,7 +133,7 @@ def collect_demonstrations(
         masks=np.stack(masks),
         actions=np.asarray(actions, dtype=np.int64),
         returns=np.asarray(returns, dtype=np.float32),
-        episode=np.asarray(episode_ids, dtype=np.int64),
+        episode=np.asarray(episode, dtype=np.int64),
         episodes=episodes,
         wins=wins,
     )
@@ -223,19 +236,7 @@ def _from_traces(
             masks.append(m)
             actions.append(a)
             episode.append(ep)
-    if isinstance(obs_rows[0], dict):
-        stacked: Any = {k: np.stack([o[k] for o in obs_rows]) for k in obs_rows[0]}
-    else:
-        stacked = np.stack(obs_rows)
-    return Demonstrations(
-        obs=stacked,
-        masks=np.stack(masks),
-        actions=np.asarray(actions, dtype=np.int64),
-        returns=np.asarray(returns, dtype=np.float32),
-        episode=np.asarray(episode, dtype=np.int64),
-        episodes=len(traces),
-        wins=wins,
-    )
+    return _demonstrations(obs_rows, masks, actions, returns, episode, len(traces), wins)
 
 
 def _rows(obs: Any, idx: np.ndarray) -> Any:
