@@ -6,13 +6,16 @@
 Each agent is also reseeded before deal ``i`` with :func:`agent_seeds` (its own
 randomness, e.g. ``random``'s, is reproducible and independent of the deal).
 
-**Two ways to play, one result.** An agent with an ``act_game(game)`` method
+**Three ways to play, one result.** An agent with an ``act_game(game)`` method
 (the built-in players) is driven straight on the rules engine
-(:class:`~coldiron_env.game.Game`), which is several times faster; any other
-agent plays through the plain :class:`~coldiron_env.env.ColdIronEnv` with the
-deck passed as ``reset(options={"deck": codes})``. Both give identical games
-(tested). Evaluation always uses the plain env with its default rewards: no
-shaping wrapper ever applies; the outcome is what is counted.
+(:class:`~coldiron_env.game.Game`), which is several times faster. An agent
+with a ``batch_policy`` (a trained model: :class:`BatchPolicy`) plays up to
+:data:`LOCKSTEP_BATCH` deals at once through plain envs, one forward pass per
+step for all of them (:func:`play_lockstep`). Any other agent plays one
+:class:`~coldiron_env.env.ColdIronEnv` at a time with the deck passed as
+``reset(options={"deck": codes})``. All three give identical games (tested).
+Evaluation always uses the plain env with its default rewards: no shaping
+wrapper ever applies; the outcome is what is counted.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ EVAL_ENV_KWARGS: Final = OBSERVATION_KWARGS + RULE_KWARGS
 AGENT_SEED_STREAM: Final = 1
 """Second word of the seed of the generator of the agents' per-deal seeds."""
 MAX_AGENT_SEED: Final = 2**31 - 1
+LOCKSTEP_BATCH: Final = 256
+"""Games a :class:`BatchPolicy` plays at once (one forward pass per step for all)."""
 
 EpisodeCallback = Callable[[int, list[int], str, int], None]
 """``callback(deal_index, deck_ids_played, outcome, turn_at_end)`` after each episode."""
@@ -53,6 +58,22 @@ class GameActor(Protocol):
     """An agent that can pick its action straight from the engine (what a player knows only)."""
 
     def act_game(self, game: Game) -> int: ...
+
+
+@runtime_checkable
+class BatchPolicy(Protocol):
+    """Deterministic play of many games at once (e.g. a trained model's masked policy).
+
+    ``act(obs, masks, episode_starts)`` takes a batch (leading dimension n) and
+    returns n legal actions; a policy with memory (an LSTM) keeps one state per
+    row, cleared where ``episode_starts`` is true and by ``reset_states()``.
+    """
+
+    def reset_states(self) -> None: ...
+
+    def act(
+        self, obs: Any, masks: np.ndarray, episode_starts: np.ndarray | None = None
+    ) -> np.ndarray: ...
 
 
 @runtime_checkable
@@ -143,6 +164,82 @@ class AgentResult:
         }
 
 
+@dataclass(frozen=True)
+class Episode:
+    """How one game of :func:`play_lockstep` ended."""
+
+    outcome: str
+    turn: int
+    steps: int
+    deck: tuple[int, ...]
+    """The card ids in the order the game used them (Jokers relabelled as drawn)."""
+
+
+def stack_observations(observations: Sequence[Any]) -> Any:
+    """A batch of flat (array) or dict observations, leading dimension n."""
+    if isinstance(observations[0], dict):
+        return {k: np.stack([o[k] for o in observations]) for k in observations[0]}
+    return np.stack(observations)
+
+
+def play_lockstep(
+    policy: BatchPolicy,
+    env_kwargs: Mapping[str, Any],
+    resets: Sequence[Mapping[str, Any]],
+    batch: int = LOCKSTEP_BATCH,
+) -> list[Episode]:
+    """Play one game per entry of ``resets`` (the kwargs of its ``reset``), in order.
+
+    Up to ``batch`` plain :class:`ColdIronEnv` games run side by side; each step
+    makes one ``policy.act`` call for the whole batch. A finished game's row
+    keeps its last observation and an all-legal mask until the batch ends (its
+    action is ignored).
+    """
+    if batch <= 0:
+        raise ValueError(f"batch must be positive, got {batch!r}")
+    episodes: list[Episode] = []
+    all_legal = np.ones(NUM_ACTIONS, dtype=bool)
+    for start in range(0, len(resets), batch):
+        chunk = resets[start : start + batch]
+        envs = [ColdIronEnv(**env_kwargs) for _ in chunk]
+        obs: list[Any] = []
+        masks: list[np.ndarray] = []
+        for env, kwargs in zip(envs, chunk, strict=True):
+            o, info = env.reset(**kwargs)
+            obs.append(o)
+            masks.append(info["action_mask"].astype(bool))
+        ended: list[Episode | None] = [None] * len(chunk)
+        steps = np.zeros(len(chunk), dtype=np.int64)
+        starts = np.ones(len(chunk), dtype=bool)
+        policy.reset_states()
+        while any(e is None for e in ended):
+            actions = policy.act(stack_observations(obs), np.stack(masks), starts)
+            starts[:] = False
+            for i, env in enumerate(envs):
+                if ended[i] is not None:
+                    continue
+                o, _, terminated, truncated, info = env.step(int(actions[i]))
+                steps[i] += 1
+                obs[i] = o
+                if terminated or truncated:
+                    ended[i] = Episode(
+                        str(info["outcome"]), int(info["turn"]), int(steps[i]), tuple(env.game.deck)
+                    )
+                    masks[i] = all_legal
+                else:
+                    masks[i] = info["action_mask"].astype(bool)
+        for env in envs:
+            env.close()
+        episodes.extend(e for e in ended if e is not None)
+    return episodes
+
+
+def batch_policy_of(agent: Agent) -> BatchPolicy | None:
+    """The agent's :class:`BatchPolicy` (a trained model's ``batch_policy``), if it has one."""
+    policy = getattr(agent, "batch_policy", None)
+    return policy if isinstance(policy, BatchPolicy) else None
+
+
 def _play_game(agent: GameActor, game: Game) -> None:
     while game.phase != PHASE_OVER:
         action = agent.act_game(game)
@@ -160,11 +257,16 @@ def evaluate_agent(
     label: str | None = None,
     use_engine: bool | None = None,
     callback: EpisodeCallback | None = None,
+    use_batch: bool | None = None,
 ) -> AgentResult:
     """Play ``agent`` on every deck of ``decks`` (reset with ``seeds[i]`` before deck ``i``).
 
     ``use_engine``: drive the engine directly (default: when the agent is a
-    :class:`GameActor`) or go through the env (False).
+    :class:`GameActor`) or go through the env (False). ``use_batch``: play
+    :data:`LOCKSTEP_BATCH` deals at once with the agent's :class:`BatchPolicy`
+    (default: when it has one and is not driven on the engine; its play is
+    deterministic, so the agent seeds do not apply). ``callback`` is called
+    once per deal, in deal order, whichever way the games were played.
     """
     kwargs = check_env_kwargs(env_kwargs or {})
     rules = rules_of(kwargs)
@@ -175,8 +277,20 @@ def evaluate_agent(
     result = AgentResult(label or agent.name)
     if use_engine is None:
         use_engine = isinstance(agent, GameActor)
+    batch_policy = batch_policy_of(agent)
+    if use_batch is None:
+        use_batch = batch_policy is not None and not use_engine
+    if use_batch and batch_policy is None:
+        raise ValueError(f"agent {result.agent!r} cannot play in batches (no batch_policy)")
     start = time.perf_counter()
-    if use_engine:
+    if use_batch:
+        assert batch_policy is not None
+        resets = [{"options": {"deck": deck_codes(row)}} for row in decks.tolist()]
+        for i, episode in enumerate(play_lockstep(batch_policy, kwargs, resets)):
+            result.add(episode.outcome, episode.turn)
+            if callback is not None:
+                callback(i, list(episode.deck), episode.outcome, episode.turn)
+    elif use_engine:
         if not isinstance(agent, GameActor):
             raise ValueError(f"agent {result.agent!r} cannot play on the engine (no act_game)")
         game = Game(decks[0].tolist(), rules)

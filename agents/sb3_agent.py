@@ -124,6 +124,11 @@ class SB3Agent(Agent):
         self.policy = MaskedPolicy(model, obs_normalizer)
         self._episode_start = True
 
+    @property
+    def batch_policy(self) -> MaskedPolicy:
+        """The same play for a batch of games (evaluation plays deals in lockstep with it)."""
+        return self.policy
+
     def reset(self, seed: int | None = None) -> None:
         self.policy.reset_states()
         self._episode_start = True

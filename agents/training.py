@@ -58,6 +58,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvWrapper
 import coldiron_env
 from agents.atomic import atomic_save, atomic_write_bytes, atomic_write_json, atomic_write_text
 from agents.config import Config, algorithm_kwargs, dump_config, load_config, policy_kwargs
+from agents.evaluation import play_lockstep
 from agents.sb3_agent import (
     CONFIG_FILE,
     MODEL_FILE,
@@ -83,7 +84,6 @@ STATE_FILE: Final = "state.json"
 REPLAY_FILE: Final = "replay_buffer.pkl"
 TB_DIR: Final = "tb"
 TB_RUN_NAME: Final = "run"
-EVAL_BATCH: Final = 256  # envs played in lockstep by evaluate_model
 OUTCOME_NAMES: Final = ("won", "slain", "deck_exhausted", "midnight", "illegal")
 
 
@@ -229,60 +229,26 @@ class EvalResult:
         return wilson_interval(self.wins, self.episodes)
 
 
-def _stack(observations: Sequence[Any]) -> Any:
-    if isinstance(observations[0], dict):
-        return {k: np.stack([o[k] for o in observations]) for k in observations[0]}
-    return np.stack(observations)
-
-
 def evaluate_policy_on_deals(
     policy: MaskedPolicy, env_kwargs: dict[str, Any], seeds: Sequence[int]
 ) -> EvalResult:
     """Play deal ``reset(seed=s)`` for every ``s`` with ``policy`` (masked, deterministic).
 
     Plain ``ColdIronEnv`` instances: no shaping, no curriculum, whatever the
-    training env uses. Up to :data:`EVAL_BATCH` games run in lockstep, one
-    forward pass per step for the whole batch.
+    training env uses. Up to :data:`~agents.evaluation.LOCKSTEP_BATCH` games run
+    in lockstep, one forward pass per step for the whole batch.
     """
     outcomes = dict.fromkeys(OUTCOME_NAMES, 0)
-    steps_total = 0
-    turns_total = 0
-    for start in range(0, len(seeds), EVAL_BATCH):
-        chunk = list(seeds[start : start + EVAL_BATCH])
-        envs = [ColdIronEnv(**env_kwargs) for _ in chunk]
-        obs: list[Any] = []
-        masks: list[np.ndarray] = []
-        for env, s in zip(envs, chunk, strict=True):
-            o, info = env.reset(seed=int(s))
-            obs.append(o)
-            masks.append(info["action_mask"].astype(bool))
-        done = np.zeros(len(chunk), dtype=bool)
-        starts = np.ones(len(chunk), dtype=bool)
-        policy.reset_states()
-        all_legal = np.ones_like(masks[0])
-        while not done.all():
-            actions = policy.act(_stack(obs), np.stack(masks), starts)
-            starts[:] = False
-            for i, env in enumerate(envs):
-                if done[i]:
-                    continue
-                o, _, terminated, truncated, info = env.step(int(actions[i]))
-                steps_total += 1
-                obs[i] = o
-                if terminated or truncated:
-                    done[i] = True
-                    outcomes[info.get("outcome", "midnight")] += 1
-                    turns_total += int(info["turn"])
-                    masks[i] = all_legal
-                else:
-                    masks[i] = info["action_mask"].astype(bool)
+    episodes = play_lockstep(policy, env_kwargs, [{"seed": int(s)} for s in seeds])
+    for episode in episodes:
+        outcomes[episode.outcome] += 1
     n = len(seeds)
     return EvalResult(
         episodes=n,
         wins=outcomes["won"],
         outcomes=outcomes,
-        mean_steps=steps_total / n if n else 0.0,
-        mean_turns=turns_total / n if n else 0.0,
+        mean_steps=sum(e.steps for e in episodes) / n if n else 0.0,
+        mean_turns=sum(e.turn for e in episodes) / n if n else 0.0,
     )
 
 

@@ -16,6 +16,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from agents.base import Agent
 from agents.config import Config, config_from_dict, load_config
+from agents.evaluation import agent_seeds, deal_decks, evaluate_agent
 from agents.imitation import behaviour_clone, collect_demonstrations
 from agents.sb3_agent import ModelLoadError, load_sb3_agent, tag_model
 from agents.shaping import ShapingVecEnv, run_window_potential
@@ -28,6 +29,7 @@ from agents.training import (
     train,
 )
 from coldiron_env.actions import BONUS, PHASE_BONUS, PHASE_IRON, STOP, THREATEN
+from coldiron_env.cards import deck_codes
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.observation import decode
 
@@ -242,7 +244,10 @@ def test_evaluation_env_has_no_shaping(tmp_path: Path, monkeypatch: pytest.Monke
             super().__init__(**kwargs)
             built.append(self)
 
+    from agents import evaluation
+
     monkeypatch.setattr(training, "ColdIronEnv", Recording)
+    monkeypatch.setattr(evaluation, "ColdIronEnv", Recording)  # the evaluation envs
     result = train(cfg, tmp_path / "run", log=lambda _: None)
     monkeypatch.undo()
     assert built and all(type(e) is Recording and e.win_reward == 1.0 for e in built)
@@ -370,6 +375,51 @@ def test_masked_play_is_legal_and_matches_predict_for_maskable(tmp_path: Path) -
         obs, _, done, _, info = env.step(ours)
         if done:
             obs, info = env.reset()
+
+
+def _per_deal(
+    agent: Agent, decks: np.ndarray, **how: Any
+) -> list[tuple[str, int, tuple[int, ...]]]:
+    """(outcome, turn at the end, deck used) of every deal, in deal order."""
+    rows: list[tuple[str, int, tuple[int, ...]]] = []
+
+    def record(i: int, deck: list[int], outcome: str, turn: int) -> None:
+        assert i == len(rows), "the callback runs once per deal, in deal order"
+        rows.append((outcome, turn, tuple(deck)))
+
+    evaluate_agent(agent, decks, agent_seeds(0, len(decks)), callback=record, **how)
+    return rows
+
+
+@pytest.mark.parametrize("name", ["maskable_ppo", "dqn", "recurrent_ppo"])
+def test_batched_evaluation_plays_the_same_games_as_one_env_at_a_time(
+    name: str, tmp_path: Path
+) -> None:
+    import torch
+
+    torch.manual_seed(1)
+    model = small_model(name)
+    if name == "recurrent_ppo":  # make the LSTM state matter to the choice of action
+        with torch.no_grad():
+            for p in model.policy.parameters():
+                p.mul_(8.0)
+    tag_model(model, name, {})
+    model.save(tmp_path / "m.zip")
+    agent = load_sb3_agent(tmp_path / "m.zip")
+    decks = deal_decks(5, 40)
+    one_at_a_time = _per_deal(agent, decks, use_batch=False)
+    batched = _per_deal(agent, decks)  # the default for a trained model
+    assert batched == one_at_a_time
+    assert len({turn for _, turn, _ in batched}) > 1, "the games must differ for this to test"
+    from agents import evaluation
+
+    small_batches = evaluation.play_lockstep(
+        agent.batch_policy,
+        agent.env_kwargs,
+        [{"options": {"deck": deck_codes(row)}} for row in decks.tolist()],
+        batch=7,  # several chunks, the last one short
+    )
+    assert [(e.outcome, e.turn, e.deck) for e in small_batches] == batched
 
 
 def test_evaluate_model_counts_outcomes() -> None:
