@@ -260,6 +260,27 @@ def test_evaluation_env_has_no_shaping(tmp_path: Path, monkeypatch: pytest.Monke
     assert last["outcomes"] == {o: outcomes.count(o) for o in last["outcomes"]}
 
 
+@pytest.mark.slow
+def test_observation_normalizer_is_saved_and_used_by_the_loaded_agent(tmp_path: Path) -> None:
+    base = load_config(ROOT / "configs" / "maskable_ppo.yaml")
+    cfg = tiny(base, training__normalize_obs=True)
+    result = train(cfg, tmp_path / "run", log=lambda _: None)
+    run = result.run_dir
+    assert (run / "vecnormalize.pkl").is_file()
+    assert (run / "checkpoint" / "vecnormalize.pkl").is_file()
+    agent = load_sb3_agent(run)
+    normalizer = agent.policy.obs_normalizer
+    assert normalizer is not None and not normalizer.training
+    assert normalizer.obs_rms.count > result.timesteps / 2, "statistics were gathered"
+    obs, _ = ColdIronEnv().reset(seed=0)
+    assert not np.allclose(normalizer.normalize_obs(obs), obs), "the agent sees normalized input"
+    # The loaded agent (model + normalizer) plays the final evaluation's games again.
+    last = result.history[-1]
+    seeds = list(range(cfg.evaluation.seed, cfg.evaluation.seed + cfg.evaluation.episodes))
+    outcomes = play(agent, seeds)
+    assert last["outcomes"] == {o: outcomes.count(o) for o in last["outcomes"]}
+
+
 # ---------------------------------------------------------------- curriculum
 def test_staged_env_switches_rules_at_next_reset() -> None:
     venv = build_vec_env("dummy", 2, {"turns": 40, "suits_required": 2}, seed=3)
