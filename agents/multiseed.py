@@ -300,6 +300,26 @@ def seed_groups(specs: Sequence[str]) -> list[list[int]]:
     return groups
 
 
+def run_status(run_dir: str | Path) -> str | None:
+    """The ``meta.json`` status of a run directory (``completed``, ``interrupted``...)."""
+    path = Path(run_dir) / META_FILE
+    try:
+        status = json.loads(path.read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return status if isinstance(status, str) else None
+
+
+def unfinished_runs(specs: Sequence[str]) -> list[tuple[str, str | None]]:
+    """``(run directory, status)`` of each run directory in ``specs`` that did not complete
+    (its model is that of an interrupted or still-running training)."""
+    return [
+        (spec, status)
+        for spec in specs
+        if is_run_dir(spec) and (status := run_status(spec)) != "completed"
+    ]
+
+
 def group_name(specs: Sequence[str]) -> str:
     """A label for a group of run directories: their config name, else their common parent."""
     name = _read_config(Path(specs[0])).get("name")

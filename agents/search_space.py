@@ -492,4 +492,6 @@ def _parse_pruner(raw: Any, file: str | None) -> PrunerSpec:
         if "lower" not in spec:
             raise ConfigError(file, f"{where}.lower", "required key is missing (a win rate)")
         lower = _number(spec["lower"], f"{where}.lower", file, integer=False)
+        if not 0.0 <= lower <= 1.0:
+            raise ConfigError(file, f"{where}.lower", f"a win rate between 0 and 1, got {lower!r}")
     return PrunerSpec(kind, startup, warmup, min_resource, factor, lower)

@@ -29,6 +29,7 @@ import io
 import json
 import pickle
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -81,6 +82,8 @@ CURVE_FILE: Final = "learning_curve.png"
 IMITATION_FILE: Final = "imitation.json"
 CHECKPOINT_DIR: Final = "checkpoint"
 STATE_FILE: Final = "state.json"
+STATUS_STARTING: Final = "starting"
+"""``meta.json`` status until learning begins (the imitation warm start runs before it)."""
 REPLAY_FILE: Final = "replay_buffer.pkl"
 TB_DIR: Final = "tb"
 TB_RUN_NAME: Final = "run"
@@ -348,6 +351,15 @@ def _versions() -> dict[str, str]:
     }
 
 
+def sigterm_as_ctrl_c() -> None:
+    """Make SIGTERM (a scheduler or ``kill`` stopping the job) save and stop like Ctrl-C."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -579,6 +591,10 @@ def train(
     """
     torch.set_num_threads(cfg.training.torch_threads)
     t_start = time.perf_counter()
+    if resume is not None and _stopped_before_training(RunDir(resume)):
+        log(f"{resume}: stopped before training began (no checkpoint): starting it over")
+        shutil.rmtree(resume)
+        out, resume = resume, None
     if resume is not None:
         run = RunDir(resume)
         atomic_write_text(run.config, dump_config(cfg))
@@ -608,10 +624,21 @@ def train(
             "start_time": _now(),
         }
         state = RunState()
+        meta.update(status=STATUS_STARTING, package_version=coldiron_env.__version__)
+        atomic_write_json(run.meta, meta)
         if cfg.imitation.enabled:
             from agents.imitation import warm_start  # noqa: PLC0415 (torch-heavy, optional)
 
-            stats = warm_start(model, cfg, teacher_factory=teacher_factory, log=log)
+            try:
+                stats = warm_start(model, cfg, teacher_factory=teacher_factory, log=log)
+            except KeyboardInterrupt:
+                with contextlib.suppress(Exception):
+                    venv.close()
+                log(
+                    f"\ninterrupted during the imitation warm start (nothing trained yet); "
+                    f"start it over with: python scripts/train.py --resume {run.root}"
+                )
+                return TrainResult(run.root, 0, True, time.perf_counter() - t_start, [])
             atomic_write_json(run.root / IMITATION_FILE, stats)
     meta.update(status="running", package_version=coldiron_env.__version__)
     atomic_write_json(run.meta, meta)
@@ -653,6 +680,17 @@ def train(
     if interrupted:
         log(f"resume with: python scripts/train.py --resume {run.root}")
     return TrainResult(run.root, int(model.num_timesteps), interrupted, wall, state.history)
+
+
+def _stopped_before_training(run: RunDir) -> bool:
+    """A run directory left by a stop before learning began (no checkpoint yet)."""
+    if (run.checkpoint / STATE_FILE).is_file() or not run.meta.is_file():
+        return False
+    try:
+        status = json.loads(run.meta.read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError):
+        return False
+    return bool(status == STATUS_STARTING)
 
 
 def load_run_config(run_dir: Path) -> Config:

@@ -37,11 +37,15 @@ importances), ``best_config.yaml`` (ready to train: ``scripts/train.py
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import hashlib
 import io
 import json
 import multiprocessing
+import os
 import re
+import signal
 import socket
 import sys
 import time
@@ -62,6 +66,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from agents.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from agents.config import ConfigError, config_from_dict, dump_config
 from agents.search_space import (
+    InvalidSample,
     PrunerSpec,
     SamplerSpec,
     TuningConfig,
@@ -75,11 +80,21 @@ GRACE_SECONDS: Final = 120
 SQLITE_TIMEOUT_SECONDS: Final = 60
 POLL_SECONDS: Final = 2.0
 CLAIM_LOCK_TIMEOUT_SECONDS: Final = 120.0
+POLL_MAX_SECONDS: Final = 30.0
+"""Waiting for other machines' last trials: polls back off from POLL_SECONDS to this."""
 MAX_CONSECUTIVE_FAILURES: Final = 3
+MAX_CONSECUTIVE_INVALID: Final = 50
+"""Samples in a row that make an invalid config (two searched keys that clash) stop a worker."""
 FINGERPRINT_ATTR: Final = "coldiron_fingerprint"
 SEARCH_ATTR: Final = "coldiron_search"
 SURPLUS_ATTR: Final = "surplus"
 ERROR_ATTR: Final = "error"
+INVALID_ATTR: Final = "invalid_sample"
+WORKER_ATTR: Final = "worker"
+"""Trial attribute: ``host:pid/worker`` of the process that ran it."""
+SEED_ATTR: Final = "seed"
+STUDY_FILE: Final = "study.json"
+"""Under ``OUT``: which study (storage, name) the trial directories belong to."""
 
 DB_FILE: Final = "study.db"
 TRIALS_DIR: Final = "trials"
@@ -99,21 +114,30 @@ class SurplusTrial(Exception):
     """The study already had N counted trials when this one was created."""
 
 
+def process_nonce() -> int:
+    """A number that differs between processes and machines (host name and process id)."""
+    digest = hashlib.sha256(f"{socket.gethostname()}:{os.getpid()}".encode()).digest()
+    return int.from_bytes(digest[:4], "little")
+
+
 def build_sampler(
-    spec: SamplerSpec, worker: int = 0, previous: int = 0
+    spec: SamplerSpec, worker: int = 0, previous: int = 0, nonce: int | None = None
 ) -> optuna.samplers.BaseSampler:
     """The sampler of worker ``worker`` joining a study of ``previous`` trials.
 
-    A configured seed is mixed with both, so parallel workers and a continued
-    study do not replay the same samples; a fresh single-worker search with a
-    seed is reproducible.
+    A configured seed is used as is only by the process that created the study
+    (worker 0, no trial yet, ``nonce`` None): a fresh one-worker search with a
+    seed is reproducible. Any other worker mixes the seed with its index, the
+    trials already in the study and ``nonce`` (:func:`process_nonce`), so
+    parallel workers, other machines and a continued study never replay the
+    same samples.
     """
     seed = None
     if spec.seed is not None:
         seed = spec.seed
-        if worker or previous:
-            mixed = np.random.SeedSequence([spec.seed, worker, previous]).generate_state(1)
-            seed = int(mixed[0])
+        if worker or previous or nonce is not None:
+            words = [spec.seed, worker, previous, *([] if nonce is None else [nonce])]
+            seed = int(np.random.SeedSequence(words).generate_state(1)[0])
     if spec.kind == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     with warnings.catch_warnings():
@@ -291,6 +315,8 @@ class Objective:
             raise
         except Exception as exc:
             trial.set_user_attr(ERROR_ATTR, f"{type(exc).__name__}: {exc}")
+            if isinstance(exc, InvalidSample):
+                trial.set_user_attr(INVALID_ATTR, True)
             raise
 
     def _train(self, trial: optuna.Trial) -> float:
@@ -300,6 +326,14 @@ class Objective:
         run = RunDir(self.run_dir(trial.number))
         trial.set_user_attr("run_dir", str(run.root.resolve()))
         trial.set_user_attr("host", socket.gethostname())
+        trial.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{os.getpid()}/{self.worker}")
+        trial.set_user_attr(SEED_ATTR, cfg.seed)
+        if run.root.exists():
+            raise TuneError(
+                f"{run.root}: already exists, but trial {trial.number} of study "
+                f"{trial.study.study_name!r} is new; another search used this --out "
+                "(use another --out, or the storage those trials belong to)"
+            )
         shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
         self.log(f"[worker {self.worker}] trial {trial.number}: {shown} -> {run.root}")
         callback = PruningCallback(trial, run, cfg.evaluation.freq)
@@ -335,11 +369,19 @@ def _mark_pruned(run: RunDir, step: int) -> None:
 
 # ---------------------------------------------------------------- study and workers
 def open_study(
-    tcfg: TuningConfig, storage_url: str, study_name: str, worker: int = 0
+    tcfg: TuningConfig,
+    storage_url: str,
+    study_name: str,
+    worker: int = 0,
+    nonce: int | None = None,
 ) -> tuple[optuna.Study, bool]:
-    """Load or create the study; ``(study, created)``. A study of another config is refused."""
+    """Load or create the study; ``(study, created)``. A study of another config is refused.
+
+    ``nonce``: see :func:`build_sampler` (None only in the process that may
+    create the study, or its single in-process worker).
+    """
     storage = make_storage(storage_url)
-    sampler = build_sampler(tcfg.search.sampler, worker)
+    sampler = build_sampler(tcfg.search.sampler, worker, 0, nonce)
     pruner = build_pruner(tcfg.search.pruner)
     created = False
     try:
@@ -347,15 +389,30 @@ def open_study(
             study_name=study_name, storage=storage, sampler=sampler, pruner=pruner
         )
     except KeyError:
-        study = optuna.create_study(
-            study_name=study_name,
-            storage=storage,
-            sampler=sampler,
-            pruner=pruner,
-            direction="maximize",
-            load_if_exists=True,
+        try:
+            study = optuna.create_study(
+                study_name=study_name,
+                storage=storage,
+                sampler=sampler,
+                pruner=pruner,
+                direction="maximize",
+            )
+            created = True
+        except optuna.exceptions.DuplicatedStudyError:  # another machine created it just now
+            study = optuna.load_study(
+                study_name=study_name, storage=storage, sampler=sampler, pruner=pruner
+            )
+    if len(study.directions) != 1:
+        raise TuneError(
+            f"study {study_name!r} in {redact(storage_url)} has {len(study.directions)} "
+            "objectives: not a win-rate study; use --study NEW_NAME"
         )
-        created = True
+    direction = study.direction
+    if direction != optuna.study.StudyDirection.MAXIMIZE:
+        raise TuneError(
+            f"study {study_name!r} in {redact(storage_url)} does not maximise: "
+            "not a win-rate study; use --study NEW_NAME"
+        )
     fingerprint = tcfg.fingerprint()
     stored = study.user_attrs.get(FINGERPRINT_ATTR)
     if stored is None:
@@ -369,9 +426,7 @@ def open_study(
             "use --study NEW_NAME (or restore the config)"
         )
     if tcfg.search.sampler.seed is not None:
-        study.sampler = build_sampler(tcfg.search.sampler, worker, len(study.trials))
-    if study.direction != optuna.study.StudyDirection.MAXIMIZE:
-        raise TuneError(f"study {study_name!r} does not maximise: not a win-rate study")
+        study.sampler = build_sampler(tcfg.search.sampler, worker, len(study.trials), nonce)
     return study, created
 
 
@@ -384,20 +439,25 @@ def run_worker(
     worker: int = 0,
     log: Callable[[str], None] = print,
     claim_lock: Any = None,
+    solo: bool = False,
 ) -> int:
     """Run trials until the study has ``n_trials`` finished ones; returns how many this ran.
 
     ``claim_lock`` (shared by the workers of one machine) makes counting the
     trials and creating the next one atomic among them, so local workers never
     create a surplus trial; across machines the check in :class:`Objective`
-    catches the rare race.
+    catches the rare race. ``solo``: the single in-process worker of the
+    process that created the study (its seeded sampler is reproducible).
     """
     tcfg = load_tuning_config(config_file)
-    study, _ = open_study(tcfg, storage_url, study_name, worker)
+    nonce = None if solo else process_nonce()
+    study, _ = open_study(tcfg, storage_url, study_name, worker, nonce)
     objective = Objective(tcfg, out, n_trials, worker, log, claim_lock)
     done: list[Any] = []
     ran = 0
     failures = 0
+    invalid = 0
+    wait = POLL_SECONDS
     while True:
         objective.acquire()
         try:
@@ -407,8 +467,10 @@ def run_worker(
             if active >= n_trials:  # the last trials run elsewhere: they may still fail
                 objective.release()
                 _fail_stale(study)
-                time.sleep(POLL_SECONDS)
+                time.sleep(wait)
+                wait = min(2 * wait, POLL_MAX_SECONDS)
                 continue
+            wait = POLL_SECONDS
             done.clear()
             study.optimize(
                 objective,
@@ -422,7 +484,18 @@ def run_worker(
         trial = done[-1] if done else None
         if trial is None or trial.state in FINISHED:
             ran += trial is not None
-            failures = 0
+            failures = invalid = 0
+        elif trial.user_attrs.get(INVALID_ATTR):
+            invalid += 1
+            log(
+                f"[worker {worker}] trial {trial.number}: {trial.user_attrs.get(ERROR_ATTR)} "
+                f"(not trained; {invalid} invalid sample(s) in a row)"
+            )
+            if invalid >= MAX_CONSECUTIVE_INVALID:
+                raise TuneError(
+                    f"{invalid} samples in a row gave an invalid config in worker {worker} "
+                    "(two searched keys that clash): narrow the search: section"
+                )
         elif not trial.user_attrs.get(SURPLUS_ATTR):
             failures += 1
             reason = trial.user_attrs.get(ERROR_ATTR, "see the traceback above")
@@ -499,21 +572,18 @@ def tune(
     url = storage or default_storage_url(out)
     study, created = open_study(tcfg, url, name)
     trials_dir = out / TRIALS_DIR
-    if created and trials_dir.is_dir() and any(trials_dir.iterdir()):
-        raise TuneError(
-            f"{trials_dir}: holds trial directories of another study, but study {name!r} is new "
-            f"in {redact(url)}; use another --out (or the storage those trials belong to)"
-        )
+    _claim_out(out, url, name, created)
     before = count_finished(study)
     log(
         f"study {name!r} in {redact(url)}: {before} finished trial(s), target {n_trials}, "
         f"{workers} worker(s), trial runs in {trials_dir}"
     )
     interrupted = False
+    failure: BaseException | None = None
     if before < n_trials:
         try:
             if workers == 1:
-                run_worker(file, url, name, n_trials, out, 0, log)
+                run_worker(file, url, name, n_trials, out, 0, log, solo=created)
             else:
                 _run_processes(file, url, name, n_trials, out, workers, log)
         except KeyboardInterrupt:
@@ -521,8 +591,12 @@ def tune(
             log(
                 "interrupted: finished trials are saved in the study; rerun the command to continue"
             )
+        except (TuneError, ConfigError) as exc:
+            failure = exc  # still write the reports of the trials that finished
     study, _ = open_study(tcfg, url, name)
     files = write_reports(study, tcfg, out, url, log)
+    if failure is not None:
+        raise failure
     best = _best(study)
     return TuneResult(
         name,
@@ -535,6 +609,30 @@ def tune(
         dict(best.params) if best else {},
         files,
     )
+
+
+def _claim_out(out: Path, url: str, name: str, created: bool) -> None:
+    """Tie ``out`` to this study (``study.json``); refuse trial directories of another one."""
+    marker = out / STUDY_FILE
+    mine = {"storage": redact(url), "study": name}
+    trials_dir = out / TRIALS_DIR
+    if marker.is_file():
+        try:
+            theirs = json.loads(marker.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            theirs = None
+        if theirs != mine:
+            raise TuneError(
+                f"{out}: belongs to study {theirs} ({marker}), not to study {name!r} in "
+                f"{redact(url)}; use another --out"
+            )
+        return
+    if created and trials_dir.is_dir() and any(trials_dir.iterdir()):
+        raise TuneError(
+            f"{trials_dir}: holds trial directories of another study, but study {name!r} is new "
+            f"in {redact(url)}; use another --out (or the storage those trials belong to)"
+        )
+    atomic_write_json(marker, mine)
 
 
 def _worker_context() -> ForkServerContext | SpawnContext:
@@ -576,10 +674,20 @@ def _run_processes(
     try:
         for p in procs:
             p.join()
-    except KeyboardInterrupt:  # the workers got SIGINT too: let them save and leave
+    except KeyboardInterrupt:
+        # Ctrl-C in a terminal reaches the workers too; `kill -INT <this pid>` does
+        # not: pass it on, then wait (ignoring further SIGINTs) while they save.
         interrupted = True
-        for p in procs:
-            p.join()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            for p in procs:
+                if p.is_alive() and p.pid is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(p.pid, signal.SIGINT)
+            for p in procs:
+                p.join()
+        finally:
+            signal.signal(signal.SIGINT, previous)
     codes = [p.exitcode for p in procs]
     if interrupted or any(c == EXIT_INTERRUPTED for c in codes):
         raise KeyboardInterrupt
@@ -627,6 +735,7 @@ def summary_rows(study: optuna.Study, tcfg: TuningConfig) -> list[dict[str, Any]
         }
         for path, spec in specs.items():
             row[path] = spec.decode(t.params[path]) if path in t.params else None
+        row["seed"] = t.user_attrs.get(SEED_ATTR)
         row["host"] = t.user_attrs.get("host")
         row["run_dir"] = t.user_attrs.get("run_dir")
         rows.append(row)
@@ -745,7 +854,10 @@ def export_best(study: optuna.Study, tcfg: TuningConfig, path: Path) -> FrozenTr
     header = (
         f"# Best trial {best.number} of study {study.study_name!r} (win rate {best.value:.4f} on "
         f"{best.user_attrs.get('episodes', '?')} fixed deals), from {tcfg.file}.\n"
-        f"# Train it with: python scripts/train.py --config {path}\n"
+        f"# One training seed ({cfg.seed}) and the tuning budget ({cfg.training.total_timesteps} "
+        "timesteps, name from the tuning config):\n"
+        "# raise training.total_timesteps for a real run, and compare seeds before trusting it:\n"
+        f"# python scripts/train.py --config {path} --seeds 0-2\n"
     )
     atomic_write_text(path, header + dump_config(cfg))
     return best

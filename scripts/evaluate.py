@@ -28,7 +28,13 @@ from agents.evaluation import (
     format_table,
     report,
 )
-from agents.multiseed import expand_seed_root, format_aggregates, seed_aggregates
+from agents.multiseed import (
+    expand_seed_root,
+    format_aggregates,
+    seed_aggregates,
+    seed_groups,
+    unfinished_runs,
+)
 from agents.registry import BUILTIN_AGENTS, make_agent
 
 EXIT_ERROR = 2
@@ -88,10 +94,17 @@ def main(argv: list[str] | None = None) -> int:
         env_kwargs = parse_env_kwargs(args.env_kwarg)
         agents = []
         specs = [run for spec in args.agent for run in expand_seed_root(spec)]
+        seed_groups(specs)  # same config, same seed: refused before any game is played
         for spec in specs:
             agent = make_agent(spec)
             label = spec if spec in BUILTIN_AGENTS else agent.name
             agents.append((label, agent))
+        for run, status in unfinished_runs(specs):
+            print(
+                f"warning: {run}: its training did not complete (status {status}); "
+                "evaluating the model it saved",
+                file=sys.stderr,
+            )
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_ERROR

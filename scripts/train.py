@@ -81,8 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: invalid config: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
 
-    from agents.training import TrainingError, train
+    from agents.training import TrainingError, sigterm_as_ctrl_c, train
 
+    sigterm_as_ctrl_c()  # a scheduler's SIGTERM saves a checkpoint, as Ctrl-C does
     if seeds is not None:
         return train_several(cfg, seeds, args.out, config_file, args.seeds)
     try:

@@ -53,8 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--workers must be >= 1, got {args.workers}")
 
     from agents.config import ConfigError
+    from agents.training import sigterm_as_ctrl_c
     from agents.tuning import TuneError, tune
 
+    sigterm_as_ctrl_c()  # SIGTERM stops the workers and keeps every finished trial, as Ctrl-C
     try:
         result = tune(
             args.config,

@@ -18,9 +18,12 @@ import math
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,8 +44,9 @@ from agents.multiseed import (
     seed_aggregates,
     t_critical,
     train_seeds,
+    unfinished_runs,
 )
-from agents.search_space import load_tuning_config
+from agents.search_space import SamplerSpec, load_tuning_config
 from agents.stats import wilson_interval
 from agents.tuning import (
     BEST_CONFIG,
@@ -51,8 +55,11 @@ from agents.tuning import (
     SUMMARY_PNG,
     SURPLUS_ATTR,
     TRIALS_DIR,
+    WORKER_ATTR,
     Objective,
     SurplusTrial,
+    TuneError,
+    build_sampler,
     default_storage_url,
     open_study,
     plot_study,
@@ -387,7 +394,8 @@ def test_two_workers_on_sqlite_finish_exactly_n_trials(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = tune(cfg, 3, workers=2, out=out, log=lambda _m: None)
     assert result.finished == 3 and not result.interrupted
-    _check_exactly(out, default_storage_url(out), "tiny", 3)
+    study = _check_exactly(out, default_storage_url(out), "tiny", 3)
+    assert len({t.user_attrs[WORKER_ATTR] for t in study.trials}) == 2, "both workers trained"
     # continue to N = 4: one trial left for two workers racing for it
     result = tune(cfg, 4, workers=2, out=out, log=lambda _m: None)
     assert result.finished == 4
@@ -418,7 +426,8 @@ def postgres_url() -> Iterator[str]:
     if env_url:
         yield env_url
         return
-    pytest.importorskip("psycopg2", reason="psycopg2 (psycopg2-binary) is not installed")
+    if importlib.util.find_spec("psycopg2") is None:  # in the tune extra: a broken install
+        pytest.fail("psycopg2 is not installed: install the tune extra (psycopg2-binary)")
     bindir = _pg_bindir()
     if bindir is None:
         pytest.skip("no PostgreSQL server binaries (pg_ctl, initdb): install Debian's postgresql")
@@ -483,7 +492,8 @@ def test_two_workers_on_postgresql_finish_exactly_n_trials(
     )
     assert result.finished == 4
     assert not (out / "study.db").exists()  # the study lives in PostgreSQL
-    _check_exactly(out, postgres_url, name, 4)
+    study = _check_exactly(out, postgres_url, name, 4)
+    assert len({t.user_attrs[WORKER_ATTR] for t in study.trials}) == 2, "both workers trained"
 
 
 @pytest.mark.slow
@@ -667,3 +677,168 @@ def test_train_seeds_trains_one_run_per_seed_and_skips_done_ones(tmp_path: Path)
     again = train_seeds(cfg, [0, 1], tmp_path / "seeds", log=logs.append)
     assert sum("already completed" in m for m in logs) == 2
     assert [r.history for r in again] == [r.history for r in results]
+
+
+# ---------------------------------------------------------------- several machines
+def test_seeded_sampler_is_reproducible_only_for_the_study_creator() -> None:
+    dist = {"x": optuna.distributions.FloatDistribution(0.0, 1.0)}
+
+    def first_samples(sampler: optuna.samplers.BaseSampler) -> list[float]:
+        study = optuna.create_study(sampler=sampler, direction="maximize")
+        return [study.ask(dist).params["x"] for _ in range(3)]
+
+    spec = SamplerSpec("random", 7, 5)
+    creator = first_samples(build_sampler(spec))
+    assert first_samples(build_sampler(spec)) == creator  # a seeded solo search repeats
+    # another machine (another nonce) or another local worker samples other values
+    others = [
+        first_samples(build_sampler(spec, 0, 0, nonce=11)),
+        first_samples(build_sampler(spec, 0, 0, nonce=12)),
+        first_samples(build_sampler(spec, 1, 0)),
+    ]
+    assert all(o != creator for o in others) and others[0] != others[1]
+
+
+def test_a_study_that_does_not_maximise_is_refused_untouched(tmp_path: Path) -> None:
+    cfg = load_tuning_config(write_config(tmp_path / "t.yaml"))
+    url = default_storage_url(tmp_path)
+    optuna.create_study(study_name="min", storage=url, direction="minimize")
+    optuna.create_study(study_name="two", storage=url, directions=["maximize", "maximize"])
+    with pytest.raises(TuneError, match="does not maximise"):
+        open_study(cfg, url, "min")
+    with pytest.raises(TuneError, match="2 objectives"):
+        open_study(cfg, url, "two")
+    assert optuna.load_study(study_name="min", storage=url).user_attrs == {}
+
+
+def test_an_output_folder_of_another_study_is_refused(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "t.yaml")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "study.json").write_text(json.dumps({"storage": "sqlite:///elsewhere", "study": "x"}))
+    with pytest.raises(TuneError, match="belongs to study"):
+        tune(cfg, 1, out=out, log=lambda _m: None)
+
+
+@pytest.mark.slow
+def test_two_machines_on_one_storage_finish_exactly_n_trials(tmp_path: Path) -> None:
+    """Two independent ``tune.py`` processes (no shared lock, separate --out) on one URL."""
+    cfg = write_config(tmp_path / "t.yaml")
+    url = default_storage_url(tmp_path)
+    optuna.create_study(study_name="shared", storage=url, direction="maximize")
+    cmd = [sys.executable, str(SCRIPTS / "tune.py"), "--config", str(cfg), "--trials", "4"]
+    procs = [
+        subprocess.Popen(
+            [*cmd, "--storage", url, "--study", "shared", "--out", str(tmp_path / f"m{i}")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    outputs = [p.communicate(timeout=600)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    study = optuna.load_study(study_name="shared", storage=url)
+    finished = [t for t in study.trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    assert len(finished) == 4
+    others = [t for t in study.trials if t not in finished]
+    assert all(t.user_attrs.get(SURPLUS_ATTR) for t in others), "only surplus trials may fail"
+    dirs = {Path(t.user_attrs["run_dir"]) for t in finished}
+    on_disk = {p.resolve() for i in range(2) for p in (tmp_path / f"m{i}" / TRIALS_DIR).iterdir()}
+    assert dirs == on_disk and len(dirs) == 4
+    samples = [json.dumps(t.params, sort_keys=True) for t in finished]
+    assert len(set(samples)) == 4, "the machines' seeded samplers did not repeat each other"
+
+
+def test_unfinished_seed_runs_are_named(tmp_path: Path) -> None:
+    done = _fake_run(tmp_path / "a", 0, 10)
+    stopped = _fake_run(tmp_path / "b", 1, 10)
+    (done / "meta.json").write_text(json.dumps({"status": "completed"}))
+    (stopped / "meta.json").write_text(json.dumps({"status": "interrupted"}))
+    specs = [str(done), "heuristic", str(stopped)]
+    assert unfinished_runs(specs) == [(str(stopped), "interrupted")]
+
+
+def test_evaluate_refuses_same_seed_runs_before_playing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = _fake_run(tmp_path / "a", 0, 10)
+    b = _fake_run(tmp_path / "b", 0, 12)
+    assert script_main("evaluate")(["--agent", str(a), "--agent", str(b), "--episodes", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "same seed" in err and "evaluating" not in err
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_the_warm_start_then_rerun_starts_the_seed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agents import imitation
+
+    def interrupted(*_a: Any, **_k: Any) -> Any:
+        raise KeyboardInterrupt
+
+    cfg = load_config(
+        write_config(
+            tmp_path / "t.yaml",
+            search=None,
+            imitation={"enabled": True, "episodes": 3, "epochs": 1, "batch_size": 64},
+        )
+    )
+    monkeypatch.setattr(imitation, "warm_start", interrupted)
+    (first,) = train_seeds(cfg, [0, 1], tmp_path / "seeds", log=lambda _m: None)
+    assert first.interrupted and first.timesteps == 0
+    meta = json.loads((first.run_dir / "meta.json").read_text())
+    assert meta["status"] == "starting"
+    monkeypatch.undo()
+    logs: list[str] = []
+    results = train_seeds(cfg, [0, 1], tmp_path / "seeds", log=logs.append)
+    assert any("starting it over" in m for m in logs)
+    assert [r.interrupted for r in results] == [False, False]
+    for r in results:
+        assert json.loads((r.run_dir / "meta.json").read_text())["status"] == "completed"
+        assert (r.run_dir / "imitation.json").is_file()
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_main_process_stops_every_worker_and_keeps_the_study(
+    tmp_path: Path,
+) -> None:
+    """``kill <pid>`` of ``tune.py --workers 2`` (the workers get no signal themselves)."""
+    cfg = write_config(
+        tmp_path / "t.yaml",
+        training={"total_timesteps": 200_000, "n_envs": 2, "progress_bar": False},
+    )
+    out = tmp_path / "out"
+    url = default_storage_url(out)
+    cmd = [sys.executable, str(SCRIPTS / "tune.py"), "--config", str(cfg), "--trials", "3"]
+    proc = subprocess.Popen(
+        [*cmd, "--workers", "2", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        running: list[Any] = []
+        while len(running) < 2 and time.monotonic() < deadline:
+            time.sleep(1)
+            with contextlib.suppress(Exception):
+                study = optuna.load_study(study_name="tiny", storage=url)
+                running = [  # learning has begun: the evaluation at timestep 0 is reported
+                    t
+                    for t in study.get_trials(states=(TrialState.RUNNING,))
+                    if t.intermediate_values
+                ]
+        assert len(running) == 2, "both workers should be training"
+        proc.send_signal(signal.SIGTERM)
+        output = proc.communicate(timeout=120)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, output
+    trials = optuna.load_study(study_name="tiny", storage=url).get_trials()
+    assert trials and all(t.state == TrialState.FAIL for t in trials)  # none left RUNNING
+    for t in trials:  # each stopped trial saved a checkpoint before its worker left
+        assert (Path(t.user_attrs["run_dir"]) / "checkpoint" / "model.zip").is_file()
+    assert (out / SUMMARY_MD).is_file()
