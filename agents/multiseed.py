@@ -373,6 +373,15 @@ def aggregate_runs(run_dirs: Sequence[str | Path], name: str | None = None) -> S
     return aggregate(runs, name or group_name([str(d) for d in run_dirs]))
 
 
+def run_label(spec: str, name: str) -> str:
+    """How a run is named in tables: ``name``, or ``PARENT/seed-N`` for a ``--seeds`` run
+    (``seed-0`` alone would not say which config)."""
+    path = Path(spec)
+    if path.name.startswith(SEED_DIR_PREFIX) and path.parent.name and is_run_dir(path):
+        return f"{path.parent.name}/{path.name}"
+    return name
+
+
 def expand_seed_root(spec: str) -> list[str]:
     """``spec`` itself, or the ``seed-N`` run directories of a ``--seeds`` output folder."""
     root = Path(spec)

@@ -31,6 +31,7 @@ from agents.evaluation import (
 from agents.multiseed import (
     expand_seed_root,
     format_aggregates,
+    run_label,
     seed_aggregates,
     seed_groups,
     unfinished_runs,
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         seed_groups(specs)  # same config, same seed: refused before any game is played
         for spec in specs:
             agent = make_agent(spec)
-            label = spec if spec in BUILTIN_AGENTS else agent.name
+            label = spec if spec in BUILTIN_AGENTS else run_label(spec, agent.name)
             agents.append((label, agent))
         for run, status in unfinished_runs(specs):
             print(

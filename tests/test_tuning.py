@@ -41,6 +41,7 @@ from agents.multiseed import (
     aggregate_runs,
     expand_seed_root,
     parse_seeds,
+    run_label,
     seed_aggregates,
     t_critical,
     train_seeds,
@@ -653,6 +654,8 @@ def test_run_directories_of_one_config_are_aggregated(tmp_path: Path) -> None:
     assert agg.name == "tiny" and agg.n_seeds == 3 and agg.mean == pytest.approx(0.5)
     assert [r.seed for r in agg.runs] == [0, 1, 2]
     assert expand_seed_root(str(tmp_path / "cfg")) == [str(r) for r in runs]
+    assert run_label(str(runs[1]), "seed-1") == "cfg/seed-1"  # says which config
+    assert run_label("heuristic", "heuristic") == "heuristic"
     other = _fake_run(tmp_path / "other", 3, 10, name="other")
     with pytest.raises(ValueError, match="not seeds of one config"):
         aggregate_runs([*runs, other])
