@@ -277,27 +277,32 @@ def run_seed(run_dir: str | Path) -> int | None:
     return seed if isinstance(seed, int) else None
 
 
-def seed_groups(specs: Sequence[str]) -> list[list[int]]:
-    """Indices of ``specs`` that are run directories of the same config, in groups of >= 2.
-
-    Runs of one config with the *same* seed are not seeds of it: such a group is
-    refused with ``ValueError``.
-    """
+def _config_groups(specs: Sequence[str]) -> list[list[int]]:
     by_key: dict[str, list[int]] = {}
     for i, spec in enumerate(specs):
         if is_run_dir(spec):
             by_key.setdefault(config_key(spec), []).append(i)
-    groups = [idx for idx in by_key.values() if len(idx) >= 2]
-    for idx in groups:
-        seeds = [run_seed(specs[i]) for i in idx]
-        dup = {s for s in seeds if seeds.count(s) > 1}
-        if dup:
-            names = [specs[i] for i in idx]
-            raise ValueError(
-                f"runs {names} are the same config with the same seed(s) "
-                f"{sorted(str(d) for d in dup)}"
-            )
-    return groups
+    return [idx for idx in by_key.values() if len(idx) >= 2]
+
+
+def _has_twins(specs: Sequence[str], idx: Sequence[int]) -> bool:
+    seeds = [run_seed(specs[i]) for i in idx]
+    return len(set(seeds)) < len(seeds)
+
+
+def seed_groups(specs: Sequence[str]) -> list[list[int]]:
+    """Indices of ``specs`` that are run directories of one config with distinct seeds,
+    in groups of >= 2 (what is aggregated across seeds).
+
+    Runs of one config with the *same* seed are not seeds of it (e.g. a run and
+    its retraining): their group is left out (see :func:`twin_seed_groups`).
+    """
+    return [idx for idx in _config_groups(specs) if not _has_twins(specs, idx)]
+
+
+def twin_seed_groups(specs: Sequence[str]) -> list[list[str]]:
+    """Groups of run directories of one config in which a seed repeats (not aggregated)."""
+    return [[specs[i] for i in idx] for idx in _config_groups(specs) if _has_twins(specs, idx)]
 
 
 def run_status(run_dir: str | Path) -> str | None:

@@ -33,8 +33,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -108,8 +109,9 @@ class StagedEnv(gym.Env[Any, np.int64]):
         space_kwargs: dict[str, Any] | None = None,
         ignore_sigint: bool = False,
     ) -> None:
-        if ignore_sigint:  # subprocess workers: Ctrl-C is handled by the trainer
+        if ignore_sigint:  # subprocess workers: Ctrl-C and SIGTERM are handled by the trainer
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         self._kwargs = dict(env_kwargs)
         self._pending: dict[str, Any] | None = None
         self.inner = ColdIronEnv(**self._kwargs)
@@ -349,6 +351,26 @@ def _versions() -> dict[str, str]:
         "gymnasium": gym.__version__,
         "numpy": np.__version__,
     }
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[list[int]]:
+    """Hold SIGINT and SIGTERM off while saving (main thread only).
+
+    Yields the list of the signals that arrived meanwhile (the caller decides).
+    """
+    caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, lambda signum, _frame: caught.append(signum))
+    try:
+        yield caught
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def sigterm_as_ctrl_c() -> None:
@@ -593,7 +615,7 @@ def train(
     t_start = time.perf_counter()
     if resume is not None and _stopped_before_training(RunDir(resume)):
         log(f"{resume}: stopped before training began (no checkpoint): starting it over")
-        shutil.rmtree(resume)
+        _clear_unstarted(RunDir(resume))
         out, resume = resume, None
     if resume is not None:
         run = RunDir(resume)
@@ -612,8 +634,6 @@ def train(
         log(f"resuming {run.root} at {model.num_timesteps} timesteps")
     else:
         run = prepare_run_dir(cfg, out, config_file)
-        venv = make_training_env(cfg, 0)
-        model = build_model(cfg, venv, run)
         meta = {
             "config_file": config_file,
             "algorithm": cfg.algorithm.name,
@@ -622,24 +642,30 @@ def train(
             "versions": _versions(),
             "command": sys.argv,
             "start_time": _now(),
+            "status": STATUS_STARTING,
+            "package_version": coldiron_env.__version__,
         }
-        state = RunState()
-        meta.update(status=STATUS_STARTING, package_version=coldiron_env.__version__)
         atomic_write_json(run.meta, meta)
-        if cfg.imitation.enabled:
-            from agents.imitation import warm_start  # noqa: PLC0415 (torch-heavy, optional)
+        state = RunState()
+        opened: list[VecEnv] = []
+        try:
+            venv = make_training_env(cfg, 0)
+            opened.append(venv)
+            model = build_model(cfg, venv, run)
+            if cfg.imitation.enabled:
+                from agents.imitation import warm_start  # noqa: PLC0415 (torch-heavy, optional)
 
-            try:
                 stats = warm_start(model, cfg, teacher_factory=teacher_factory, log=log)
-            except KeyboardInterrupt:
+                atomic_write_json(run.root / IMITATION_FILE, stats)
+        except KeyboardInterrupt:
+            for env in opened:
                 with contextlib.suppress(Exception):
-                    venv.close()
-                log(
-                    f"\ninterrupted during the imitation warm start (nothing trained yet); "
-                    f"start it over with: python scripts/train.py --resume {run.root}"
-                )
-                return TrainResult(run.root, 0, True, time.perf_counter() - t_start, [])
-            atomic_write_json(run.root / IMITATION_FILE, stats)
+                    env.close()
+            log(
+                "\ninterrupted before learning began (nothing trained yet); "
+                f"start it over with: python scripts/train.py --resume {run.root}"
+            )
+            return TrainResult(run.root, 0, True, time.perf_counter() - t_start, [])
     meta.update(status="running", package_version=coldiron_env.__version__)
     atomic_write_json(run.meta, meta)
 
@@ -660,8 +686,12 @@ def train(
     except KeyboardInterrupt:
         interrupted = True
         log(f"\ninterrupted at {model.num_timesteps} timesteps: saving a checkpoint")
-    save_checkpoint(model, run, cfg, reason="interrupt" if interrupted else "end")
-    save_final(model, run)
+    with signals_deferred() as caught:  # a second Ctrl-C or SIGTERM must not break the save
+        save_checkpoint(model, run, cfg, reason="interrupt" if interrupted else "end")
+        save_final(model, run)
+    if caught and not interrupted:
+        interrupted = True  # stopped while saving the end of the run: skip the last evaluation
+        log("interrupted while saving: the model and checkpoint are saved")
     if not interrupted and (
         not state.history or state.history[-1]["timesteps"] < model.num_timesteps
     ):
@@ -680,6 +710,25 @@ def train(
     if interrupted:
         log(f"resume with: python scripts/train.py --resume {run.root}")
     return TrainResult(run.root, int(model.num_timesteps), interrupted, wall, state.history)
+
+
+UNSTARTED_ENTRIES: Final = frozenset({CONFIG_FILE, META_FILE, IMITATION_FILE, "tb"})
+"""What a run stopped before learning began can hold (all of it is made again)."""
+
+
+def _clear_unstarted(run: RunDir) -> None:
+    """Empty a run directory stopped before learning began; refuse anything unexpected."""
+    extra = sorted(p.name for p in run.root.iterdir() if p.name not in UNSTARTED_ENTRIES)
+    if extra:
+        raise TrainingError(
+            f"{run.root}: stopped before learning began, but holds {extra}, which training "
+            "did not write; move them away to start the run over"
+        )
+    for entry in run.root.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 def _stopped_before_training(run: RunDir) -> bool:

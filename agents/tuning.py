@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import hashlib
 import io
 import json
 import multiprocessing
@@ -72,7 +71,7 @@ from agents.search_space import (
     TuningConfig,
     load_tuning_config,
 )
-from agents.training import META_FILE, RunDir, TrainingError, train
+from agents.training import META_FILE, RunDir, TrainingError, sigterm_as_ctrl_c, train
 
 HEARTBEAT_SECONDS: Final = 30
 GRACE_SECONDS: Final = 120
@@ -93,6 +92,9 @@ INVALID_ATTR: Final = "invalid_sample"
 WORKER_ATTR: Final = "worker"
 """Trial attribute: ``host:pid/worker`` of the process that ran it."""
 SEED_ATTR: Final = "seed"
+NONCE_BYTES: Final = 8
+STUDY_ID_ATTR: Final = "coldiron_study_id"
+"""Study attribute: a random id written once, so an output folder knows its study."""
 STUDY_FILE: Final = "study.json"
 """Under ``OUT``: which study (storage, name) the trial directories belong to."""
 
@@ -115,9 +117,8 @@ class SurplusTrial(Exception):
 
 
 def process_nonce() -> int:
-    """A number that differs between processes and machines (host name and process id)."""
-    digest = hashlib.sha256(f"{socket.gethostname()}:{os.getpid()}".encode()).digest()
-    return int.from_bytes(digest[:4], "little")
+    """A random number of this process (differs between processes, machines, containers)."""
+    return int.from_bytes(os.urandom(NONCE_BYTES), "little")
 
 
 def build_sampler(
@@ -374,11 +375,13 @@ def open_study(
     study_name: str,
     worker: int = 0,
     nonce: int | None = None,
+    create: bool = True,
 ) -> tuple[optuna.Study, bool]:
     """Load or create the study; ``(study, created)``. A study of another config is refused.
 
     ``nonce``: see :func:`build_sampler` (None only in the process that may
-    create the study, or its single in-process worker).
+    create the study, or its single in-process worker). ``create=False``: a
+    missing study is an error (an output folder says it exists).
     """
     storage = make_storage(storage_url)
     sampler = build_sampler(tcfg.search.sampler, worker, 0, nonce)
@@ -389,6 +392,11 @@ def open_study(
             study_name=study_name, storage=storage, sampler=sampler, pruner=pruner
         )
     except KeyError:
+        if not create:
+            raise TuneError(
+                f"study {study_name!r} is not in {redact(storage_url)}, but the output folder "
+                f"was made for it ({STUDY_FILE}); give its --storage, or use another --out"
+            ) from None
         try:
             study = optuna.create_study(
                 study_name=study_name,
@@ -415,6 +423,8 @@ def open_study(
         )
     fingerprint = tcfg.fingerprint()
     stored = study.user_attrs.get(FINGERPRINT_ATTR)
+    if STUDY_ID_ATTR not in study.user_attrs:
+        study.set_user_attr(STUDY_ID_ATTR, os.urandom(NONCE_BYTES).hex())
     if stored is None:
         study.set_user_attr(FINGERPRINT_ATTR, fingerprint)
         study.set_user_attr(SEARCH_ATTR, tcfg.search.to_dict())
@@ -516,7 +526,16 @@ def _worker_entry(
     worker: int,
     claim_lock: Any,
 ) -> None:
-    """Process target of a local worker (``--workers K``)."""
+    """Process target of a local worker (``--workers K``).
+
+    The worker leaves the terminal's process group: Ctrl-C reaches the main
+    process only, which passes it on once (a second SIGINT could break the
+    trial's checkpoint). SIGTERM (e.g. a job scheduler stopping every process)
+    saves and stops like Ctrl-C.
+    """
+    with contextlib.suppress(OSError):
+        os.setpgrp()
+    sigterm_as_ctrl_c()
     try:
         run_worker(
             config_file, storage_url, study_name, n_trials, Path(out), worker, claim_lock=claim_lock
@@ -570,9 +589,10 @@ def tune(
     out = out if out is not None else Path("runs") / f"tune-{name}"
     out.mkdir(parents=True, exist_ok=True)
     url = storage or default_storage_url(out)
-    study, created = open_study(tcfg, url, name)
+    marker = _read_marker(out, name, url)
+    study, created = open_study(tcfg, url, name, create=marker is None)
     trials_dir = out / TRIALS_DIR
-    _claim_out(out, url, name, created)
+    _claim_out(out, study, url, created, marker)
     before = count_finished(study)
     log(
         f"study {name!r} in {redact(url)}: {before} finished trial(s), target {n_trials}, "
@@ -611,28 +631,46 @@ def tune(
     )
 
 
-def _claim_out(out: Path, url: str, name: str, created: bool) -> None:
-    """Tie ``out`` to this study (``study.json``); refuse trial directories of another one."""
+def _read_marker(out: Path, name: str, url: str) -> dict[str, Any] | None:
+    """``OUT/study.json`` (None if absent); refuses an ``out`` that holds another study."""
     marker = out / STUDY_FILE
-    mine = {"storage": redact(url), "study": name}
-    trials_dir = out / TRIALS_DIR
-    if marker.is_file():
-        try:
-            theirs = json.loads(marker.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            theirs = None
-        if theirs != mine:
+    if not marker.is_file():
+        return None
+    try:
+        data = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TuneError(f"{marker}: unreadable ({exc}); use another --out") from None
+    if not isinstance(data, dict) or data.get("study") != name:
+        raise TuneError(
+            f"{out}: belongs to study {data.get('study') if isinstance(data, dict) else data!r} "
+            f"({marker}), not to study {name!r} in {redact(url)}; use another --out"
+        )
+    return data
+
+
+def _claim_out(
+    out: Path, study: optuna.Study, url: str, created: bool, marker: dict[str, Any] | None
+) -> None:
+    """Tie ``out`` to ``study`` (``study.json``); refuse trial directories of another one."""
+    study_id = study.user_attrs.get(STUDY_ID_ATTR)
+    if marker is not None and "study_id" in marker:
+        if marker["study_id"] != study_id:
             raise TuneError(
-                f"{out}: belongs to study {theirs} ({marker}), not to study {name!r} in "
-                f"{redact(url)}; use another --out"
+                f"{out}: belongs to study {marker.get('study')!r} of {marker.get('storage')} "
+                f"(id {marker.get('study_id')}), not to the study of that name in "
+                f"{redact(url)} (id {study_id}); use another --out"
             )
         return
+    trials_dir = out / TRIALS_DIR
     if created and trials_dir.is_dir() and any(trials_dir.iterdir()):
         raise TuneError(
-            f"{trials_dir}: holds trial directories of another study, but study {name!r} is new "
-            f"in {redact(url)}; use another --out (or the storage those trials belong to)"
+            f"{trials_dir}: holds trial directories of another study, but study "
+            f"{study.study_name!r} is new in {redact(url)}; use another --out "
+            "(or the storage those trials belong to)"
         )
-    atomic_write_json(marker, mine)
+    atomic_write_json(
+        out / STUDY_FILE, {"study": study.study_name, "study_id": study_id, "storage": redact(url)}
+    )
 
 
 def _worker_context() -> ForkServerContext | SpawnContext:
@@ -668,26 +706,29 @@ def _run_processes(
         )
         for i in range(workers)
     ]
-    for p in procs:
-        p.start()
     interrupted = False
     try:
         for p in procs:
+            p.start()
+        for p in procs:
             p.join()
     except KeyboardInterrupt:
-        # Ctrl-C in a terminal reaches the workers too; `kill -INT <this pid>` does
-        # not: pass it on, then wait (ignoring further SIGINTs) while they save.
+        # The workers have their own process group: pass Ctrl-C (or SIGTERM) on
+        # once, then wait, ignoring further signals, while they save and leave.
         interrupted = True
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        stop = (signal.SIGINT, signal.SIGTERM)
+        previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in stop}
         try:
             for p in procs:
-                if p.is_alive() and p.pid is not None:
+                if p.pid is not None and p.is_alive():
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(p.pid, signal.SIGINT)
             for p in procs:
-                p.join()
+                if p.pid is not None:
+                    p.join()
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     codes = [p.exitcode for p in procs]
     if interrupted or any(c == EXIT_INTERRUPTED for c in codes):
         raise KeyboardInterrupt

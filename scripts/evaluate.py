@@ -33,7 +33,7 @@ from agents.multiseed import (
     format_aggregates,
     run_label,
     seed_aggregates,
-    seed_groups,
+    twin_seed_groups,
     unfinished_runs,
 )
 from agents.registry import BUILTIN_AGENTS, make_agent
@@ -95,15 +95,21 @@ def main(argv: list[str] | None = None) -> int:
         env_kwargs = parse_env_kwargs(args.env_kwarg)
         agents = []
         specs = [run for spec in args.agent for run in expand_seed_root(spec)]
-        seed_groups(specs)  # same config, same seed: refused before any game is played
+        for twins in twin_seed_groups(specs):
+            print(
+                f"warning: {twins} are runs of one config with a repeated seed: "
+                "evaluated, but not aggregated across seeds",
+                file=sys.stderr,
+            )
         for spec in specs:
             agent = make_agent(spec)
             label = spec if spec in BUILTIN_AGENTS else run_label(spec, agent.name)
             agents.append((label, agent))
         for run, status in unfinished_runs(specs):
+            state = f"status {status}" if status else "no meta.json"
             print(
-                f"warning: {run}: its training did not complete (status {status}); "
-                "evaluating the model it saved",
+                f"warning: {run}: not a completed training ({state}); "
+                "evaluating the model it holds",
                 file=sys.stderr,
             )
     except ValueError as err:

@@ -41,5 +41,8 @@ def test_seeds_table_reports_every_config_from_docs_seeds_json() -> None:
         assert _percents(row[4]) == [round(100 * agg["ci_low"], 2), round(100 * agg["ci_high"], 2)]
         per_seed = [float(x) for x in row[5].split(",")]
         assert per_seed == [round(100 * r, 2) for r in agg["win_rates"]], name
+        pooled = [agg["pooled_wins"] / agg["pooled_episodes"], agg["pooled_ci_low"]]
+        assert _percents(row[6]) == [round(100 * x, 2) for x in [*pooled, agg["pooled_ci_high"]]]
+        assert row[2] == ", ".join(str(seed) for seed in agg["seeds"]), name
     heuristic = next(a for a in doc["agents"] if a["agent"] == "heuristic")
     assert _percents(rows["heuristic"][3]) == [round(100 * heuristic["win_rate"], 2)]

@@ -441,6 +441,21 @@ def test_batched_evaluation_plays_the_same_games_as_one_env_at_a_time(
         batch=7,  # several chunks, the last one short
     )
     assert [(e.outcome, e.turn, e.deck) for e in small_batches] == batched
+    if name == "recurrent_ppo":  # the test above can see a mishandled LSTM state:
+        policy = agent.batch_policy
+
+        class Forgetful:
+            def reset_states(self) -> None:
+                policy.reset_states()
+
+            def act(self, obs: Any, masks: np.ndarray, starts: Any = None) -> np.ndarray:
+                policy.reset_states()  # no memory at all
+                return policy.act(obs, masks, starts)
+
+        forgetful = evaluation.play_lockstep(
+            Forgetful(), agent.env_kwargs, [{"options": {"deck": deck_codes(r)}} for r in decks]
+        )
+        assert [(e.outcome, e.turn, e.deck) for e in forgetful] != batched
 
 
 def test_evaluate_model_counts_outcomes() -> None:

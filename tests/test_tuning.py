@@ -26,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import optuna
 import pytest
@@ -45,6 +45,7 @@ from agents.multiseed import (
     seed_aggregates,
     t_critical,
     train_seeds,
+    twin_seed_groups,
     unfinished_runs,
 )
 from agents.search_space import SamplerSpec, load_tuning_config
@@ -68,6 +69,7 @@ from agents.tuning import (
 )
 
 PG_URL_ENV = "COLDIRON_TEST_POSTGRES_URL"
+PG_REQUIRE_ENV = "COLDIRON_REQUIRE_POSTGRES"
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
 
@@ -420,6 +422,13 @@ def _pg_bindir() -> Path | None:
     return None
 
 
+def _no_server(reason: str) -> NoReturn:
+    """Skip (or, where ``$COLDIRON_REQUIRE_POSTGRES`` is set, as in CI, fail) for ``reason``."""
+    if os.environ.get(PG_REQUIRE_ENV):
+        pytest.fail(f"{PG_REQUIRE_ENV} is set but {reason}")
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
     """A PostgreSQL URL: ``$COLDIRON_TEST_POSTGRES_URL``, or a throwaway local server."""
@@ -431,7 +440,7 @@ def postgres_url() -> Iterator[str]:
         pytest.fail("psycopg2 is not installed: install the tune extra (psycopg2-binary)")
     bindir = _pg_bindir()
     if bindir is None:
-        pytest.skip("no PostgreSQL server binaries (pg_ctl, initdb): install Debian's postgresql")
+        _no_server("no PostgreSQL server binaries (pg_ctl, initdb): install Debian's postgresql")
     prefix: list[str] = []
     base = Path(tempfile.mkdtemp(prefix="coldiron-pg-"))
     if os.geteuid() == 0:  # PostgreSQL refuses to run as root
@@ -442,7 +451,7 @@ def postgres_url() -> Iterator[str]:
             user = None
         if runuser is None or user is None:
             shutil.rmtree(base, ignore_errors=True)
-            pytest.skip("running as root without a 'postgres' user and runuser to start a server")
+            _no_server("running as root without a 'postgres' user and runuser to start a server")
         os.chown(base, user.pw_uid, user.pw_gid)
         prefix = [runuser, "-u", "postgres", "--"]
     data = base / "data"
@@ -469,7 +478,7 @@ def postgres_url() -> Iterator[str]:
         if done.returncode != 0:
             log = (base / "log").read_text() if (base / "log").is_file() else ""
             shutil.rmtree(base, ignore_errors=True)
-            pytest.skip(f"cannot start a PostgreSQL server: {done.stderr.strip()} {log.strip()}")
+            _no_server(f"cannot start a PostgreSQL server: {done.stderr.strip()} {log.strip()}")
     try:
         yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/postgres"
     finally:
@@ -500,9 +509,10 @@ def test_two_workers_on_postgresql_finish_exactly_n_trials(
 @pytest.mark.slow
 def test_rerun_continues_the_study_and_best_config_trains(tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "t.yaml")
-    out = tmp_path / "out"
+    tune(cfg, 2, out=tmp_path / "first-place", log=lambda _m: None)
+    out = tmp_path / "out"  # an output folder (with its SQLite study) can be moved
+    shutil.move(tmp_path / "first-place", out)
     url = default_storage_url(out)
-    tune(cfg, 2, out=out, log=lambda _m: None)
     first = optuna.load_study(study_name="tiny", storage=url).get_trials()
     assert [t.state for t in first] == [TrialState.COMPLETE] * 2
     result = tune(cfg, 3, out=out, log=lambda _m: None)
@@ -663,9 +673,9 @@ def test_run_directories_of_one_config_are_aggregated(tmp_path: Path) -> None:
     (agg2,) = seed_aggregates(specs, [(40, 100), (30, 100), (50, 100), (10, 100)])
     assert [r.label for r in agg2.runs] == [str(runs[0]), str(runs[1])]
     assert agg2.mean == pytest.approx(0.45)
-    twin = _fake_run(tmp_path / "twin", 0, 41)
-    with pytest.raises(ValueError, match="same seed"):
-        seed_aggregates([str(runs[0]), str(twin)], [(40, 100), (41, 100)])
+    twin = _fake_run(tmp_path / "twin", 0, 41)  # a retraining of seed 0: not another seed
+    assert seed_aggregates([str(runs[0]), str(twin)], [(40, 100), (41, 100)]) == []
+    assert twin_seed_groups([str(runs[0]), str(twin), "heuristic"]) == [[str(runs[0]), str(twin)]]
 
 
 @pytest.mark.slow
@@ -721,6 +731,15 @@ def test_an_output_folder_of_another_study_is_refused(tmp_path: Path) -> None:
     (out / "study.json").write_text(json.dumps({"storage": "sqlite:///elsewhere", "study": "x"}))
     with pytest.raises(TuneError, match="belongs to study"):
         tune(cfg, 1, out=out, log=lambda _m: None)
+    # the same study name, but the folder's study lives in another storage: refused,
+    # and no stray study is created in the storage given
+    (out / "study.json").write_text(
+        json.dumps({"storage": "sqlite:///elsewhere", "study": "tiny", "study_id": "abc"})
+    )
+    url = default_storage_url(tmp_path)
+    with pytest.raises(TuneError, match="is not in"):
+        tune(cfg, 1, out=out, storage=url, log=lambda _m: None)
+    assert optuna.get_all_study_names(url) == []
 
 
 @pytest.mark.slow
@@ -762,14 +781,15 @@ def test_unfinished_seed_runs_are_named(tmp_path: Path) -> None:
     assert unfinished_runs(specs) == [(str(stopped), "interrupted")]
 
 
-def test_evaluate_refuses_same_seed_runs_before_playing(
+def test_evaluate_warns_before_playing_that_twin_seeds_are_not_aggregated(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     a = _fake_run(tmp_path / "a", 0, 10)
     b = _fake_run(tmp_path / "b", 0, 12)
+    # (these fake runs have no model: evaluate stops with an error after the warning)
     assert script_main("evaluate")(["--agent", str(a), "--agent", str(b), "--episodes", "5"]) == 2
     err = capsys.readouterr().err
-    assert "same seed" in err and "evaluating" not in err
+    assert "repeated seed" in err and "not aggregated" in err and "has no model" in err
 
 
 @pytest.mark.slow
@@ -804,10 +824,10 @@ def test_ctrl_c_during_the_warm_start_then_rerun_starts_the_seed_over(
 
 
 @pytest.mark.slow
-def test_sigterm_to_the_main_process_stops_every_worker_and_keeps_the_study(
-    tmp_path: Path,
-) -> None:
-    """``kill <pid>`` of ``tune.py --workers 2`` (the workers get no signal themselves)."""
+@pytest.mark.parametrize("how", ["sigterm-to-main", "ctrl-c-to-group"])
+def test_a_stopped_search_stops_every_worker_and_keeps_the_study(tmp_path: Path, how: str) -> None:
+    """``kill <pid>`` of ``tune.py --workers 2`` (the workers get no signal themselves), or
+    Ctrl-C in a terminal (SIGINT to the whole foreground process group)."""
     cfg = write_config(
         tmp_path / "t.yaml",
         training={"total_timesteps": 200_000, "n_envs": 2, "progress_bar": False},
@@ -820,6 +840,7 @@ def test_sigterm_to_the_main_process_stops_every_worker_and_keeps_the_study(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
     )
     try:
         deadline = time.monotonic() + 300
@@ -834,7 +855,10 @@ def test_sigterm_to_the_main_process_stops_every_worker_and_keeps_the_study(
                     if t.intermediate_values
                 ]
         assert len(running) == 2, "both workers should be training"
-        proc.send_signal(signal.SIGTERM)
+        if how == "sigterm-to-main":
+            proc.send_signal(signal.SIGTERM)
+        else:
+            os.killpg(proc.pid, signal.SIGINT)
         output = proc.communicate(timeout=120)[0]
     finally:
         if proc.poll() is None:
