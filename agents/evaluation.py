@@ -268,7 +268,8 @@ def evaluate_agent(
     deterministic, so the agent seeds do not apply). ``callback`` is called
     once per deal, in deal order, whichever way the games were played.
     """
-    kwargs = check_env_kwargs(env_kwargs or {})
+    # a trained model's observation options (flat or dict, recall) take precedence
+    kwargs = check_env_kwargs(agent_env_kwargs(agent, env_kwargs or {}))
     rules = rules_of(kwargs)
     if len(seeds) != len(decks):
         raise ValueError(f"got {len(seeds)} agent seeds for {len(decks)} decks")

@@ -458,6 +458,31 @@ def test_batched_evaluation_plays_the_same_games_as_one_env_at_a_time(
         assert [(e.outcome, e.turn, e.deck) for e in forgetful] != batched
 
 
+def test_batched_evaluation_of_a_dict_observation_model(tmp_path: Path) -> None:
+    import torch
+
+    torch.manual_seed(2)
+    env_kwargs = {"observation_mode": "dict"}
+    cfg = config_from_dict(
+        {
+            "env": env_kwargs,
+            "algorithm": {"name": "maskable_ppo", "hyperparameters": {"n_steps": 64}},
+            "policy": {"net_arch": [16]},
+            "training": {"total_timesteps": 1000, "n_envs": 1, "progress_bar": False},
+        }
+    )
+    from agents.training import RunDir, build_model
+
+    model = build_model(cfg, build_vec_env("dummy", 1, env_kwargs, seed=0), RunDir(tmp_path))
+    tag_model(model, "maskable_ppo", env_kwargs)
+    model.save(tmp_path / "m.zip")
+    agent = load_sb3_agent(tmp_path / "m.zip")
+    decks = deal_decks(6, 24)
+    batched = _per_deal(agent, decks)
+    assert batched == _per_deal(agent, decks, use_batch=False)
+    assert len({turn for _, turn, _ in batched}) > 1
+
+
 def test_evaluate_model_counts_outcomes() -> None:
     model = small_model("ppo")
     result = evaluate_model(model, {}, list(range(20)))
