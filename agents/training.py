@@ -604,12 +604,15 @@ def train(
     extra_callbacks: Sequence[BaseCallback] = (),
     teacher_factory: Callable[[str], Any] | None = None,
     log: Callable[[str], None] = print,
+    resume_hint: bool = True,
 ) -> TrainResult:
     """Train ``cfg`` into a new run directory ``out``, or continue run ``resume``.
 
     On resume the run's own ``config.yaml`` is the config (``cfg`` is that
     config, possibly with a larger timestep budget). A ``KeyboardInterrupt``
-    during learning saves a checkpoint and returns with ``interrupted=True``.
+    during learning saves a checkpoint and returns with ``interrupted=True``
+    (and logs the ``--resume`` command unless ``resume_hint`` is false: a
+    tuning trial is never resumed).
     """
     torch.set_num_threads(cfg.training.torch_threads)
     t_start = time.perf_counter()
@@ -661,10 +664,9 @@ def train(
             for env in opened:
                 with contextlib.suppress(Exception):
                     env.close()
-            log(
-                "\ninterrupted before learning began (nothing trained yet); "
-                f"start it over with: python scripts/train.py --resume {run.root}"
-            )
+            log("\ninterrupted before learning began (nothing trained yet)")
+            if resume_hint:
+                log(f"start it over with: python scripts/train.py --resume {run.root}")
             return TrainResult(run.root, 0, True, time.perf_counter() - t_start, [])
     meta.update(status="running", package_version=coldiron_env.__version__)
     atomic_write_json(run.meta, meta)
@@ -707,7 +709,7 @@ def train(
         wall_seconds=round(wall + float(meta.get("wall_seconds", 0.0)), 1),
     )
     atomic_write_json(run.meta, meta)
-    if interrupted:
+    if interrupted and resume_hint:
         log(f"resume with: python scripts/train.py --resume {run.root}")
     return TrainResult(run.root, int(model.num_timesteps), interrupted, wall, state.history)
 

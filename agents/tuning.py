@@ -339,7 +339,12 @@ class Objective:
         self.log(f"[worker {self.worker}] trial {trial.number}: {shown} -> {run.root}")
         callback = PruningCallback(trial, run, cfg.evaluation.freq)
         result = train(
-            cfg, run.root, config_file=self.tcfg.file, extra_callbacks=[callback], log=self.log
+            cfg,
+            run.root,
+            config_file=self.tcfg.file,
+            extra_callbacks=[callback],
+            log=self.log,
+            resume_hint=False,  # a stopped trial is replaced by a new one, never resumed
         )
         if result.interrupted:
             raise KeyboardInterrupt

@@ -557,8 +557,11 @@ def test_interrupted_search_keeps_finished_trials_and_continues(
     monkeypatch.setattr(tuning, "train", train_once_then_ctrl_c)
     cfg = write_config(tmp_path / "t.yaml")
     out = tmp_path / "out"
-    result = tune(cfg, 2, out=out, log=lambda _m: None)
+    logs: list[str] = []
+    result = tune(cfg, 2, out=out, log=logs.append)
     assert result.interrupted and result.finished == 1
+    assert not any("--resume" in m for m in logs), "a trial is never resumed: no such hint"
+    assert any("rerun the command to continue" in m for m in logs)
     trials = optuna.load_study(study_name="tiny", storage=default_storage_url(out)).get_trials()
     assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.FAIL]
     stopped = Path(trials[1].user_attrs["run_dir"])
