@@ -4,7 +4,7 @@
     python scripts/main.py --timesteps 20000 --episodes 2000    # a quicker look
 
 1. Trains ``--config`` (default ``configs/maskable_ppo.yaml``) into ``--out``
-   (default ``runs/main-<time>``), exactly as ``scripts/train.py`` would.
+   (default ``runs/<config name>-<time>``), exactly as ``scripts/train.py`` would.
    Ctrl-C saves a resumable checkpoint; ``--resume DIR`` continues it and then
    evaluates.
 2. Evaluates the trained agent, ``random``, ``threaten`` and ``heuristic`` on the
@@ -32,7 +32,9 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--config", default=DEFAULT_CONFIG, help=f"default {DEFAULT_CONFIG}")
-    parser.add_argument("--out", type=Path, help="run directory (default runs/main-<time>)")
+    parser.add_argument(
+        "--out", type=Path, help="run directory (default runs/<config name>-<time>)"
+    )
     parser.add_argument("--resume", type=Path, metavar="DIR", help="continue an interrupted run")
     parser.add_argument("--timesteps", type=int, help="override training.total_timesteps")
     parser.add_argument("--episodes", type=int, default=10_000, help="evaluation deals")
