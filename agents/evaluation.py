@@ -126,6 +126,7 @@ class AgentResult:
     episodes: int = 0
     outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
     total_turns: int = 0
+    total_steps: int = 0
     seconds: float = 0.0
 
     @property
@@ -144,10 +145,16 @@ class AgentResult:
     def mean_turns(self) -> float:
         return self.total_turns / self.episodes if self.episodes else math.nan
 
-    def add(self, outcome: str, turns: int) -> None:
+    @property
+    def mean_steps(self) -> float:
+        """Decisions per game."""
+        return self.total_steps / self.episodes if self.episodes else math.nan
+
+    def add(self, outcome: str, turns: int, steps: int) -> None:
         self.episodes += 1
         self.outcomes[outcome] += 1
         self.total_turns += turns
+        self.total_steps += steps
 
     def to_dict(self) -> dict[str, Any]:
         low, high = self.interval
@@ -160,6 +167,7 @@ class AgentResult:
             "ci_high": high,
             "outcomes": dict(self.outcomes),
             "mean_turns": self.mean_turns,
+            "mean_steps": self.mean_steps,
             "seconds": self.seconds,
         }
 
@@ -240,13 +248,17 @@ def batch_policy_of(agent: Agent) -> BatchPolicy | None:
     return policy if isinstance(policy, BatchPolicy) else None
 
 
-def _play_game(agent: GameActor, game: Game) -> None:
+def _play_game(agent: GameActor, game: Game) -> int:
+    """Play ``game`` to its end; returns the number of decisions."""
+    steps = 0
     while game.phase != PHASE_OVER:
         action = agent.act_game(game)
+        steps += 1
         if 0 <= action < NUM_ACTIONS and LEGAL_BITS[game.phase] >> action & 1:
             game.step(action)
         else:
             game.forfeit(action)
+    return steps
 
 
 def evaluate_agent(
@@ -288,7 +300,7 @@ def evaluate_agent(
         assert batch_policy is not None
         resets = [{"options": {"deck": deck_codes(row)}} for row in decks.tolist()]
         for i, episode in enumerate(play_lockstep(batch_policy, kwargs, resets)):
-            result.add(episode.outcome, episode.turn)
+            result.add(episode.outcome, episode.turn, episode.steps)
             if callback is not None:
                 callback(i, list(episode.deck), episode.outcome, episode.turn)
     elif use_engine:
@@ -298,9 +310,9 @@ def evaluate_agent(
         for i, row in enumerate(decks.tolist()):
             agent.reset(seed=seeds[i])
             game.reset(row)
-            _play_game(agent, game)
+            steps = _play_game(agent, game)
             assert game.outcome is not None
-            result.add(game.outcome, game.turn)
+            result.add(game.outcome, game.turn, steps)
             if callback is not None:
                 callback(i, list(game.deck), game.outcome, game.turn)
     else:
@@ -309,10 +321,12 @@ def evaluate_agent(
             agent.reset(seed=seeds[i])
             obs, info = env.reset(options={"deck": deck_codes(row)})
             terminated = False
+            steps = 0
             while not terminated:
                 action = agent.act(obs, info["action_mask"], info)
                 obs, _, terminated, _, info = env.step(action)
-            result.add(info["outcome"], info["turn"])
+                steps += 1
+            result.add(info["outcome"], info["turn"], steps)
             if callback is not None:
                 callback(i, list(env.game.deck), info["outcome"], info["turn"])
         env.close()
@@ -343,7 +357,7 @@ def evaluate(
     seeds = agent_seeds(seed, episodes)
     results = []
     for label, agent in agents:
-        result = evaluate_agent(agent, decks, seeds, agent_env_kwargs(agent, base), label=label)
+        result = evaluate_agent(agent, decks, seeds, base, label=label)
         results.append(result)
         if progress is not None:
             progress(result)

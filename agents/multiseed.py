@@ -433,9 +433,7 @@ def train_seeds(
         seed_cfg = apply_overrides(cfg, seed=seed, file=config_file)
         run_dir = seed_run_dir(out_root, seed)
         meta_path = run_dir / META_FILE
-        status = None
-        if meta_path.is_file():
-            status = json.loads(meta_path.read_text(encoding="utf-8")).get("status")
+        status = run_status(run_dir)
         log(f"seed {seed} ({i + 1}/{len(seeds)}): {run_dir}")
         if status == "completed":
             _check_same(run_dir, seed_cfg)

@@ -60,7 +60,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvWrapper
 import coldiron_env
 from agents.atomic import atomic_save, atomic_write_bytes, atomic_write_json, atomic_write_text
 from agents.config import Config, algorithm_kwargs, dump_config, load_config, policy_kwargs
-from agents.evaluation import play_lockstep
+from agents.evaluation import AgentResult, play_lockstep
 from agents.sb3_agent import (
     CONFIG_FILE,
     MODEL_FILE,
@@ -69,8 +69,8 @@ from agents.sb3_agent import (
     tag_model,
 )
 from agents.shaping import ShapingVecEnv
-from agents.stats import wilson_interval
 from coldiron_env.env import ColdIronEnv
+from coldiron_env.game import OUTCOMES
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -88,7 +88,6 @@ STATUS_STARTING: Final = "starting"
 REPLAY_FILE: Final = "replay_buffer.pkl"
 TB_DIR: Final = "tb"
 TB_RUN_NAME: Final = "run"
-OUTCOME_NAMES: Final = ("won", "slain", "deck_exhausted", "midnight", "illegal")
 
 
 class TrainingError(RuntimeError):
@@ -218,43 +217,19 @@ def make_training_env(
 
 
 # ---------------------------------------------------------------- evaluation
-@dataclass
-class EvalResult:
-    episodes: int
-    wins: int
-    outcomes: dict[str, int]
-    mean_steps: float
-    mean_turns: float
-
-    @property
-    def win_rate(self) -> float:
-        return self.wins / self.episodes if self.episodes else 0.0
-
-    def interval(self) -> tuple[float, float]:
-        return wilson_interval(self.wins, self.episodes)
-
-
 def evaluate_policy_on_deals(
     policy: MaskedPolicy, env_kwargs: dict[str, Any], seeds: Sequence[int]
-) -> EvalResult:
+) -> AgentResult:
     """Play deal ``reset(seed=s)`` for every ``s`` with ``policy`` (masked, deterministic).
 
     Plain ``ColdIronEnv`` instances: no shaping, no curriculum, whatever the
     training env uses. Up to :data:`~agents.evaluation.LOCKSTEP_BATCH` games run
     in lockstep, one forward pass per step for the whole batch.
     """
-    outcomes = dict.fromkeys(OUTCOME_NAMES, 0)
-    episodes = play_lockstep(policy, env_kwargs, [{"seed": int(s)} for s in seeds])
-    for episode in episodes:
-        outcomes[episode.outcome] += 1
-    n = len(seeds)
-    return EvalResult(
-        episodes=n,
-        wins=outcomes["won"],
-        outcomes=outcomes,
-        mean_steps=sum(e.steps for e in episodes) / n if n else 0.0,
-        mean_turns=sum(e.turn for e in episodes) / n if n else 0.0,
-    )
+    result = AgentResult("model")
+    for episode in play_lockstep(policy, env_kwargs, [{"seed": int(s)} for s in seeds]):
+        result.add(episode.outcome, episode.turn, episode.steps)
+    return result
 
 
 def evaluate_model(
@@ -262,7 +237,7 @@ def evaluate_model(
     env_kwargs: dict[str, Any],
     seeds: Sequence[int],
     obs_normalizer: VecNormalize | None = None,
-) -> EvalResult:
+) -> AgentResult:
     return evaluate_policy_on_deals(MaskedPolicy(model, obs_normalizer), env_kwargs, seeds)
 
 
@@ -468,7 +443,7 @@ class RunCallback(BaseCallback):
         normalizer = model.get_vec_normalize_env()
         t0 = time.perf_counter()
         result = evaluate_model(model, self.cfg.env_kwargs(), self.seeds, normalizer)
-        low, high = result.interval()
+        low, high = result.interval
         record = {
             "timesteps": int(model.num_timesteps),
             "episodes": result.episodes,
@@ -500,14 +475,14 @@ def write_history(run: RunDir, history: list[dict[str, Any]]) -> None:
     atomic_write_json(run.eval_json, {"evaluations": history})
     buf = io.StringIO()
     columns = ["timesteps", "episodes", "wins", "win_rate", "ci_low", "ci_high"]
-    columns += [f"outcome_{o}" for o in OUTCOME_NAMES] + ["mean_turns", "time"]
+    columns += [f"outcome_{o}" for o in OUTCOMES] + ["mean_turns", "time"]
     writer = csv.writer(buf)
     writer.writerow(columns)
     for h in history:
         writer.writerow(
             [h["timesteps"], h["episodes"], h["wins"], f"{h['win_rate']:.6f}"]
             + [f"{h['ci_low']:.6f}", f"{h['ci_high']:.6f}"]
-            + [h["outcomes"].get(o, 0) for o in OUTCOME_NAMES]
+            + [h["outcomes"].get(o, 0) for o in OUTCOMES]
             + [f"{h['mean_turns']:.3f}", h["time"]]
         )
     atomic_write_text(run.eval_csv, buf.getvalue())

@@ -326,8 +326,9 @@ class Objective:
         cfg.training.progress_bar = False
         run = RunDir(self.run_dir(trial.number))
         trial.set_user_attr("run_dir", str(run.root.resolve()))
-        trial.set_user_attr("host", socket.gethostname())
-        trial.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}:{os.getpid()}/{self.worker}")
+        host = socket.gethostname()
+        trial.set_user_attr("host", host)
+        trial.set_user_attr(WORKER_ATTR, f"{host}:{os.getpid()}/{self.worker}")
         trial.set_user_attr(SEED_ATTR, cfg.seed)
         if run.root.exists():
             raise TuneError(

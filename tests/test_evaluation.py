@@ -149,7 +149,7 @@ def test_plot_function_writes_png(tmp_path: Path) -> None:
 
     result = AgentResult("x")
     for outcome in ["won"] * 3 + ["midnight"] * 7:
-        result.add(outcome, 24)
+        result.add(outcome, 24, 30)
     path = plot_win_rates([result], tmp_path / "sub" / "p.png")
     assert path.read_bytes()[:4] == b"\x89PNG"
 

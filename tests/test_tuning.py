@@ -70,6 +70,7 @@ from agents.tuning import (
 
 PG_URL_ENV = "COLDIRON_TEST_POSTGRES_URL"
 PG_REQUIRE_ENV = "COLDIRON_REQUIRE_POSTGRES"
+STOP_TIMEOUT_SECONDS = 300  # generous: a loaded CI machine saves and writes reports slowly
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
 
@@ -862,13 +863,16 @@ def test_a_stopped_search_stops_every_worker_and_keeps_the_study(tmp_path: Path,
             proc.send_signal(signal.SIGTERM)
         else:
             os.killpg(proc.pid, signal.SIGINT)
-        output = proc.communicate(timeout=120)[0]
+        output = proc.communicate(timeout=STOP_TIMEOUT_SECONDS)[0]
     finally:
         if proc.poll() is None:
             proc.kill()
+            output = proc.communicate()[0]
     assert proc.returncode == 130, output
     trials = optuna.load_study(study_name="tiny", storage=url).get_trials()
-    assert trials and all(t.state == TrialState.FAIL for t in trials)  # none left RUNNING
+    states = {t.number: t.state.name for t in trials}
+    assert trials and all(t.state == TrialState.FAIL for t in trials), (states, output)
     for t in trials:  # each stopped trial saved a checkpoint before its worker left
-        assert (Path(t.user_attrs["run_dir"]) / "checkpoint" / "model.zip").is_file()
+        saved = Path(t.user_attrs["run_dir"]) / "checkpoint" / "model.zip"
+        assert saved.is_file(), (saved, states, output)
     assert (out / SUMMARY_MD).is_file()
