@@ -2,7 +2,7 @@
 
 A spec is either a built-in name (:data:`BUILTIN_AGENTS`) or a path to a
 trained model: a run directory or a ``.zip`` file, loaded by
-:func:`agents.sb3_agent.load_sb3_agent` (imported only when needed, so the
+:func:`agents.learning.sb3_agent.load_sb3_agent` (imported only when needed, so the
 built-in players work without the training stack).
 
 To add a built-in player, add one entry to :data:`BUILTIN_AGENTS`.
@@ -15,10 +15,10 @@ from functools import partial
 from pathlib import Path
 from typing import Final
 
-from agents.base import Agent
-from agents.baselines import RandomAgent, ThreatenAgent
-from agents.heuristic import HeuristicAgent
-from agents.planner import BUDGETS, make_planner
+from agents.players.base import Agent
+from agents.players.baselines import RandomAgent, ThreatenAgent
+from agents.players.heuristic import HeuristicAgent
+from agents.players.planner import BUDGETS, make_planner
 
 AgentFactory = Callable[[], Agent]
 
@@ -43,7 +43,7 @@ def make_agent(spec: str) -> Agent:
 
     Raises ``ValueError`` naming the spec when it is neither a built-in name nor
     an existing path, or naming the file when a model cannot be loaded
-    (``agents.sb3_agent.ModelLoadError`` is a ``ValueError``).
+    (``agents.learning.sb3_agent.ModelLoadError`` is a ``ValueError``).
     """
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"agent spec must be a non-empty string, got {spec!r}")
@@ -65,7 +65,7 @@ def make_agent(spec: str) -> Agent:
             f"{MODEL_SUFFIX} model file (built-in agents: {names})"
         )
     try:
-        from agents.sb3_agent import load_sb3_agent  # noqa: PLC0415 (training stack, lazily)
+        from agents.learning.sb3_agent import load_sb3_agent  # noqa: PLC0415 (training stack, lazily)
     except ImportError as err:
         raise ValueError(f"cannot load model {spec!r}: SB3 support is unavailable ({err})") from err
     return load_sb3_agent(path)

@@ -308,7 +308,7 @@ def training_rows(budget: Budget, seed: int) -> list[TrainRow]:
 
     torch.set_num_threads(TORCH_THREADS)
 
-    from agents.sb3_vec import make_vec_env
+    from agents.learning.sb3_vec import make_vec_env
 
     class TimedVecEnv(VecEnvWrapper):
         """Adds up the wall time spent in the wrapped VecEnv."""

@@ -6,7 +6,7 @@
 An agent is a built-in name (random, threaten, heuristic), a run directory or a
 ``.zip`` model; a ``train.py --seeds`` output folder stands for its ``seed-N`` runs.
 Run directories that are seeds of one config are also reported together: the mean
-of their win rates with a Student-t 95% interval across seeds (agents/multiseed.py).
+of their win rates with a Student-t 95% interval across seeds (agents/learning/multiseed.py).
 
 Every agent plays the same deals: deal i is row i of
 ``shuffled_decks(numpy.random.default_rng(SEED), EPISODES)``. Evaluation uses the
@@ -20,7 +20,7 @@ import sys
 from typing import Any
 
 from agents.atomic import atomic_write_json
-from agents.evaluation import (
+from agents.evaluation.arena import (
     EVAL_ENV_KWARGS,
     AgentResult,
     check_env_kwargs,
@@ -28,7 +28,7 @@ from agents.evaluation import (
     format_table,
     report,
 )
-from agents.multiseed import (
+from agents.learning.multiseed import (
     expand_seed_root,
     format_aggregates,
     run_label,
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             atomic_write_json(args.json, doc)
             print(f"json: {args.json}")
         if args.plot:
-            from agents.plots import plot_win_rates
+            from agents.evaluation.plots import plot_win_rates
 
             path = plot_win_rates(results, args.plot)
             print(f"plot: {path}")

@@ -3,7 +3,7 @@
     nice -n 10 python scripts/ladder.py --episodes 10000 --planner-episodes 2000 \\
         --seed 0 --workers 2 --out-dir docs/ladder
 
-Rows, all on the deals of ``agents.evaluation.deal_decks(SEED, EPISODES)``:
+Rows, all on the deals of ``agents.evaluation.arena.deal_decks(SEED, EPISODES)``:
 
 * ``random``, ``threaten``, ``heuristic`` on all ``EPISODES`` deals;
 * every trained run (``--runs DIR...``, or each directory under ``runs/``
@@ -13,7 +13,7 @@ Rows, all on the deals of ``agents.evaluation.deal_decks(SEED, EPISODES)``:
   ``planner``) on the **first** ``PLANNER_EPISODES`` deals, with ``heuristic``
   again on those same deals for a paired comparison (McNemar: deals won by one
   and lost by the other);
-* the clairvoyant bound (``agents.solver``: the share of deals that can be won
+* the clairvoyant bound (``agents.players.solver``: the share of deals that can be won
   at all with the deck order known) on the first ``SOLVER_EPISODES`` deals
   (default: all).
 
@@ -37,21 +37,21 @@ from pathlib import Path
 from typing import Any, Final
 
 from agents.atomic import atomic_target, atomic_write_json, atomic_write_text
-from agents.evaluation import (
+from agents.evaluation.arena import (
     agent_seeds,
     deal_decks,
     evaluate_agent,
 )
+from agents.evaluation.stats import intervals_disjoint, wilson_interval
+from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
 from agents.registry import make_agent
-from agents.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
-from agents.stats import intervals_disjoint, wilson_interval
 from coldiron_env.game import OUTCOMES
 
 BASE_AGENTS: Final = ("random", "threaten", "heuristic")
 DEFAULT_PLANNERS: Final = ("planner-small", "planner")
 PLANNER_BASELINE: Final = "heuristic"
 RUNS_DIR: Final = Path("runs")
-MODEL_NAMES: Final = ("model.zip",)  # agents.sb3_agent.MODEL_FILE (not imported: SB3 is heavy)
+MODEL_NAMES: Final = ("model.zip",)  # sb3_agent.MODEL_FILE (not imported: SB3 is heavy)
 CHUNK: Final = 25
 """Deals per task handed to a worker."""
 SOLVER_LABEL: Final = "clairvoyant bound"

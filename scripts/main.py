@@ -44,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.episodes < 1:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
 
-    from agents.config import ConfigError, apply_overrides, load_config
-    from agents.training import TrainingError, train
+    from agents.learning.config import ConfigError, apply_overrides, load_config
+    from agents.learning.training import TrainingError, train
 
     config_file = str(args.resume / "config.yaml") if args.resume else args.config
     try:
@@ -70,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
     from agents.atomic import atomic_write_json
-    from agents.evaluation import evaluate, format_table, report
-    from agents.plots import plot_win_rates
+    from agents.evaluation.arena import evaluate, format_table, report
+    from agents.evaluation.plots import plot_win_rates
     from agents.registry import make_agent
 
     trained = make_agent(str(result.run_dir))

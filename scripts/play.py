@@ -35,7 +35,7 @@ from coldiron_env.render import legal_summary, render_text
 SAVE_VERSION: Final = 1
 ENV_KWARG_KEYS: Final = ("bonus_always", "bonus_joker_grants_more")
 QUIT_WORDS: Final = ("quit", "exit", "q")
-PLANNER_UNAVAILABLE: Final = "planner not available (agents/planner.py is not there yet)"
+PLANNER_UNAVAILABLE: Final = "planner not available (agents/players/planner.py is not there yet)"
 
 HELP: Final = (
     "Type an action by number or name: threaten, iron, rack 7, rack hearts, rest, stop, bonus.\n"
@@ -142,7 +142,7 @@ def save_picture(game: Game, path: Path) -> None:
 def planner_hints(session: Session) -> str:
     """The planner's estimated win chance for each legal action, or why there is none."""
     try:
-        planner = importlib.import_module("agents.planner")
+        planner = importlib.import_module("agents.players.planner")
     except ImportError:
         return PLANNER_UNAVAILABLE
     estimate: Callable[..., dict[int, float]] | None = getattr(planner, "action_win_chances", None)

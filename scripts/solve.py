@@ -1,7 +1,7 @@
 """The clairvoyant upper bound: the share of deals that can be won at all.
 
 Deals ``--deals`` decks from ``--seed`` (the dealer's batched shuffles), solves
-each exactly with :mod:`agents.solver` (every found win is replayed on a fresh
+each exactly with :mod:`agents.players.solver` (every found win is replayed on a fresh
 engine), and prints the share of winnable deals with its 95% Wilson interval,
 the search effort and the time. Work is split over ``--workers`` processes.
 ``--out FILE`` writes the figures as JSON (atomic write). Ctrl-C prints and
@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from agents.atomic import atomic_write_json
-from agents.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
-from agents.stats import wilson_interval
+from agents.evaluation.stats import wilson_interval
+from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
 from coldiron_env.cards import deck_codes
 from coldiron_env.dealer import shuffled_decks
 from coldiron_env.options import RuleOptions

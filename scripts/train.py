@@ -54,14 +54,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.seeds is not None:
         if args.resume is not None or args.seed is not None:
             parser.error("--seeds cannot be combined with --seed or --resume")
-        from agents.multiseed import parse_seeds
+        from agents.learning.multiseed import parse_seeds
 
         try:
             seeds = parse_seeds(args.seeds)
         except ValueError as exc:
             parser.error(str(exc))
 
-    from agents.config import ConfigError, apply_overrides, load_config
+    from agents.learning.config import ConfigError, apply_overrides, load_config
 
     try:
         if args.resume is not None:
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: invalid config: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
 
-    from agents.training import TrainingError, sigterm_as_ctrl_c, train
+    from agents.learning.training import TrainingError, sigterm_as_ctrl_c, train
 
     sigterm_as_ctrl_c()  # a scheduler's SIGTERM saves a checkpoint, as Ctrl-C does
     if seeds is not None:
@@ -113,8 +113,8 @@ def train_several(
     """``--seeds``: one run per seed, then the mean win rate across seeds."""
     from datetime import datetime
 
-    from agents.multiseed import aggregate_results, format_aggregates, train_seeds
-    from agents.training import TrainingError
+    from agents.learning.multiseed import aggregate_results, format_aggregates, train_seeds
+    from agents.learning.training import TrainingError
 
     stem = cfg.name or Path(config_file).stem
     root = out or Path("runs") / f"{stem}-seeds-{datetime.now():%Y%m%d-%H%M%S}"

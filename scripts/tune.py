@@ -52,9 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 1:
         parser.error(f"--workers must be >= 1, got {args.workers}")
 
-    from agents.config import ConfigError
-    from agents.training import sigterm_as_ctrl_c
-    from agents.tuning import TuneError, tune
+    from agents.learning.config import ConfigError
+    from agents.learning.training import sigterm_as_ctrl_c
+    from agents.learning.tuning import TuneError, tune
 
     sigterm_as_ctrl_c()  # SIGTERM stops the workers and keeps every finished trial, as Ctrl-C
     try:

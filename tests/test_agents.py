@@ -9,21 +9,21 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agents.base import Agent
-from agents.baselines import RandomAgent, ThreatenAgent
-from agents.evaluation import agent_seeds, deal_decks, evaluate_agent
-from agents.heuristic import (
+from agents.evaluation.arena import agent_seeds, deal_decks, evaluate_agent
+from agents.players.base import Agent
+from agents.players.baselines import RandomAgent, ThreatenAgent
+from agents.players.heuristic import (
     HeuristicAgent,
     bonus_risk,
     decide,
     rack_odds,
     suit_analysis,
 )
-from agents.knowledge import Knowledge
 from agents.registry import BUILTIN_AGENTS, make_agent
 from coldiron_env.cards import deck_codes, parse_card
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import Game
+from coldiron_env.knowledge import Knowledge
 
 # Independent constants (spec table), as in tests/helpers.py.
 THREATEN, IRON, REST, STOP, BONUS = 0, 1, 16, 17, 18

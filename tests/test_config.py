@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from agents.algorithms import ALGORITHMS, get_algorithm
-from agents.config import (
+from agents.learning.algorithms import ALGORITHMS, get_algorithm
+from agents.learning.config import (
     ConfigError,
     NetArch,
     activation_class,

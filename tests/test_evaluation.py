@@ -12,8 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agents.baselines import RandomAgent, ThreatenAgent
-from agents.evaluation import (
+from agents.evaluation.arena import (
     AgentResult,
     agent_seeds,
     check_env_kwargs,
@@ -21,8 +20,9 @@ from agents.evaluation import (
     evaluate,
     evaluate_agent,
 )
-from agents.heuristic import HeuristicAgent
-from agents.stats import wilson_interval
+from agents.evaluation.stats import wilson_interval
+from agents.players.baselines import RandomAgent, ThreatenAgent
+from agents.players.heuristic import HeuristicAgent
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "evaluate.py"
@@ -145,7 +145,7 @@ def test_cli_json_and_plot(tmp_path: Path) -> None:
 
 
 def test_plot_function_writes_png(tmp_path: Path) -> None:
-    from agents.plots import plot_win_rates
+    from agents.evaluation.plots import plot_win_rates
 
     result = AgentResult("x")
     for outcome in ["won"] * 3 + ["midnight"] * 7:

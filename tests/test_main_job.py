@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_training import tiny
 
-from agents.config import dump_config, load_config
+from agents.learning.config import dump_config, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 EPISODES = 40

@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.evaluation import agent_seeds, deal_decks, evaluate_agent
-from agents.heuristic import HeuristicAgent, decide
-from agents.knowledge import Knowledge
-from agents.planner import (
+from agents.evaluation.arena import agent_seeds, deal_decks, evaluate_agent
+from agents.players.heuristic import HeuristicAgent, decide
+from agents.players.planner import (
     HOPELESS,
     PlannerAgent,
     PlannerConfig,
@@ -26,6 +25,7 @@ from coldiron_env.actions import LEGAL_ACTIONS, PHASE_OVER, PHASE_TURN
 from coldiron_env.cards import DECK_SIZE, FIRST_JOKER, deck_codes
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import Game
+from coldiron_env.knowledge import Knowledge
 
 TINY = PlannerConfig(samples=8, batch=4, min_samples=4, plan_from_turn=18)
 """A tiny budget that still plans the last turns."""

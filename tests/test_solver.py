@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from agents.solver import (
+from agents.players.solver import (
     LOSS,
     UNKNOWN,
     UNWINNABLE,

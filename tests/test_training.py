@@ -14,13 +14,12 @@ import pytest
 import yaml
 from stable_baselines3.common.callbacks import BaseCallback
 
-from agents.base import Agent
-from agents.config import Config, config_from_dict, load_config
-from agents.evaluation import agent_seeds, deal_decks, evaluate_agent
-from agents.imitation import behaviour_clone, collect_demonstrations
-from agents.sb3_agent import ModelLoadError, load_sb3_agent, tag_model
-from agents.shaping import ShapingVecEnv, run_window_potential
-from agents.training import (
+from agents.evaluation.arena import agent_seeds, deal_decks, evaluate_agent
+from agents.learning.config import Config, config_from_dict, load_config
+from agents.learning.imitation import behaviour_clone, collect_demonstrations
+from agents.learning.sb3_agent import ModelLoadError, load_sb3_agent, tag_model
+from agents.learning.shaping import ShapingVecEnv, run_window_potential
+from agents.learning.training import (
     StagedEnv,
     build_vec_env,
     evaluate_model,
@@ -28,6 +27,7 @@ from agents.training import (
     set_vec_env_kwargs,
     train,
 )
+from agents.players.base import Agent
 from coldiron_env.actions import BONUS, PHASE_BONUS, PHASE_IRON, STOP, THREATEN
 from coldiron_env.cards import deck_codes
 from coldiron_env.env import ColdIronEnv
@@ -235,7 +235,7 @@ def test_evaluation_env_has_no_shaping(tmp_path: Path, monkeypatch: pytest.Monke
     base = load_config(ROOT / "configs" / "maskable_ppo.yaml")
     cfg = tiny(base, shaping__enabled=True, shaping__coefficient=5.0)
     assert isinstance(make_training_env(cfg), ShapingVecEnv)
-    from agents import training
+    from agents.learning import training
 
     built: list[Any] = []
 
@@ -244,7 +244,7 @@ def test_evaluation_env_has_no_shaping(tmp_path: Path, monkeypatch: pytest.Monke
             super().__init__(**kwargs)
             built.append(self)
 
-    from agents import evaluation
+    from agents.evaluation import arena as evaluation
 
     monkeypatch.setattr(training, "ColdIronEnv", Recording)
     monkeypatch.setattr(evaluation, "ColdIronEnv", Recording)  # the evaluation envs
@@ -314,7 +314,7 @@ def small_model(name: str) -> Any:
     elif name == "maskable_ppo":
         data["algorithm"]["hyperparameters"] = {"n_steps": 64, "batch_size": 64}
     cfg = config_from_dict(data)
-    from agents.training import RunDir, build_model
+    from agents.learning.training import RunDir, build_model
 
     return build_model(cfg, build_vec_env("dummy", 1, {}, seed=0), RunDir(Path("unused")))
 
@@ -432,7 +432,7 @@ def test_batched_evaluation_plays_the_same_games_as_one_env_at_a_time(
     batched = _per_deal(agent, decks)  # the default for a trained model
     assert batched == one_at_a_time
     assert len({turn for _, turn, _ in batched}) > 1, "the games must differ for this to test"
-    from agents import evaluation
+    from agents.evaluation import arena as evaluation
 
     small_batches = evaluation.play_lockstep(
         agent.batch_policy,
@@ -471,7 +471,7 @@ def test_batched_evaluation_of_a_dict_observation_model(tmp_path: Path) -> None:
             "training": {"total_timesteps": 1000, "n_envs": 1, "progress_bar": False},
         }
     )
-    from agents.training import RunDir, build_model
+    from agents.learning.training import RunDir, build_model
 
     model = build_model(cfg, build_vec_env("dummy", 1, env_kwargs, seed=0), RunDir(tmp_path))
     tag_model(model, "maskable_ppo", env_kwargs)
@@ -492,7 +492,7 @@ def test_evaluate_model_counts_outcomes() -> None:
 
 def test_resolved_config_yaml_is_plain(tmp_path: Path) -> None:
     cfg = tiny(load_config(ROOT / "configs" / "ppo.yaml"))
-    from agents.config import dump_config
+    from agents.learning.config import dump_config
 
     text = dump_config(cfg)
     assert "!!python" not in text and yaml.safe_load(text)["algorithm"]["name"] == "ppo"

@@ -1,5 +1,5 @@
-"""Hyperparameter search (agents/tuning.py, agents/search_space.py) and multi-seed results
-(agents/multiseed.py).
+"""Hyperparameter search (agents/learning/tuning.py, search_space.py) and multi-seed results
+(agents/learning/multiseed.py).
 
 The searches train tiny runs (128 timesteps, 2 envs, 10 evaluation deals): they
 check the bookkeeping (exactly N trials across workers, resume, pruning, run
@@ -33,8 +33,9 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
-from agents.config import ConfigError, load_config
-from agents.multiseed import (
+from agents.evaluation.stats import wilson_interval
+from agents.learning.config import ConfigError, load_config
+from agents.learning.multiseed import (
     SeedRun,
     aggregate,
     aggregate_results,
@@ -48,9 +49,8 @@ from agents.multiseed import (
     twin_seed_groups,
     unfinished_runs,
 )
-from agents.search_space import SamplerSpec, load_tuning_config
-from agents.stats import wilson_interval
-from agents.tuning import (
+from agents.learning.search_space import SamplerSpec, load_tuning_config
+from agents.learning.tuning import (
     BEST_CONFIG,
     SUMMARY_CSV,
     SUMMARY_MD,
@@ -281,7 +281,7 @@ def test_joint_constraint_of_two_searched_keys_is_left_to_sampling(tmp_path: Pat
     }
     tcfg = load_tuning_config(write_config(tmp_path / "joint.yaml", both))
     # n_steps 16 * 2 envs = 32 < batch_size 64: this combination fails its trial, with the reason
-    from agents.search_space import InvalidSample
+    from agents.learning.search_space import InvalidSample
 
     params = {
         p.path: (p.low if p.low is not None else p.choices[0]) for p in tcfg.search.parameters
@@ -325,7 +325,7 @@ def test_a_trial_created_past_n_is_surplus_and_never_trained(tmp_path: Path) -> 
 
 
 def test_study_of_another_config_is_refused(tmp_path: Path) -> None:
-    from agents.tuning import TuneError
+    from agents.learning.tuning import TuneError
 
     url = default_storage_url(tmp_path)
     open_study(load_tuning_config(write_config(tmp_path / "a.yaml")), url, "s")
@@ -335,7 +335,7 @@ def test_study_of_another_config_is_refused(tmp_path: Path) -> None:
 
 
 def test_summary_plot_handles_few_and_many_completed_trials(tmp_path: Path) -> None:
-    from agents.tuning import _importances
+    from agents.learning.tuning import _importances
 
     study = optuna.create_study(direction="maximize")
     assert _importances(study)[1] == "importances need >= 2 completed trials (0 so far)"
@@ -540,8 +540,8 @@ def test_interrupted_search_keeps_finished_trials_and_continues(
 ) -> None:
     from stable_baselines3.common.callbacks import BaseCallback
 
-    from agents import tuning
-    from agents.training import train as real_train
+    from agents.learning import tuning
+    from agents.learning.training import train as real_train
 
     calls: list[int] = []
 
@@ -800,7 +800,7 @@ def test_evaluate_warns_before_playing_that_twin_seeds_are_not_aggregated(
 def test_ctrl_c_during_the_warm_start_then_rerun_starts_the_seed_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agents import imitation
+    from agents.learning import imitation
 
     def interrupted(*_a: Any, **_k: Any) -> Any:
         raise KeyboardInterrupt

@@ -574,7 +574,7 @@ def _sb3_rollout(venv: Any, steps: int, seed: int) -> list[Any]:
 
 
 def test_sb3_native_and_dummy_play_the_same_games() -> None:
-    from agents.sb3_vec import make_vec_env
+    from agents.learning.sb3_vec import make_vec_env
 
     native = make_vec_env("native", 4, {"recall": True}, seed=11)
     dummy = make_vec_env("dummy", 4, {"recall": True}, seed=11)
@@ -607,7 +607,7 @@ def test_maskable_ppo_learns_with_masks(kind: str) -> None:
     import torch
     from sb3_contrib import MaskablePPO
 
-    from agents.sb3_vec import make_vec_env
+    from agents.learning.sb3_vec import make_vec_env
 
     torch.set_num_threads(1)
     # illegal_action="raise": one unmasked illegal action would fail the test
@@ -626,7 +626,7 @@ def test_maskable_ppo_learns_with_masks(kind: str) -> None:
 def test_subproc_vec_env_finds_masks() -> None:
     from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 
-    from agents.sb3_vec import make_vec_env
+    from agents.learning.sb3_vec import make_vec_env
 
     venv = make_vec_env("subproc", 2, {"observation_mode": "dict"}, seed=4)
     try:

@@ -1,11 +1,11 @@
 """Hyperparameter search with Optuna: objective, storage, workers and reports.
 
-The search space is the config's ``search:`` section (:mod:`agents.search_space`).
+The search space is the config's ``search:`` section (:mod:`agents.learning.search_space`).
 How to run it on one machine, with K workers or on several machines:
 ``docs/tuning.md``.
 
 **Objective.** A trial samples the parameters into the base config, trains it
-(:func:`agents.training.train`) into ``OUT/trials/trial-NNNN`` (kept: config,
+(:func:`agents.learning.training.train`) into ``OUT/trials/trial-NNNN`` (kept: config,
 models, evaluations, curve) and returns the win rate of the *final* evaluation
 on the config's fixed evaluation deals (``evaluation:``), played on the plain
 real game: shaping and curriculum never apply to it. Every periodic evaluation
@@ -63,15 +63,15 @@ from sqlalchemy.engine import make_url
 from stable_baselines3.common.callbacks import BaseCallback
 
 from agents.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
-from agents.config import ConfigError, config_from_dict, dump_config
-from agents.search_space import (
+from agents.learning.config import ConfigError, config_from_dict, dump_config
+from agents.learning.search_space import (
     InvalidSample,
     PrunerSpec,
     SamplerSpec,
     TuningConfig,
     load_tuning_config,
 )
-from agents.training import META_FILE, RunDir, TrainingError, sigterm_as_ctrl_c, train
+from agents.learning.training import META_FILE, RunDir, TrainingError, sigterm_as_ctrl_c, train
 
 HEARTBEAT_SECONDS: Final = 30
 GRACE_SECONDS: Final = 120

@@ -4,10 +4,10 @@
 what it writes). Pieces:
 
 - :func:`make_training_env`: the vectorised training env: base ``VecEnv``
-  (``native`` from :mod:`agents.sb3_vec`, or ``dummy``/``subproc`` built here
+  (``native`` from :mod:`agents.learning.sb3_vec`, or ``dummy``/``subproc`` built here
   from :class:`StagedEnv`, which can switch curriculum rule options between
   episodes) -> ``VecMonitor`` (true episode returns and success) ->
-  :class:`~agents.shaping.ShapingVecEnv` if shaping is on -> ``VecNormalize``
+  :class:`~agents.learning.shaping.ShapingVecEnv` if shaping is on -> ``VecNormalize``
   if normalisation is on.
 - :func:`evaluate_model`: masked, deterministic play of a fixed list of seeded
   deals on *plain* envs of the real game (no shaping, no curriculum): the win
@@ -59,16 +59,16 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvWrapper
 
 import coldiron_env
 from agents.atomic import atomic_save, atomic_write_bytes, atomic_write_json, atomic_write_text
-from agents.config import Config, algorithm_kwargs, dump_config, load_config, policy_kwargs
-from agents.evaluation import AgentResult, play_lockstep
-from agents.sb3_agent import (
+from agents.evaluation.arena import AgentResult, play_lockstep
+from agents.learning.config import Config, algorithm_kwargs, dump_config, load_config, policy_kwargs
+from agents.learning.sb3_agent import (
     CONFIG_FILE,
     MODEL_FILE,
     VECNORMALIZE_FILE,
     MaskedPolicy,
     tag_model,
 )
-from agents.shaping import ShapingVecEnv
+from agents.learning.shaping import ShapingVecEnv
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import OUTCOMES
 
@@ -147,7 +147,7 @@ def build_vec_env(kind: str, n_envs: int, env_kwargs: dict[str, Any], seed: int)
     """Base vectorised env of ``kind`` (``native``, ``dummy`` or ``subproc``), seeded."""
     if kind == "native":
         try:
-            from agents.sb3_vec import make_vec_env  # noqa: PLC0415  # type: ignore[import-not-found,unused-ignore]
+            from agents.learning.sb3_vec import make_vec_env  # noqa: PLC0415  # type: ignore[import-not-found,unused-ignore]
         except ImportError as exc:
             raise TrainingError(
                 f"vec_env 'native' is not available ({exc}); use vec_env: dummy or subproc"
@@ -223,7 +223,7 @@ def evaluate_policy_on_deals(
     """Play deal ``reset(seed=s)`` for every ``s`` with ``policy`` (masked, deterministic).
 
     Plain ``ColdIronEnv`` instances: no shaping, no curriculum, whatever the
-    training env uses. Up to :data:`~agents.evaluation.LOCKSTEP_BATCH` games run
+    training env uses. Up to :data:`~agents.evaluation.arena.LOCKSTEP_BATCH` games run
     in lockstep, one forward pass per step for the whole batch.
     """
     result = AgentResult("model")
@@ -631,7 +631,7 @@ def train(
             opened.append(venv)
             model = build_model(cfg, venv, run)
             if cfg.imitation.enabled:
-                from agents.imitation import warm_start  # noqa: PLC0415 (torch-heavy, optional)
+                from agents.learning.imitation import warm_start  # noqa: PLC0415 (torch-heavy, optional)
 
                 stats = warm_start(model, cfg, teacher_factory=teacher_factory, log=log)
                 atomic_write_json(run.root / IMITATION_FILE, stats)

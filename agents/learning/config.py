@@ -31,7 +31,7 @@ from typing import Any, Final, Literal, Union
 
 import yaml
 
-from agents.algorithms import ALGORITHMS, AlgorithmSpec, get_algorithm
+from agents.learning.algorithms import ALGORITHMS, AlgorithmSpec, get_algorithm
 
 VEC_ENV_KINDS: Final = ("native", "dummy", "subproc")
 OBSERVATION_MODES: Final = ("flat", "dict")
@@ -82,7 +82,7 @@ class EnvConfig:
 
 @dataclass
 class ShapingConfig:
-    """Potential-based reward shaping, training only (see :mod:`agents.shaping`)."""
+    """Potential-based reward shaping, training only (see :mod:`agents.learning.shaping`)."""
 
     enabled: bool = False
     potential: str = _c("run_windows", choices=POTENTIALS)
@@ -164,7 +164,7 @@ class CheckpointConfig:
 
 @dataclass
 class ImitationConfig:
-    """Behaviour-cloning warm start (see :mod:`agents.imitation`)."""
+    """Behaviour-cloning warm start (see :mod:`agents.learning.imitation`)."""
 
     enabled: bool = False
     teacher: str = "heuristic"
@@ -198,7 +198,7 @@ class Config:
     imitation: ImitationConfig = field(default_factory=ImitationConfig)
     search: dict[str, Any] | None = None
     """Hyperparameter search space of ``scripts/tune.py`` (validated by
-    :func:`agents.search_space.parse_search`); training ignores it."""
+    :func:`agents.learning.search_space.parse_search`); training ignores it."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, in the order a config file is read (top-level keys first)."""
@@ -502,7 +502,7 @@ def validate(cfg: Config, file: str | None = None) -> None:
                 f"got {cfg.algorithm.policy!r}",
             )
     if cfg.search is not None:
-        from agents.search_space import parse_search  # noqa: PLC0415 (it imports this module)
+        from agents.learning.search_space import parse_search  # noqa: PLC0415 (it imports this module)
 
         base = cfg.to_dict()
         base.pop("search")

@@ -1,6 +1,6 @@
 """The ``heuristic`` player: collect cards cheaply, then rack precisely for what is missing.
 
-It decides from what a player may know (:class:`~agents.knowledge.Knowledge`:
+It decides from what a player may know (:class:`~coldiron_env.knowledge.Knowledge`:
 the hand, its memory of every card seen, hence the exact contents of the
 deck, and the counters), through :func:`decide`, a pure function of that
 knowledge, so a planner can call it on engine state via
@@ -62,8 +62,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from agents.base import Agent
-from agents.knowledge import Knowledge
+from agents.players.base import Agent
 from coldiron_env.actions import (
     BONUS,
     IRON,
@@ -79,6 +78,7 @@ from coldiron_env.actions import (
 from coldiron_env.cards import NUM_RANKS, NUM_SUITS, SUIT_FIELD_MASK
 from coldiron_env.game import Game
 from coldiron_env.judge import HAS_RUN, WINDOW_MASKS
+from coldiron_env.knowledge import Knowledge
 from coldiron_env.options import BONUS_DRAWS, MAX_HURT, RuleOptions
 
 IMPOSSIBLE: Final = 99

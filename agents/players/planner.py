@@ -2,7 +2,7 @@
 
 What it knows
 -------------
-It plans from :class:`~agents.knowledge.Knowledge` only: the hand, the cards
+It plans from :class:`~coldiron_env.knowledge.Knowledge` only: the hand, the cards
 seen (hence the exact *contents* of the deck) and the counters, never the
 deck's order. Given what a player has seen, every order of the unseen cards is
 equally likely (the deck was shuffled uniformly and everything observed is a
@@ -14,7 +14,7 @@ deck is never read: :meth:`PlannerAgent.act_game` first turns the game into
 
 How it decides (a rollout algorithm, Bertsekas)
 -----------------------------------------------
-The heuristic (:func:`agents.heuristic.decide`) is the base policy and the
+The heuristic (:func:`agents.players.heuristic.decide`) is the base policy and the
 rollout policy. At a decision the planner
 
 1. takes the heuristic's action ``h`` and a few promising alternatives
@@ -79,8 +79,8 @@ from typing import Any, Final
 
 import numpy as np
 
-from agents.base import Agent
-from agents.heuristic import (
+from agents.players.base import Agent
+from agents.players.heuristic import (
     DEFAULT_PARAMS,
     IMPOSSIBLE,
     RACK_ACTIONS,
@@ -90,8 +90,7 @@ from agents.heuristic import (
     decide,
     rack_odds,
 )
-from agents.knowledge import Knowledge
-from agents.solver import iron_extra_keeps
+from agents.players.solver import iron_extra_keeps
 from coldiron_env.actions import (
     IRON,
     LEGAL_ACTIONS,
@@ -104,6 +103,7 @@ from coldiron_env.actions import (
 from coldiron_env.cards import DECK_SIZE, FIRST_JOKER
 from coldiron_env.dealer import relabel_jokers
 from coldiron_env.game import WON, Game
+from coldiron_env.knowledge import Knowledge
 from coldiron_env.options import BONUS_DRAWS, DEFAULT_RULES, MAX_HURT, RuleOptions
 
 DEFAULT_SEED: Final = 0
@@ -244,7 +244,7 @@ def turn_decision(
     """``decide(kn, params)`` in the ``turn`` phase, or :data:`HOPELESS` when :func:`hopeless`.
 
     The rollouts' fused version of the two (one analysis instead of two); it
-    must mirror the ``turn`` branch of :func:`agents.heuristic.decide` exactly,
+    must mirror the ``turn`` branch of :func:`agents.players.heuristic.decide` exactly,
     which a test checks on many positions.
     """
     need, useful = analyse(kn)

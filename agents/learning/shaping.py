@@ -13,7 +13,7 @@ the issue), so it is off by default.
 
 :class:`ShapingVecEnv` wraps any SB3 ``VecEnv`` (native, dummy or subproc)
 and reads the hand from the observation, so it needs no access to the game.
-Evaluation never uses it: :mod:`agents.training` evaluates on plain envs, so
+Evaluation never uses it: :mod:`agents.learning.training` evaluates on plain envs, so
 every reported win rate is the true win rate.
 """
 

@@ -1,7 +1,7 @@
 """The algorithm registry: config names -> Stable-Baselines3 / sb3-contrib classes.
 
 Adding an algorithm is one entry in :data:`ALGORITHMS`. Classes are imported
-lazily (``import agents.algorithms`` does not import torch).
+lazily (``import agents.learning.algorithms`` does not import torch).
 
 Each entry says whether the algorithm takes action masks itself (MaskablePPO:
 masks enter its rollouts and its loss), whether it is off-policy (it then has a
@@ -34,7 +34,7 @@ class AlgorithmSpec:
         supports_masks: the algorithm uses action masks in training (MaskablePPO).
             The others are trained on the env's default rule (an illegal action
             ends the episode as a loss) and masked at play time by
-            :mod:`agents.sb3_agent`.
+            :mod:`agents.learning.sb3_agent`.
         off_policy: has a replay buffer (saved with checkpoints).
         recurrent: the policy keeps LSTM state within an episode.
         family: ``actor_critic`` (logits + value head) or ``q_value`` (Q-values).

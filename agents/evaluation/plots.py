@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agents.atomic import atomic_target
-from agents.evaluation import AgentResult
+from agents.evaluation.arena import AgentResult
 
 PERCENT = 100.0
 

@@ -1,6 +1,6 @@
 """The ``search:`` section of a tuning config: schema and validation (no Optuna import).
 
-A tuning config is an ordinary run config (:mod:`agents.config`) plus a
+A tuning config is an ordinary run config (:mod:`agents.learning.config`) plus a
 ``search:`` section naming the settings to search and how (``docs/tuning.md``)::
 
     search:
@@ -13,10 +13,10 @@ A tuning config is an ordinary run config (:mod:`agents.config`) plus a
         policy.net_arch: {distribution: categorical, choices: [[64, 64], [128, 128]]}
 
 :func:`load_tuning_config` splits ``search:`` off, validates the rest with
-:func:`agents.config.config_from_dict` and the search space with
-:func:`parse_search`: every problem is a :class:`~agents.config.ConfigError`
+:func:`agents.learning.config.config_from_dict` and the search space with
+:func:`parse_search`: every problem is a :class:`~agents.learning.config.ConfigError`
 naming the file and the key (``search.parameters[PATH].low``, ...).
-The Optuna side (objective, workers, reports) is :mod:`agents.tuning`.
+The Optuna side (objective, workers, reports) is :mod:`agents.learning.tuning`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from agents.config import Config, ConfigError, config_from_dict, hyperparameters_of, read_yaml
+from agents.learning.config import (
+    Config,
+    ConfigError,
+    config_from_dict,
+    hyperparameters_of,
+    read_yaml,
+)
 
 if TYPE_CHECKING:
     import optuna
@@ -214,7 +220,7 @@ def load_tuning_config(path: str | Path) -> TuningConfig:
         )
     base = config_from_dict(copy.deepcopy(rest), file)
     base_data = base.to_dict()
-    base_data.pop(SEARCH_KEY, None)  # when agents.config knows the section itself
+    base_data.pop(SEARCH_KEY, None)  # when agents.learning.config knows the section itself
     search = parse_search(data[SEARCH_KEY], base_data, base, file)
     return TuningConfig(file, base, base_data, search, data[SEARCH_KEY])
 

@@ -19,7 +19,7 @@ the same config (seed aside) also reports their mean win rate across seeds
   When every seed scores the same it has zero width: the deal-sampling
   uncertainty is then the pooled interval's.
 * **Pooled Wilson (for reference).** All wins over all episodes with the Wilson
-  score interval (:func:`agents.stats.wilson_interval`). It treats every episode
+  score interval (:func:`agents.evaluation.stats.wilson_interval`). It treats every episode
   as independent, so it describes only *these* trained models on *these* deals:
   it ignores seed-to-seed variance and, when every seed plays the same deals
   (as evaluations do), the correlation between them. It is narrower than the
@@ -36,13 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from agents.stats import Z_95, wilson_interval
+from agents.evaluation.stats import Z_95, wilson_interval
 
 CONFIDENCE: Final = 0.95
 SEED_DIR_PREFIX: Final = "seed-"
-CONFIG_FILE: Final = "config.yaml"  # as agents.sb3_agent.CONFIG_FILE
-META_FILE: Final = "meta.json"  # as agents.training.META_FILE
-EVAL_JSON: Final = "evaluations.json"  # as agents.training.EVAL_JSON
+CONFIG_FILE: Final = "config.yaml"  # as agents.learning.sb3_agent.CONFIG_FILE
+META_FILE: Final = "meta.json"  # as agents.learning.training.META_FILE
+EVAL_JSON: Final = "evaluations.json"  # as agents.learning.training.EVAL_JSON
 MAX_SEEDS: Final = 1000
 """A guard against typos such as ``0-10000``."""
 _BISECT_STEPS: Final = 200
@@ -422,8 +422,8 @@ def train_seeds(
     from its checkpoint. Ctrl-C during a seed saves it (as ``train`` does) and
     stops; the last result then has ``interrupted=True``.
     """
-    from agents.config import apply_overrides  # noqa: PLC0415 (heavy imports on use)
-    from agents.training import TrainingError, TrainResult, train  # noqa: PLC0415
+    from agents.learning.config import apply_overrides  # noqa: PLC0415 (heavy imports on use)
+    from agents.learning.training import TrainingError, TrainResult, train  # noqa: PLC0415
 
     if not seeds:
         raise ValueError("no seeds to train")
@@ -455,8 +455,8 @@ def train_seeds(
 
 
 def _check_same(run_dir: Path, cfg: Any) -> None:
-    from agents.config import load_config  # noqa: PLC0415
-    from agents.training import TrainingError  # noqa: PLC0415
+    from agents.learning.config import load_config  # noqa: PLC0415
+    from agents.learning.training import TrainingError  # noqa: PLC0415
 
     saved = load_config(run_dir / CONFIG_FILE).to_dict()
     wanted = cfg.to_dict()

@@ -28,8 +28,8 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import numpy as np
 
-from agents.base import Agent
-from agents.stats import wilson_interval
+from agents.evaluation.stats import wilson_interval
+from agents.players.base import Agent
 from coldiron_env.actions import LEGAL_BITS, NUM_ACTIONS, PHASE_OVER
 from coldiron_env.cards import deck_codes
 from coldiron_env.dealer import shuffled_decks

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import Agent
+from agents.players.base import Agent
 from coldiron_env.actions import BONUS, LEGAL_ACTIONS, PHASE_BONUS, PHASE_TURN, STOP, THREATEN
 from coldiron_env.game import Game
 

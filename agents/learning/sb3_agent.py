@@ -30,8 +30,8 @@ import numpy as np
 import torch as th
 import yaml
 
-from agents.algorithms import AlgorithmSpec, algorithm_of, get_algorithm
-from agents.base import Agent
+from agents.learning.algorithms import AlgorithmSpec, algorithm_of, get_algorithm
+from agents.players.base import Agent
 from coldiron_env import ENV_ID
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ class MaskedPolicy:
 
 
 class SB3Agent(Agent):
-    """A trained model playing as an :class:`~agents.base.Agent` (one env)."""
+    """A trained model playing as an :class:`~agents.players.base.Agent` (one env)."""
 
     def __init__(
         self,

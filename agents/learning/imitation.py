@@ -34,15 +34,15 @@ import numpy as np
 import torch as th
 import torch.nn.functional as F
 
-from agents.algorithms import algorithm_of
-from agents.base import Agent
-from agents.sb3_agent import MaskedPolicy
+from agents.learning.algorithms import algorithm_of
+from agents.learning.sb3_agent import MaskedPolicy
+from agents.players.base import Agent
 from coldiron_env.env import ColdIronEnv
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
 
-    from agents.config import Config
+    from agents.learning.config import Config
 
 Q_MARGIN: Final = 0.05  # DQfD-style margin between the teacher's Q and any other legal action
 MASKED_LOGIT: Final = -1e8  # logit given to illegal actions in the masked cross-entropy

@@ -1,0 +1,1 @@
+"""Evaluation: every agent on the same seeded deals, statistics, charts, the ladder."""

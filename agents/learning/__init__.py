@@ -1,0 +1,1 @@
+"""Learning: run configs, Stable-Baselines3 training, imitation, tuning, several seeds."""
