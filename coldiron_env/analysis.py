@@ -1,0 +1,285 @@
+"""What a card-counting player computes in their head: run windows, rack odds, keep bounds.
+
+Every card that is not in the deck has been seen, so a player with a perfect
+memory knows the deck's exact *contents* (not its order): the *unseen* cards.
+From them and the hand this module derives, as look-up tables built once with
+NumPy and used by scalar and batched callers alike:
+
+* **Run windows** (:func:`suit_tables`). For one suit, given the held ranks and
+  the unseen ranks (10-bit fields), a run window (A-2-3 .. 8-9-10) is *live*
+  when every card of it is held or unseen. The suit's ``need`` is the fewest
+  missing cards over its live windows (0 once the run is complete,
+  :data:`IMPOSSIBLE` with no live window); its ``useful`` cards are the missing
+  cards of the live windows achieving that need; ``live`` is the union of its
+  live windows.
+* **Rack odds** (:func:`rack_odds`). Racking with ``k`` targets, ``j`` Jokers
+  and ``c`` court cards in the deck and ``hurt_left`` Hurt to spare, only the
+  relative order of those cards matters and it is uniformly random: the chance
+  that the first target comes before any Joker and before the slaying court
+  card, and the expected number of court cards drawn on the way.
+* **Bonus risk** (:func:`bonus_risk`): the chance that the three draws of an
+  Iron bonus hold enough court cards to slay (hypergeometric).
+* **Keep bound** (:func:`max_keeps`): the most cards that can still be kept,
+  whatever the order of the deck, from the start of a turn.
+
+The heuristic, the planner, the solver and the ``counting`` observation all
+read these tables, so each piece of card counting is written once.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from math import comb
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from coldiron_env.cards import (
+    DECK_SIZE,
+    FIRST_COURT,
+    FIRST_JOKER,
+    NUM_JOKERS,
+    NUM_NUMBERED,
+    NUM_RANKS,
+    NUM_SUITS,
+    SUIT_FIELD_MASK,
+)
+from coldiron_env.judge import HAS_RUN, NUM_FIELDS, WINDOW_MASKS
+from coldiron_env.options import BONUS_DRAWS, IRON_APPLICATIONS_PER_TURN, MAX_HURT
+
+IMPOSSIBLE: Final = 99
+"""The ``need`` of a suit with no live window (the phrase cannot be completed)."""
+SURVIVABLE_HURT: Final = MAX_HURT - 1
+"""The most Hurt the Changeling can take and live."""
+IRON_KEEP_GAIN: Final = IRON_APPLICATIONS_PER_TURN - 1
+"""Cards a turn of three Iron applications keeps beyond the one card of any turn."""
+NUM_COURTS: Final = FIRST_JOKER - FIRST_COURT
+
+FULL_DECK_MASK: Final = (1 << DECK_SIZE) - 1
+NUMBERED_MASK: Final = (1 << NUM_NUMBERED) - 1
+COURT_MASK: Final = ((1 << NUM_COURTS) - 1) << FIRST_COURT
+JOKER_MASK: Final = ((1 << NUM_JOKERS) - 1) << FIRST_JOKER
+
+U16 = npt.NDArray[np.uint16]
+U8 = npt.NDArray[np.uint8]
+F64 = npt.NDArray[np.float64]
+
+
+# --------------------------------------------------------------------------- run windows
+@cache
+def suit_tables() -> tuple[U8, U16, U16]:
+    """``(NEED, USEFUL, LIVE)``, each indexed ``[held_field, unseen_field]`` (1024 x 1024).
+
+    See the module docstring; built once, vectorised (a few tens of milliseconds).
+    """
+    held = np.arange(NUM_FIELDS, dtype=np.int64)[:, None]
+    unseen = np.arange(NUM_FIELDS, dtype=np.int64)[None, :]
+    shape = (NUM_FIELDS, NUM_FIELDS)
+    need = np.full(shape, IMPOSSIBLE, dtype=np.int64)
+    useful = np.zeros(shape, dtype=np.int64)
+    live = np.zeros(shape, dtype=np.int64)
+    for window in WINDOW_MASKS:
+        missing = window & ~held
+        alive = np.broadcast_to((missing & ~unseen) == 0, shape)
+        count = np.broadcast_to(np.bitwise_count(missing).astype(np.int64), shape)
+        missing_b = np.broadcast_to(missing, shape)
+        better = alive & (count < need)
+        equal = alive & (count == need)
+        useful = np.where(better, missing_b, np.where(equal, useful | missing_b, useful))
+        need = np.where(better, count, need)
+        live = np.where(alive, live | window, live)
+    done = np.asarray(HAS_RUN, dtype=bool)[:, None]
+    need = np.where(done, 0, need)
+    useful = np.where(done, 0, useful)
+    return need.astype(np.uint8), useful.astype(np.uint16), live.astype(np.uint16)
+
+
+def suit_need(held: int, unseen: int) -> tuple[int, int]:
+    """``(need, useful)`` of one suit from its held and unseen 10-bit rank fields."""
+    need, useful, _ = suit_tables()
+    return int(need[held, unseen]), int(useful[held, unseen])
+
+
+def analyse(hand: int, unseen: int, suits_required: int = NUM_SUITS) -> tuple[int, int]:
+    """``(need, useful)`` of the game: cards still needed, mask of the useful cards.
+
+    ``hand`` is the mask of numbered cards held, ``unseen`` the mask of cards in
+    the deck. The need sums the ``suits_required`` smallest suit needs; it is
+    :data:`IMPOSSIBLE` or more when the phrase is out of reach.
+    """
+    need_t, useful_t, _ = suit_tables()
+    needs = []
+    useful = 0
+    for suit in range(NUM_SUITS):
+        shift = suit * NUM_RANKS
+        held = (hand >> shift) & SUIT_FIELD_MASK
+        avail = (unseen >> shift) & SUIT_FIELD_MASK
+        needs.append(int(need_t[held, avail]))
+        useful |= int(useful_t[held, avail]) << shift
+    needs.sort()
+    return sum(needs[:suits_required]), useful
+
+
+# --------------------------------------------------------------------------- racks
+@cache
+def rack_odds(targets: int, jokers: int, courts: int, hurt_left: int) -> tuple[float, float]:
+    """Chance that a rack reaches its first target alive, and the expected courts before it.
+
+    ``targets`` cards end the rack, ``jokers`` slay, each of ``courts`` costs
+    1 Hurt and ``hurt_left`` of them slay. Other cards do not matter: only the
+    relative order of these cards does, and it is uniformly random. With no
+    target the rack empties the deck: ``(0.0, 0.0)``.
+    """
+    total = targets + jokers + courts
+    prefix = 1.0  # chance that the first i of these cards are all courts
+    alive = 0.0
+    expected = 0.0
+    if targets == 0:
+        return alive, expected
+    for i in range(min(courts, hurt_left - 1) + 1):
+        p = prefix * targets / (total - i)
+        alive += p
+        expected += i * p
+        prefix *= (courts - i) / (total - i)
+    return alive, expected
+
+
+@cache
+def rack_tables() -> tuple[F64, F64]:
+    """``(ALIVE, COURTS)`` of :func:`rack_odds`, by ``[targets, jokers, courts, hurt_left]``."""
+    shape = (NUM_RANKS + 1, NUM_JOKERS + 1, NUM_COURTS + 1, MAX_HURT + 1)
+    alive = np.zeros(shape)
+    courts = np.zeros(shape)
+    for index in np.ndindex(shape):
+        alive[index], courts[index] = rack_odds(*index)
+    return alive, courts
+
+
+# --------------------------------------------------------------------------- bonus
+@cache
+def bonus_risk(deck: int, courts: int, hurt_left: int) -> float:
+    """Chance that an Iron bonus (three draws from ``deck`` cards) holds ``hurt_left`` courts."""
+    draws = min(BONUS_DRAWS, deck)
+    if hurt_left > draws or deck <= 0:
+        return 0.0
+    bad = sum(comb(courts, x) * comb(deck - courts, draws - x) for x in range(hurt_left, draws + 1))
+    return bad / comb(deck, draws)
+
+
+@cache
+def bonus_risk_table() -> F64:
+    """:func:`bonus_risk` indexed ``[deck, courts, hurt_left]``."""
+    shape = (DECK_SIZE + 1, NUM_COURTS + 1, MAX_HURT + 1)
+    out = np.zeros(shape)
+    for deck, courts, hurt_left in np.ndindex(shape):
+        if courts <= deck:
+            out[deck, courts, hurt_left] = bonus_risk(deck, courts, hurt_left)
+    return out
+
+
+# --------------------------------------------------------------------------- keep bound
+def iron_extra_keeps(budget: int) -> int:
+    """Most cards kept beyond one a turn with ``budget`` Hurt to spend on the Iron.
+
+    A turn of k Iron applications keeps at most k cards for k Hurt, i.e. k - 1
+    more than a free Threaten or rack; the best use is three at a time.
+    """
+    full, rest = divmod(max(budget, 0), IRON_APPLICATIONS_PER_TURN)
+    return full * IRON_KEEP_GAIN + max(rest - 1, 0)
+
+
+def max_keeps(
+    turns_left: int, hurt: int, jokers: int, deck_count: int, joker_grants_more: bool = False
+) -> int:
+    """Most cards that can still be kept from the start of a turn, whatever the deck's order.
+
+    One card a turn (``turns_left`` turns, this one included), plus what the
+    Iron can add for the Hurt left to spend, plus three per Joker still in the
+    deck (six with the ``bonus_joker_grants_more`` variant); never more than
+    the cards left.
+    """
+    bonus = BONUS_DRAWS * jokers * (2 if joker_grants_more else 1)
+    keeps = turns_left + iron_extra_keeps(SURVIVABLE_HURT - hurt) + bonus
+    return min(keeps, deck_count)
+
+
+
+# --------------------------------------------------------------------------- batched
+RACK_COUNT: Final = 14
+"""Racks: ten ranks then four suits (the order of the action indices)."""
+RANK_TARGETS: Final = tuple(
+    sum(1 << (s * NUM_RANKS + r) for s in range(NUM_SUITS)) for r in range(NUM_RANKS)
+)
+SUIT_TARGETS: Final = tuple(SUIT_FIELD_MASK << (s * NUM_RANKS) for s in range(NUM_SUITS))
+RACK_TARGET_MASKS: Final = np.array(RANK_TARGETS + SUIT_TARGETS, dtype=np.uint64)
+"""Numbered cards that end each rack, in action order (rack A .. rack 10, Hearts .. Spades)."""
+
+_U64_FIELD: Final = np.uint64(SUIT_FIELD_MASK)
+_COURTS_U64: Final = np.uint64(COURT_MASK)
+_JOKERS_U64: Final = np.uint64(JOKER_MASK)
+_NUMBERED_U64: Final = np.uint64(NUMBERED_MASK)
+_FULL_U64: Final = np.uint64(FULL_DECK_MASK)
+
+
+class Counting:
+    """What a counting player knows of ``n`` games at once (arrays with leading dimension n).
+
+    Built from the hand and the seen cards (bit masks) and the counters; every
+    attribute is derived, nothing is read from a deck order.
+
+    Attributes:
+        unseen: (n,) uint64 mask of the cards in the deck.
+        courts, jokers: (n,) court cards and Jokers in the deck.
+        suit_need: (n, 4) cards missing from each suit's best live window
+            (:data:`IMPOSSIBLE` for a dead suit, 0 for a complete run).
+        need: (n,) the game's need (sum of the ``suits_required`` smallest).
+        useful: (n,) uint64 mask of the useful cards.
+        keep_bound: (n,) :func:`max_keeps` from the start of the current turn.
+        rack_targets, rack_hits: (n, 14) targets in the deck, and useful ones.
+        rack_alive, rack_courts: (n, 14) :func:`rack_odds` of each rack.
+        bonus_risk: (n,) :func:`bonus_risk` of an Iron bonus now.
+    """
+
+    def __init__(
+        self,
+        hand: npt.NDArray[np.uint64],
+        seen: npt.NDArray[np.uint64],
+        hurt: npt.NDArray[np.int64],
+        turn: npt.NDArray[np.int64],
+        deck_count: npt.NDArray[np.int64],
+        turns: int,
+        suits_required: int = NUM_SUITS,
+        joker_grants_more: bool = False,
+    ) -> None:
+        need_t, useful_t, _ = suit_tables()
+        hand = np.asarray(hand, dtype=np.uint64)
+        unseen = _FULL_U64 & ~np.asarray(seen, dtype=np.uint64)
+        self.unseen = unseen
+        self.courts = np.bitwise_count(unseen & _COURTS_U64).astype(np.int64)
+        self.jokers = np.bitwise_count(unseen & _JOKERS_U64).astype(np.int64)
+        shifts = (np.arange(NUM_SUITS, dtype=np.uint64) * np.uint64(NUM_RANKS))[None, :]
+        held_f = ((hand[:, None] >> shifts) & _U64_FIELD).astype(np.intp)
+        avail_f = ((unseen[:, None] >> shifts) & _U64_FIELD).astype(np.intp)
+        self.suit_need = need_t[held_f, avail_f].astype(np.int64)
+        useful_f = useful_t[held_f, avail_f].astype(np.uint64)
+        self.useful = np.bitwise_or.reduce(useful_f << shifts, axis=1)
+        self.need = np.sort(self.suit_need, axis=1)[:, :suits_required].sum(axis=1)
+        hurt = np.asarray(hurt, dtype=np.int64)
+        turns_left = turns - np.asarray(turn, dtype=np.int64) + 1
+        budget = np.maximum(SURVIVABLE_HURT - hurt, 0)
+        iron_extra = budget // IRON_APPLICATIONS_PER_TURN * IRON_KEEP_GAIN + np.maximum(
+            budget % IRON_APPLICATIONS_PER_TURN - 1, 0
+        )
+        bonus = BONUS_DRAWS * self.jokers * (2 if joker_grants_more else 1)
+        deck_count = np.asarray(deck_count, dtype=np.int64)
+        self.keep_bound = np.minimum(turns_left + iron_extra + bonus, deck_count)
+        targets = unseen[:, None] & RACK_TARGET_MASKS[None, :]
+        self.rack_targets = np.bitwise_count(targets).astype(np.intp)
+        self.rack_hits = np.bitwise_count(targets & self.useful[:, None]).astype(np.int64)
+        alive_t, courts_t = rack_tables()
+        hurt_left = np.clip(MAX_HURT - hurt, 0, MAX_HURT)[:, None]
+        index = (self.rack_targets, self.jokers[:, None], self.courts[:, None], hurt_left)
+        self.rack_alive = alive_t[index]
+        self.rack_courts = courts_t[index]
+        self.bonus_risk = bonus_risk_table()[deck_count, self.courts, hurt_left[:, 0]]
