@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Final
 
+import numpy as np
+
 from coldiron_env.cards import (
     NUM_RANKS,
     NUM_SUITS,
@@ -54,6 +56,20 @@ LEGAL_BITS: Final[tuple[int, ...]] = tuple(
     sum(1 << a for a in actions) for actions in LEGAL_ACTIONS
 )
 """``LEGAL_BITS[phase] >> action & 1`` tells whether ``action`` is legal."""
+
+LEGAL_MASKS: Final = np.array(
+    [[a in LEGAL_ACTIONS[p] for a in range(NUM_ACTIONS)] for p in range(NUM_PHASES)], dtype=bool
+)
+"""``LEGAL_MASKS[phase]``: the legal actions as a bool row of shape (19,) (do not modify)."""
+LEGAL_MASKS.flags.writeable = False
+ENV_MASKS: Final = LEGAL_MASKS.copy()
+ENV_MASKS.flags.writeable = False
+"""``ENV_MASKS[phase]``: the mask the envs report (``info["action_mask"]``, ``action_masks()``)."""
+ENV_MASKS_INT8: Final = ENV_MASKS.astype(np.int8)
+"""``ENV_MASKS_INT8[phase]``: the same as ``np.int8`` (the env's ``info["action_mask"]``)."""
+ENV_MASKS_INT8.flags.writeable = False
+RACK_ACTIONS: Final = tuple(range(RACK_RANK_FIRST, REST))
+"""Every rack: ranks A..10, then suits Hearts..Spades."""
 
 
 def rack_rank_action(rank: int) -> int:

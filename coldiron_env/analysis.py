@@ -28,13 +28,15 @@ read these tables, so each piece of card counting is written once.
 
 from __future__ import annotations
 
-from functools import cache
+from array import array
+from functools import cache, lru_cache
 from math import comb
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
+from coldiron_env.actions import RACK_ACTIONS, RACK_TARGETS
 from coldiron_env.cards import (
     DECK_SIZE,
     FIRST_COURT,
@@ -48,6 +50,8 @@ from coldiron_env.cards import (
 from coldiron_env.judge import HAS_RUN, NUM_FIELDS, WINDOW_MASKS
 from coldiron_env.options import BONUS_DRAWS, IRON_APPLICATIONS_PER_TURN, MAX_HURT
 
+ANALYSIS_CACHE: Final = 1 << 18
+"""Positions whose :func:`analyse` is remembered (search and rollouts revisit them)."""
 IMPOSSIBLE: Final = 99
 """The ``need`` of a suit with no live window (the phrase cannot be completed)."""
 SURVIVABLE_HURT: Final = MAX_HURT - 1
@@ -95,12 +99,21 @@ def suit_tables() -> tuple[U8, U16, U16]:
     return need.astype(np.uint8), useful.astype(np.uint16), live.astype(np.uint16)
 
 
+@cache
+def _scalar_tables() -> tuple[bytes, array[int]]:
+    """:func:`suit_tables`'s ``NEED`` and ``USEFUL`` flattened for fast scalar look-ups."""
+    need, useful, _ = suit_tables()
+    return need.tobytes(), array("H", useful.tobytes())
+
+
 def suit_need(held: int, unseen: int) -> tuple[int, int]:
     """``(need, useful)`` of one suit from its held and unseen 10-bit rank fields."""
-    need, useful, _ = suit_tables()
-    return int(need[held, unseen]), int(useful[held, unseen])
+    need, useful = _scalar_tables()
+    index = held << NUM_RANKS | unseen
+    return need[index], useful[index]
 
 
+@lru_cache(maxsize=ANALYSIS_CACHE)
 def analyse(hand: int, unseen: int, suits_required: int = NUM_SUITS) -> tuple[int, int]:
     """``(need, useful)`` of the game: cards still needed, mask of the useful cards.
 
@@ -108,15 +121,15 @@ def analyse(hand: int, unseen: int, suits_required: int = NUM_SUITS) -> tuple[in
     the deck. The need sums the ``suits_required`` smallest suit needs; it is
     :data:`IMPOSSIBLE` or more when the phrase is out of reach.
     """
-    need_t, useful_t, _ = suit_tables()
+    need_t, useful_t = _scalar_tables()
     needs = []
     useful = 0
     for suit in range(NUM_SUITS):
         shift = suit * NUM_RANKS
         held = (hand >> shift) & SUIT_FIELD_MASK
-        avail = (unseen >> shift) & SUIT_FIELD_MASK
-        needs.append(int(need_t[held, avail]))
-        useful |= int(useful_t[held, avail]) << shift
+        index = held << NUM_RANKS | (unseen >> shift) & SUIT_FIELD_MASK
+        needs.append(need_t[index])
+        useful |= useful_t[index] << shift
     needs.sort()
     return sum(needs[:suits_required]), useful
 
@@ -190,29 +203,41 @@ def iron_extra_keeps(budget: int) -> int:
 
 
 def max_keeps(
-    turns_left: int, hurt: int, jokers: int, deck_count: int, joker_grants_more: bool = False
+    turns_left: int,
+    hurt: int,
+    jokers: int,
+    deck_count: int,
+    joker_grants_more: bool = False,
+    *,
+    iron_left: int | None = None,
+    bonus_pending: bool = False,
 ) -> int:
-    """Most cards that can still be kept from the start of a turn, whatever the deck's order.
+    """Most cards that can still be kept, whatever the deck's order.
 
-    One card a turn (``turns_left`` turns, this one included), plus what the
-    Iron can add for the Hurt left to spend, plus three per Joker still in the
-    deck (six with the ``bonus_joker_grants_more`` variant); never more than
-    the cards left.
+    From the start of a turn (``iron_left=None``): one card a turn
+    (``turns_left`` turns, this one included), plus what the Iron can add for
+    the Hurt left to spend. Within a turn, with up to ``iron_left`` more Iron
+    applications this turn (one card and one Hurt each), then the later turns.
+    Plus three cards per Joker still in the deck or whose bonus is on offer
+    (``bonus_pending``), six with the ``bonus_joker_grants_more`` variant; never
+    more than the cards left.
     """
-    bonus = BONUS_DRAWS * jokers * (2 if joker_grants_more else 1)
-    keeps = turns_left + iron_extra_keeps(SURVIVABLE_HURT - hurt) + bonus
-    return min(keeps, deck_count)
-
+    budget = SURVIVABLE_HURT - hurt
+    if iron_left is None:
+        keeps = turns_left + iron_extra_keeps(budget)
+    else:
+        later = turns_left - 1
+        keeps = max(
+            j + later + iron_extra_keeps(budget - j)
+            for j in range(min(iron_left, max(budget, 0)) + 1)
+        )
+    bonus = BONUS_DRAWS * (jokers + bonus_pending) * (2 if joker_grants_more else 1)
+    return min(keeps + bonus, deck_count)
 
 
 # --------------------------------------------------------------------------- batched
-RACK_COUNT: Final = 14
-"""Racks: ten ranks then four suits (the order of the action indices)."""
-RANK_TARGETS: Final = tuple(
-    sum(1 << (s * NUM_RANKS + r) for s in range(NUM_SUITS)) for r in range(NUM_RANKS)
-)
-SUIT_TARGETS: Final = tuple(SUIT_FIELD_MASK << (s * NUM_RANKS) for s in range(NUM_SUITS))
-RACK_TARGET_MASKS: Final = np.array(RANK_TARGETS + SUIT_TARGETS, dtype=np.uint64)
+RACK_COUNT: Final = len(RACK_ACTIONS)
+RACK_TARGET_MASKS: Final = np.array([RACK_TARGETS[a] for a in RACK_ACTIONS], dtype=np.uint64)
 """Numbered cards that end each rack, in action order (rack A .. rack 10, Hearts .. Spades)."""
 
 _U64_FIELD: Final = np.uint64(SUIT_FIELD_MASK)
@@ -225,8 +250,9 @@ _FULL_U64: Final = np.uint64(FULL_DECK_MASK)
 class Counting:
     """What a counting player knows of ``n`` games at once (arrays with leading dimension n).
 
-    Built from the hand and the seen cards (bit masks) and the counters; every
-    attribute is derived, nothing is read from a deck order.
+    Built from the hand and the seen cards (bit masks) and the counters;
+    ``turns`` and ``suits_required`` are the rules (one for all games, or one
+    per game). Every attribute is derived: nothing is read from a deck order.
 
     Attributes:
         unseen: (n,) uint64 mask of the cards in the deck.
@@ -248,8 +274,8 @@ class Counting:
         hurt: npt.NDArray[np.int64],
         turn: npt.NDArray[np.int64],
         deck_count: npt.NDArray[np.int64],
-        turns: int,
-        suits_required: int = NUM_SUITS,
+        turns: int | npt.NDArray[np.int64],
+        suits_required: int | npt.NDArray[np.int64] = NUM_SUITS,
         joker_grants_more: bool = False,
     ) -> None:
         need_t, useful_t, _ = suit_tables()
@@ -264,7 +290,10 @@ class Counting:
         self.suit_need = need_t[held_f, avail_f].astype(np.int64)
         useful_f = useful_t[held_f, avail_f].astype(np.uint64)
         self.useful = np.bitwise_or.reduce(useful_f << shifts, axis=1)
-        self.need = np.sort(self.suit_need, axis=1)[:, :suits_required].sum(axis=1)
+        n = hand.shape[0]
+        smallest = np.cumsum(np.sort(self.suit_need, axis=1), axis=1)
+        required = np.broadcast_to(np.asarray(suits_required, dtype=np.intp), (n,))
+        self.need = smallest[np.arange(n), required - 1]
         hurt = np.asarray(hurt, dtype=np.int64)
         turns_left = turns - np.asarray(turn, dtype=np.int64) + 1
         budget = np.maximum(SURVIVABLE_HURT - hurt, 0)

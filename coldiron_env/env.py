@@ -11,10 +11,10 @@ from gymnasium import spaces
 
 from coldiron_env import observation as obs_layout
 from coldiron_env.actions import (
-    LEGAL_ACTIONS,
+    ENV_MASKS,
+    ENV_MASKS_INT8,
     LEGAL_BITS,
     NUM_ACTIONS,
-    NUM_PHASES,
     PHASE_NAMES,
     PHASE_OVER,
 )
@@ -27,12 +27,6 @@ from coldiron_env.render import render_text
 
 ILLEGAL_ACTION_POLICIES: Final = ("end", "raise")
 RESET_OPTION_KEYS: Final = ("deck",)
-
-MASKS_INT8: Final = tuple(
-    np.array([a in LEGAL_ACTIONS[p] for a in range(NUM_ACTIONS)], dtype=np.int8)
-    for p in range(NUM_PHASES)
-)
-MASKS_BOOL: Final = tuple(m.astype(bool) for m in MASKS_INT8)
 
 
 class ColdIronEnv(gym.Env[Any, np.int64]):
@@ -78,8 +72,11 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
     | 18     | Take the Joker's three bonus draws         | bonus          |
 
     ## Observation Space
-    Default (``observation_mode="flat"``): ``Box(0, 1, (48,), float32)``, or
-    ``(102,)`` with ``recall=True``:
+    Default (``observation_mode="flat"``): ``Box(0, 1, (48,), float32)``;
+    ``recall=True`` appends the discard pile (54 values), ``counting=True``
+    what a card-counting player computes from the cards seen (153 values:
+    the deck's contents, each suit's live run windows and useful cards, each
+    rack's odds...); with both, ``(255,)``:
 
     {layout}
 
@@ -87,8 +84,10 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
     types: ``hand`` MultiBinary(40), ``hurt`` Discrete(7), ``turn``
     Discrete(turns + 1), ``deck_count`` Discrete(55), ``phase`` Discrete(4),
     ``iron_count`` Discrete(4), and with ``recall=True`` ``discarded``
-    MultiBinary(54). Without ``recall`` the discard pile is hidden, as the rules
-    require, and the game is partially observable.
+    MultiBinary(54), with ``counting=True`` ``counting`` (``Box(0, 1, (153,))``,
+    the counting rows of the table in order). Without ``recall`` or
+    ``counting`` the discard pile is hidden, as the rules require, and the game
+    is partially observable: a player must remember what was drawn.
 
     ## Rewards
     ``win_reward`` (default 1.0) on the step that wins; ``loss_reward``
@@ -128,6 +127,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
                                      # "rgb_array" draws it (480x640x3 uint8)
         observation_mode="flat",     # or "dict"
         recall=False,                # True: observe the discard pile (perfect memory)
+        counting=False,              # True: also what a card counter computes (see the table)
         bonus_always=False,          # variant: a Joker's bonus is always taken
         bonus_joker_grants_more=False,  # variant: a Joker among bonus draws grants 3 more
         win_reward=1.0,
@@ -150,6 +150,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         render_mode: str | None = None,
         observation_mode: str = "flat",
         recall: bool = False,
+        counting: bool = False,
         bonus_always: bool = False,
         bonus_joker_grants_more: bool = False,
         win_reward: float = 1.0,
@@ -168,8 +169,9 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
                 f"observation_mode must be one of {obs_layout.OBSERVATION_MODES}, "
                 f"got {observation_mode!r}"
             )
-        if not isinstance(recall, bool):
-            raise ValueError(f"recall must be a bool, got {recall!r}")
+        for name, flag in (("recall", recall), ("counting", counting)):
+            if not isinstance(flag, bool):
+                raise ValueError(f"{name} must be a bool, got {flag!r}")
         if illegal_action not in ILLEGAL_ACTION_POLICIES:
             raise ValueError(
                 f"illegal_action must be one of {ILLEGAL_ACTION_POLICIES}, got {illegal_action!r}"
@@ -190,6 +192,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         self.render_mode = render_mode
         self.observation_mode = observation_mode
         self.recall = recall
+        self.counting = counting
         self.win_reward = float(win_reward)
         self.loss_reward = float(loss_reward)
         self.illegal_action = illegal_action
@@ -198,10 +201,10 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
 
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self.observation_space = obs_layout.observation_space(
-            observation_mode, recall, self.rules.turns
+            observation_mode, recall, self.rules.turns, counting
         )
         self._flat = observation_mode == "flat"
-        self._encoder = obs_layout.FlatEncoder(recall, self.rules.turns)
+        self._encoder = obs_layout.FlatEncoder(recall, self.rules.turns, counting)
         self.game = Game(list(range(DECK_SIZE)), self.rules)
         self._dealer = Dealer()
         self._needs_reset = True
@@ -275,14 +278,16 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         return text
 
     def action_masks(self) -> np.ndarray:
-        """Legal actions as a bool array of shape (19,) (for sb3-contrib's MaskablePPO)."""
-        return MASKS_BOOL[self.game.phase].copy()
+        """Legal actions as a bool array of shape (19,) (for sb3-contrib's MaskablePPO);
+        every action once the episode has ended (see ``info["action_mask"]``)."""
+        mask: np.ndarray = ENV_MASKS[self.game.phase].copy()
+        return mask
 
     # ------------------------------------------------------------ helpers
     def _observe(self) -> Any:
         if self._flat:
             return self._encoder.encode(self.game)
-        return obs_layout.dict_observation(self.game, self.recall)
+        return obs_layout.dict_observation(self.game, self.recall, self.counting)
 
     def _info(self) -> dict[str, Any]:
         game = self.game
@@ -290,7 +295,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
             self._hand_mask = game.hand
             self._hand_codes = hand_codes(game.hand)
         info: dict[str, Any] = {
-            "action_mask": MASKS_INT8[game.phase].copy(),
+            "action_mask": ENV_MASKS_INT8[game.phase].copy(),
             "phase": PHASE_NAMES[game.phase],
             "turn": game.turn,
             "hurt": game.hurt,
@@ -307,5 +312,5 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
 
 assert ColdIronEnv.__doc__ is not None
 ColdIronEnv.__doc__ = ColdIronEnv.__doc__.replace(
-    "{layout}", obs_layout.layout_table(recall=True).replace("\n", "\n    ")
+    "{layout}", obs_layout.layout_table(recall=True, counting=True).replace("\n", "\n    ")
 )

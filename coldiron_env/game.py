@@ -58,10 +58,20 @@ MIDNIGHT: Final = "midnight"
 ILLEGAL: Final = "illegal"
 OUTCOMES: Final = (WON, SLAIN, DECK_EXHAUSTED, MIDNIGHT, ILLEGAL)
 
-# What granted a pending or running bonus.
-_NO_BONUS: Final = 0
-_FROM_THREATEN: Final = 1
-_FROM_IRON: Final = 2
+# What granted a pending or running Joker's bonus (``Game.bonus_source``).
+BONUS_FROM_NONE: Final = 0
+BONUS_FROM_THREATEN: Final = 1
+BONUS_FROM_IRON: Final = 2  # court cards drawn in the bonus hurt (R17)
+
+
+def describe_illegal(action: object, phase: int) -> str:
+    """The message for ``action`` taken in ``phase``, naming it and the legal actions."""
+    legal = ", ".join(f"{a} ({ACTION_NAMES[a]})" for a in LEGAL_ACTIONS[phase])
+    if isinstance(action, int) and 0 <= action < NUM_ACTIONS:
+        shown = f"{action} ({ACTION_NAMES[action]})"
+    else:
+        shown = repr(action)
+    return f"action {shown} is illegal in phase {PHASE_NAMES[phase]!r}; legal: {legal}"
 
 
 class IllegalActionError(ValueError):
@@ -100,6 +110,8 @@ class Game:
         last_action: the last action taken (``-1`` after reset).
         drawn: the cards drawn by the last step, in order.
         steps: decisions taken so far.
+        bonus_source: what granted the Joker's bonus on offer or being drawn
+            (``BONUS_FROM_THREATEN`` or ``BONUS_FROM_IRON``), else ``BONUS_FROM_NONE``.
     """
 
     __slots__ = (
@@ -122,7 +134,7 @@ class Game:
         "steps",
         "suits_done",
         "_suits_done_count",
-        "_bonus_source",
+        "bonus_source",
     )
 
     def __init__(self, deck: Sequence[int], rules: RuleOptions = DEFAULT_RULES) -> None:
@@ -151,7 +163,7 @@ class Game:
         self.steps = 0
         self.suits_done = 0  # bit mask of suits whose run is complete
         self._suits_done_count = 0
-        self._bonus_source = _NO_BONUS
+        self.bonus_source = BONUS_FROM_NONE
 
     @classmethod
     def from_position(
@@ -186,7 +198,7 @@ class Game:
                 game.suits_done |= 1 << suit
                 game._suits_done_count += 1
         if phase == PHASE_BONUS:
-            game._bonus_source = _FROM_IRON if iron_count else _FROM_THREATEN
+            game.bonus_source = BONUS_FROM_IRON if iron_count else BONUS_FROM_THREATEN
         return game
 
     # ----------------------------------------------------------------- queries
@@ -260,12 +272,7 @@ class Game:
         self._end(ILLEGAL)
 
     def describe_illegal(self, action: object) -> str:
-        legal = ", ".join(f"{a} ({ACTION_NAMES[a]})" for a in LEGAL_ACTIONS[self.phase])
-        if isinstance(action, int) and 0 <= action < NUM_ACTIONS:
-            shown = f"{action} ({ACTION_NAMES[action]})"
-        else:
-            shown = repr(action)
-        return f"action {shown} is illegal in phase {PHASE_NAMES[self.phase]!r}; legal: {legal}"
+        return describe_illegal(action, self.phase)
 
     # ------------------------------------------------------------ mechanics
     def _end(self, outcome: str) -> None:
@@ -329,7 +336,7 @@ class Game:
         card = self._draw()
         if self._resolve(card, card < FIRST_COURT):
             return
-        if card >= FIRST_JOKER and self._offer_bonus(_FROM_THREATEN):
+        if card >= FIRST_JOKER and self._offer_bonus(BONUS_FROM_THREATEN):
             return
         self._end_turn()
 
@@ -340,7 +347,7 @@ class Game:
             return
         if self._hurt():
             return
-        if card >= FIRST_JOKER and self._offer_bonus(_FROM_IRON):
+        if card >= FIRST_JOKER and self._offer_bonus(BONUS_FROM_IRON):
             return
         self._after_iron()
 
@@ -351,9 +358,9 @@ class Game:
             self.phase = PHASE_IRON
 
     def _after_bonus(self) -> None:
-        source = self._bonus_source
-        self._bonus_source = _NO_BONUS
-        if source == _FROM_IRON:
+        source = self.bonus_source
+        self.bonus_source = BONUS_FROM_NONE
+        if source == BONUS_FROM_IRON:
             self._after_iron()
         else:
             self._end_turn()
@@ -361,17 +368,17 @@ class Game:
     def _offer_bonus(self, source: int) -> bool:
         """A Joker's bonus (R16). True when the action stops here: the player must
         decide (phase ``bonus``), or the bonus drawn at once (variant) ended the game."""
-        self._bonus_source = source
+        self.bonus_source = source
         if not self._bonus_always:
             self.phase = PHASE_BONUS
             return True
         self._bonus()
-        self._bonus_source = _NO_BONUS
+        self.bonus_source = BONUS_FROM_NONE
         return self.phase == PHASE_OVER
 
     def _bonus(self) -> None:
         """The Joker's bonus draws (R17); may end the game."""
-        courts_hurt = self._bonus_source == _FROM_IRON
+        courts_hurt = self.bonus_source == BONUS_FROM_IRON
         remaining = BONUS_DRAWS
         while remaining:
             remaining -= 1

@@ -1,4 +1,4 @@
-"""What a player of Cold Iron knows: the shared state of hand-written players.
+"""What a player of Cold Iron knows: the one information boundary every player sees through.
 
 A player sees every card drawn (kept cards go to the hand, the others to the
 discard pile, which the rules forbid *examining* but not remembering: a human
@@ -7,43 +7,48 @@ has been seen, a player with a perfect memory knows the exact *contents* of
 the deck (not its order): the cards not yet seen. :class:`Knowledge` holds
 exactly that, as bit masks over the card ids of :mod:`coldiron_env.cards`, plus
 the public counters (Hurt, turn, deck count, phase, Iron applications this
-turn).
+turn). It never holds the deck's order.
 
+Players are given a ``Knowledge``, never a :class:`~coldiron_env.game.Game`.
 It is built three ways, all giving the same object for the same game:
 
 * :meth:`Knowledge.observe` updates it from an env step's observation and
   ``info`` (the player's own memory: ``info["drawn"]`` names the cards each
   step drew; with ``recall=True`` the observation's discard pile is used too);
 * :meth:`Knowledge.from_game` reads it from an engine ``Game``, using only what
-  the player knows (``hand``, ``discarded``, the counters; never the deck order);
+  the player knows (``hand``, ``discarded``, the counters; never the deck
+  order): the evaluator's one crossing of the boundary;
 * directly, for tests and planners.
+
+A planner that wants to look ahead draws full games consistent with what it
+knows from :meth:`Knowledge.resample` (OpenSpiel's ``resample_from_infostate``):
+the seen cards where they were, the unseen ones in a uniformly random order,
+which is exactly their distribution given everything observed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from coldiron_env.actions import PHASE_NAMES, PHASE_TURN
+import numpy as np
+
+from coldiron_env.actions import PHASE_NAMES, PHASE_OVER, PHASE_TURN
+from coldiron_env.analysis import COURT_MASK, FULL_DECK_MASK, JOKER_MASK, NUMBERED_MASK
 from coldiron_env.cards import (
     CARD_CODES,
     DECK_SIZE,
-    FIRST_COURT,
     FIRST_JOKER,
     JOKER_CODE,
-    NUM_NUMBERED,
     NUM_SUITS,
     parse_card,
 )
+from coldiron_env.dealer import relabel_jokers
 from coldiron_env.game import Game
 from coldiron_env.observation import decode
-from coldiron_env.options import STANDARD_TURNS
+from coldiron_env.options import DEFAULT_RULES, STANDARD_TURNS, RuleOptions
 
-FULL_DECK_MASK: Final = (1 << DECK_SIZE) - 1
-NUMBERED_MASK: Final = (1 << NUM_NUMBERED) - 1
-COURT_MASK: Final = ((1 << (FIRST_JOKER - FIRST_COURT)) - 1) << FIRST_COURT
-JOKER_MASK: Final = FULL_DECK_MASK ^ NUMBERED_MASK ^ COURT_MASK
 FIRST_JOKER_BIT: Final = 1 << FIRST_JOKER
 SECOND_JOKER_BIT: Final = 1 << (FIRST_JOKER + 1)
 
@@ -123,6 +128,61 @@ class Knowledge:
     def is_consistent(self) -> bool:
         """True when the memory accounts for every card drawn (unseen == deck count)."""
         return self.unseen.bit_count() == self.deck_count
+
+    def unseen_cards(self) -> list[int]:
+        """The unseen card ids, ascending (the deck's contents)."""
+        return [c for c in range(DECK_SIZE) if not self.seen >> c & 1]
+
+    # ------------------------------------------------------------ looking ahead
+    def position(self, rules: RuleOptions = DEFAULT_RULES) -> Game:
+        """A game in this position, the unseen cards in ascending order after it.
+
+        The cards drawn so far are the seen ones; :meth:`resample` puts the
+        unseen ones in a random order. Refuses incomplete knowledge (a memory
+        that lost track of a card) and a game that is over.
+        """
+        if not self.is_consistent():
+            raise ValueError(
+                f"knowledge is incomplete: {self.unseen.bit_count()} unseen cards for "
+                f"{self.deck_count} left in the deck (every drawn card must be remembered)"
+            )
+        if self.phase == PHASE_OVER:
+            raise ValueError("the game is over: there is no position to look ahead from")
+        seen = [c for c in range(DECK_SIZE) if self.seen >> c & 1]
+        return Game.from_position(
+            seen + self.unseen_cards(),
+            rules,
+            pos=len(seen),
+            hand=self.hand,
+            discarded=self.seen & ~self.hand,
+            hurt=self.hurt,
+            turn=self.turn,
+            phase=self.phase,
+            iron_count=self.iron_count,
+        )
+
+    def sample_orders(self, rng: np.random.Generator, count: int) -> list[list[int]]:
+        """``count`` uniformly random orders of the unseen cards (Jokers relabelled so
+        that 52 precedes 53, as the dealer does)."""
+        cards = self.unseen_cards()
+        orders = rng.permuted(
+            np.broadcast_to(np.asarray(cards, dtype=np.int64), (count, len(cards))), axis=1
+        )
+        if FIRST_JOKER in cards and FIRST_JOKER + 1 in cards:
+            relabel_jokers(orders)
+        return orders.tolist()  # type: ignore[no-any-return]
+
+    def resample(
+        self, rng: np.random.Generator, count: int, rules: RuleOptions = DEFAULT_RULES
+    ) -> Iterator[Game]:
+        """``count`` games drawn from what this player knows: this position, with the
+        unseen cards in a uniformly random order (each a fresh, independent game)."""
+        root = self.position(rules)
+        pos = root.pos
+        for order in self.sample_orders(rng, count):
+            game = root.clone()
+            game.deck[pos:] = order
+            yield game
 
     # ------------------------------------------------------------ builders
     @classmethod

@@ -1,43 +1,64 @@
 """The observation: the one module that knows its layout.
 
 Flat mode (default) is a ``Box(0, 1, (N,), float32)`` vector that SB3's
-``MlpPolicy`` takes unchanged:
+``MlpPolicy`` takes unchanged. Its fields, in order (:func:`layout_table`):
 
-| slice     | name        | size | encoding                                         |
-| --------- | ----------- | ---- | ------------------------------------------------ |
-| 0:40      | hand        | 40   | 1.0 if numbered card id ``i`` is held (H, D, C, S × A..10) |
-| 40        | hurt        | 1    | Hurt / 6                                         |
-| 41        | turn        | 1    | turn / turns (1/24 .. 1)                         |
-| 42        | deck_count  | 1    | cards left in the deck / 54                      |
-| 43:47     | phase       | 4    | one-hot: turn, iron, bonus, over                 |
-| 47        | iron_count  | 1    | Iron applications this turn / 3                  |
-| 48:102    | discarded   | 54   | only with ``recall=True``: 1.0 if card id ``i`` was discarded |
+* always (48 values): ``hand``, ``hurt``, ``turn``, ``deck_count``, ``phase``,
+  ``iron_count``;
+* with ``recall=True`` (54 more): ``discarded``, the discard pile, which a
+  player with a perfect memory knows but the rules forbid examining;
+* with ``counting=True`` (153 more): what a card-counting player computes in
+  their head from the cards seen (:mod:`coldiron_env.analysis`): the deck's
+  contents, each suit's live run windows and useful cards, the keep bound, each
+  rack's odds, the next card's odds and the Iron bonus's risk.
 
 Dict mode (``observation_mode="dict"``) carries the same content in natural
 types: ``hand`` MultiBinary(40), ``hurt`` Discrete(7), ``turn``
 Discrete(turns + 1) (0 never occurs), ``deck_count`` Discrete(55), ``phase``
-Discrete(4), ``iron_count`` Discrete(4), and with ``recall=True``
-``discarded`` MultiBinary(54).
+Discrete(4), ``iron_count`` Discrete(4); with ``recall=True`` ``discarded``
+MultiBinary(54); with ``counting=True`` ``counting``, a ``Box(0, 1, (153,))``
+laid out as the flat counting fields.
 
 Card ids are those of :mod:`coldiron_env.cards`: numbered ``suit * 10 + rank - 1``,
 court ``40 + suit * 3 + (J, Q, K)``, Jokers 52 then 53 in the order drawn.
+
+Two encoders write these layouts: :class:`FlatEncoder` for one game (the single
+env, incremental) and :func:`encode_batch` for many (the vector env).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import numpy as np
+import numpy.typing as npt
 from gymnasium import spaces
 
 from coldiron_env.actions import NUM_PHASES
-from coldiron_env.cards import DECK_SIZE, NUM_NUMBERED
+from coldiron_env.analysis import IMPOSSIBLE, NUM_COURTS, RACK_COUNT, Counting
+from coldiron_env.cards import (
+    DECK_SIZE,
+    NUM_JOKERS,
+    NUM_NUMBERED,
+    NUM_RANKS,
+    NUM_SUITS,
+    RUN_LENGTH,
+)
 from coldiron_env.game import Game
-from coldiron_env.options import IRON_APPLICATIONS_PER_TURN, MAX_HURT
+from coldiron_env.options import IRON_APPLICATIONS_PER_TURN, MAX_HURT, STANDARD_TURNS
 
 ObservationMode = Literal["flat", "dict"]
 OBSERVATION_MODES: Final = ("flat", "dict")
+COUNTING_KEY: Final = "counting"
+"""Dict-mode key of the counting block."""
+MAX_NEED: Final = NUM_SUITS * RUN_LENGTH  # 12: the phrase from an empty hand
+KEEP_SCALE: Final = STANDARD_TURNS  # keep bounds are shown divided by this, clipped to 1
+
+U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
+F32 = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True)
@@ -54,38 +75,86 @@ class Field:
         return self.start + self.size
 
 
-HAND = Field("hand", 0, NUM_NUMBERED, "1 if numbered card id i is held")
-HURT = Field("hurt", HAND.stop, 1, "Hurt / 6")
-TURN = Field("turn", HURT.stop, 1, "turn / turns")
-DECK_COUNT = Field("deck_count", TURN.stop, 1, "cards left / 54")
-PHASE = Field("phase", DECK_COUNT.stop, NUM_PHASES, "one-hot turn, iron, bonus, over")
-IRON_COUNT = Field("iron_count", PHASE.stop, 1, "Iron applications this turn / 3")
-DISCARDED = Field("discarded", IRON_COUNT.stop, DECK_SIZE, "1 if card id i was discarded (recall)")
-
-BASE_FIELDS: Final = (HAND, HURT, TURN, DECK_COUNT, PHASE, IRON_COUNT)
-RECALL_FIELDS: Final = (*BASE_FIELDS, DISCARDED)
+def _tile(start: int, specs: Sequence[tuple[str, int, str]]) -> tuple[Field, ...]:
+    out = []
+    for name, size, description in specs:
+        out.append(Field(name, start, size, description))
+        start += size
+    return tuple(out)
 
 
-def flat_fields(recall: bool) -> tuple[Field, ...]:
-    return RECALL_FIELDS if recall else BASE_FIELDS
+BASE_FIELDS: Final = _tile(
+    0,
+    (
+        ("hand", NUM_NUMBERED, "1 if numbered card id i is held"),
+        ("hurt", 1, "Hurt / 6"),
+        ("turn", 1, "turn / turns"),
+        ("deck_count", 1, "cards left / 54"),
+        ("phase", NUM_PHASES, "one-hot turn, iron, bonus, over"),
+        ("iron_count", 1, "Iron applications this turn / 3"),
+    ),
+)
+HAND, HURT, TURN, DECK_COUNT, PHASE, IRON_COUNT = BASE_FIELDS
+BASE_SIZE: Final = IRON_COUNT.stop
+DISCARDED: Final = Field("discarded", BASE_SIZE, DECK_SIZE, "1 if card id i was discarded (recall)")
+COUNTING_SPECS: Final = (
+    ("unseen", NUM_NUMBERED, "counting: 1 if numbered card id i is still in the deck"),
+    ("courts_left", 1, "counting: court cards in the deck / 12"),
+    ("jokers_left", 1, "counting: Jokers in the deck / 2"),
+    ("suit_need", NUM_SUITS, "counting: cards missing from each suit's best live run / 3"),
+    ("suit_dead", NUM_SUITS, "counting: 1 if the suit has no live run window"),
+    ("useful", NUM_NUMBERED, "counting: 1 if numbered card id i is missing from a best live run"),
+    ("need", 1, "counting: cards the phrase still needs / 12 (1 if out of reach)"),
+    ("keep_bound", 1, "counting: most cards that can still be kept / 24 (at most 1)"),
+    ("hopeless", 1, "counting: 1 if the phrase needs more cards than can still be kept"),
+    ("rack_targets", RACK_COUNT, "counting: targets of rack A..10, H..S still in the deck / 10"),
+    ("rack_alive", RACK_COUNT, "counting: chance each rack reaches its first target alive"),
+    ("rack_courts", RACK_COUNT, "counting: court cards each rack is expected to draw / 6"),
+    ("rack_useful", RACK_COUNT, "counting: chance each rack keeps a useful card"),
+    ("next_card", 3, "counting: chance the next card is a court, a Joker, a useful card"),
+    ("bonus_risk", 1, "counting: chance an Iron bonus now would slay"),
+)
+COUNTING_SIZE: Final = sum(size for _, size, _ in COUNTING_SPECS)
+COUNTING_FIELDS: Final = _tile(0, COUNTING_SPECS)
+"""The counting block's fields, offsets relative to the block (its dict-mode ``Box``)."""
+_COUNTING = {f.name: f for f in COUNTING_FIELDS}
 
 
-def flat_size(recall: bool) -> int:
-    return flat_fields(recall)[-1].stop
+def flat_fields(recall: bool, counting: bool = False) -> tuple[Field, ...]:
+    """The flat vector's fields, in order."""
+    fields = list(BASE_FIELDS)
+    start = BASE_SIZE
+    if recall:
+        fields.append(DISCARDED)
+        start = DISCARDED.stop
+    if counting:
+        fields += _tile(start, COUNTING_SPECS)
+    return tuple(fields)
 
 
-def layout_table(recall: bool = True) -> str:
+def flat_size(recall: bool, counting: bool = False) -> int:
+    return flat_fields(recall, counting)[-1].stop
+
+
+def counting_start(recall: bool) -> int:
+    """Where the counting block begins (with ``counting=True``)."""
+    return DISCARDED.stop if recall else BASE_SIZE
+
+
+def layout_table(recall: bool = True, counting: bool = True) -> str:
     """The flat layout as a Markdown table (for docs and ``--help``)."""
     rows = ["| slice | name | size | encoding |", "| --- | --- | --- | --- |"]
-    for f in flat_fields(recall):
+    for f in flat_fields(recall, counting):
         where = f"{f.start}" if f.size == 1 else f"{f.start}:{f.stop}"
         rows.append(f"| {where} | {f.name} | {f.size} | {f.description} |")
     return "\n".join(rows)
 
 
-def observation_space(mode: str, recall: bool, turns: int) -> spaces.Space[Any]:
+def observation_space(
+    mode: str, recall: bool, turns: int, counting: bool = False
+) -> spaces.Space[Any]:
     if mode == "flat":
-        return spaces.Box(0.0, 1.0, shape=(flat_size(recall),), dtype=np.float32)
+        return spaces.Box(0.0, 1.0, shape=(flat_size(recall, counting),), dtype=np.float32)
     if mode == "dict":
         parts: dict[str, spaces.Space[Any]] = {
             "hand": spaces.MultiBinary(NUM_NUMBERED),
@@ -97,17 +166,76 @@ def observation_space(mode: str, recall: bool, turns: int) -> spaces.Space[Any]:
         }
         if recall:
             parts["discarded"] = spaces.MultiBinary(DECK_SIZE)
+        if counting:
+            parts[COUNTING_KEY] = spaces.Box(0.0, 1.0, shape=(COUNTING_SIZE,), dtype=np.float32)
         return spaces.Dict(parts)
     raise ValueError(f"observation_mode must be one of {OBSERVATION_MODES}, got {mode!r}")
 
 
-def _bits(mask: int, size: int) -> np.ndarray:
-    out = np.zeros(size, dtype=np.int8)
-    while mask:
-        low = mask & -mask
-        out[low.bit_length() - 1] = 1
-        mask ^= low
+# --------------------------------------------------------------------------- counting
+def counting_block(
+    hand: U64,
+    seen: U64,
+    hurt: I64,
+    turn: I64,
+    deck_count: I64,
+    turns: int | I64,
+    suits_required: int | I64,
+    joker_grants_more: bool,
+) -> F32:
+    """The counting block of ``n`` games, shape (n, 153): :class:`~coldiron_env.analysis.Counting`
+    laid out as :data:`COUNTING_FIELDS` (``turns``, ``suits_required``: one or one per game)."""
+    c = Counting(hand, seen, hurt, turn, deck_count, turns, suits_required, joker_grants_more)
+    n = hand.shape[0]
+    out = np.empty((n, COUNTING_SIZE), dtype=np.float32)
+
+    def put(name: str, values: Any) -> None:
+        f = _COUNTING[name]
+        out[:, f.start : f.stop] = np.asarray(values).reshape(n, f.size)
+
+    dead = c.suit_need >= IMPOSSIBLE
+    hopeless = (c.need >= IMPOSSIBLE) | (c.need > c.keep_bound)
+    deck = np.maximum(deck_count, 1)
+    useful_left = np.bitwise_count(c.useful & c.unseen)
+    targets = np.maximum(c.rack_targets, 1)
+    put("unseen", bits(c.unseen, NUM_NUMBERED))
+    put("courts_left", c.courts / NUM_COURTS)
+    put("jokers_left", c.jokers / NUM_JOKERS)
+    put("suit_need", np.where(dead, RUN_LENGTH, c.suit_need) / RUN_LENGTH)
+    put("suit_dead", dead)
+    put("useful", bits(c.useful, NUM_NUMBERED))
+    put("need", np.minimum(c.need, MAX_NEED) / MAX_NEED)
+    put("keep_bound", np.minimum(c.keep_bound, KEEP_SCALE) / KEEP_SCALE)
+    put("hopeless", hopeless)
+    put("rack_targets", c.rack_targets / NUM_RANKS)
+    put("rack_alive", c.rack_alive)
+    put("rack_courts", c.rack_courts / MAX_HURT)
+    put("rack_useful", c.rack_hits / targets)
+    put("next_card", np.stack([c.courts, c.jokers, useful_left], axis=1) / deck[:, None])
+    put("bonus_risk", c.bonus_risk)
     return out
+
+
+# --------------------------------------------------------------------------- one game
+def bits(masks: U64, count: int) -> npt.NDArray[np.uint8]:
+    """Rows of the low ``count`` bits of each uint64 mask (bit ``i`` in column ``i``)."""
+    as_bytes = np.ascontiguousarray(masks, dtype="<u8").view(np.uint8).reshape(-1, 8)
+    return np.unpackbits(as_bytes, axis=1, count=count, bitorder="little")
+
+
+def _game_counting(game: Game) -> F32:
+    block: F32 = counting_block(
+        np.array([game.hand], dtype=np.uint64),
+        np.array([game.hand | game.discarded], dtype=np.uint64),
+        np.array([game.hurt], dtype=np.int64),
+        np.array([game.turn], dtype=np.int64),
+        np.array([DECK_SIZE - game.pos], dtype=np.int64),
+        game.rules.turns,
+        game.rules.suits_required,
+        game.rules.bonus_joker_grants_more,
+    )
+    row: F32 = block[0]
+    return row
 
 
 class FlatEncoder:
@@ -117,10 +245,12 @@ class FlatEncoder:
     changed since the last call); :meth:`encode` returns one copy.
     """
 
-    def __init__(self, recall: bool, turns: int) -> None:
+    def __init__(self, recall: bool, turns: int, counting: bool = False) -> None:
         self.recall = recall
-        self.buffer = np.zeros(flat_size(recall), dtype=np.float32)
+        self.counting = counting
+        self.buffer = np.zeros(flat_size(recall, counting), dtype=np.float32)
         self._turns = turns
+        self._counting_at = counting_start(recall)
         self._hand = 0
         self._discarded = 0
         self._phase = -1
@@ -131,7 +261,7 @@ class FlatEncoder:
         self._discarded = 0
         self._phase = -1
 
-    def encode(self, game: Game) -> np.ndarray:
+    def encode(self, game: Game) -> F32:
         buf = self.buffer
         changed = game.hand ^ self._hand
         if changed:
@@ -151,6 +281,8 @@ class FlatEncoder:
             buf[PHASE.start + game.phase] = 1.0
             self._phase = game.phase
         buf[IRON_COUNT.start] = game.iron_count / IRON_APPLICATIONS_PER_TURN
+        if self.counting:
+            buf[self._counting_at :] = _game_counting(game)
         return buf.copy()
 
 
@@ -161,9 +293,18 @@ def _write_bits(buf: np.ndarray, offset: int, changed: int, now: int) -> None:
         changed ^= low
 
 
-def dict_observation(game: Game, recall: bool) -> dict[str, Any]:
+def _mask_bits(mask: int, size: int) -> npt.NDArray[np.int8]:
+    out = np.zeros(size, dtype=np.int8)
+    while mask:
+        low = mask & -mask
+        out[low.bit_length() - 1] = 1
+        mask ^= low
+    return out
+
+
+def dict_observation(game: Game, recall: bool, counting: bool = False) -> dict[str, Any]:
     obs: dict[str, Any] = {
-        "hand": _bits(game.hand, NUM_NUMBERED),
+        "hand": _mask_bits(game.hand, NUM_NUMBERED),
         "hurt": np.int64(game.hurt),
         "turn": np.int64(game.turn),
         "deck_count": np.int64(DECK_SIZE - game.pos),
@@ -171,14 +312,74 @@ def dict_observation(game: Game, recall: bool) -> dict[str, Any]:
         "iron_count": np.int64(game.iron_count),
     }
     if recall:
-        obs["discarded"] = _bits(game.discarded, DECK_SIZE)
+        obs["discarded"] = _mask_bits(game.discarded, DECK_SIZE)
+    if counting:
+        obs[COUNTING_KEY] = _game_counting(game)
     return obs
 
 
-def flat_from_dict(obs: dict[str, Any], turns: int) -> np.ndarray:
+# --------------------------------------------------------------------------- many games
+_PHASE_ONE_HOT: Final = np.eye(NUM_PHASES, dtype=np.float32)
+
+
+def encode_batch(
+    mode: str,
+    hand: U64,
+    discarded: U64,
+    hurt: I64,
+    turn: I64,
+    deck_count: I64,
+    phase: I64,
+    iron_count: I64,
+    turns: int | I64,
+    suits_required: int | I64,
+    joker_grants_more: bool,
+    recall: bool,
+    counting: bool,
+) -> Any:
+    """Observations of ``n`` games (arrays of their state, bit masks over card ids; the
+    rules ``turns`` and ``suits_required`` one for all or one per game): an (n, N)
+    float32 array in flat mode, a dict of arrays (leading dimension n) in dict mode."""
+    block = None
+    if counting:
+        seen = hand | discarded
+        block = counting_block(
+            hand, seen, hurt, turn, deck_count, turns, suits_required, joker_grants_more
+        )
+    if mode == "dict":
+        obs: dict[str, Any] = {
+            "hand": bits(hand, NUM_NUMBERED).view(np.int8),
+            "hurt": hurt.copy(),
+            "turn": turn.copy(),
+            "deck_count": deck_count.copy(),
+            "phase": phase.copy(),
+            "iron_count": iron_count.copy(),
+        }
+        if recall:
+            obs["discarded"] = bits(discarded, DECK_SIZE).view(np.int8)
+        if block is not None:
+            obs[COUNTING_KEY] = block
+        return obs
+    out = np.empty((hand.shape[0], flat_size(recall, counting)), dtype=np.float32)
+    out[:, HAND.start : HAND.stop] = bits(hand, NUM_NUMBERED)
+    out[:, HURT.start] = hurt / MAX_HURT
+    out[:, TURN.start] = turn / turns
+    out[:, DECK_COUNT.start] = deck_count / DECK_SIZE
+    out[:, PHASE.start : PHASE.stop] = np.take(_PHASE_ONE_HOT, phase, axis=0)
+    out[:, IRON_COUNT.start] = iron_count / IRON_APPLICATIONS_PER_TURN
+    if recall:
+        out[:, DISCARDED.start : DISCARDED.stop] = bits(discarded, DECK_SIZE)
+    if block is not None:
+        out[:, counting_start(recall) :] = block
+    return out
+
+
+# --------------------------------------------------------------------------- decoding
+def flat_from_dict(obs: dict[str, Any], turns: int) -> F32:
     """The flat vector of a dict observation (same content, for tests and tools)."""
     recall = "discarded" in obs
-    out = np.zeros(flat_size(recall), dtype=np.float32)
+    counting = COUNTING_KEY in obs
+    out = np.zeros(flat_size(recall, counting), dtype=np.float32)
     out[HAND.start : HAND.stop] = obs["hand"]
     out[HURT.start] = obs["hurt"] / MAX_HURT
     out[TURN.start] = obs["turn"] / turns
@@ -187,6 +388,8 @@ def flat_from_dict(obs: dict[str, Any], turns: int) -> np.ndarray:
     out[IRON_COUNT.start] = obs["iron_count"] / IRON_APPLICATIONS_PER_TURN
     if recall:
         out[DISCARDED.start : DISCARDED.stop] = obs["discarded"]
+    if counting:
+        out[counting_start(recall) :] = obs[COUNTING_KEY]
     return out
 
 
@@ -195,7 +398,7 @@ class ObservationView:
     """A decoded observation, for agents that reason about the game.
 
     ``hand`` and ``discarded`` are bit masks over card ids (``discarded`` is
-    ``None`` without recall).
+    ``None`` without recall). The counting block, derived from these, is not decoded.
     """
 
     hand: int
@@ -214,6 +417,11 @@ def _mask_from(values: Any) -> int:
     return out
 
 
+_RECALL_BY_SIZE: Final = {
+    flat_size(recall, counting): recall for recall in (False, True) for counting in (False, True)
+}
+
+
 def decode(obs: Any, turns: int) -> ObservationView:
     """Decode a flat vector or a dict observation (``turns`` as passed to the env)."""
     if isinstance(obs, dict):
@@ -228,7 +436,12 @@ def decode(obs: Any, turns: int) -> ObservationView:
             discarded=None if discarded is None else _mask_from(discarded),
         )
     vec = np.asarray(obs, dtype=np.float64)
-    recall = vec.shape[-1] == flat_size(True)
+    recall = _RECALL_BY_SIZE.get(vec.shape[-1])
+    if recall is None:
+        raise ValueError(
+            f"a flat observation has one of the sizes {sorted(_RECALL_BY_SIZE)}, "
+            f"got {vec.shape[-1]}"
+        )
     return ObservationView(
         hand=_mask_from(vec[HAND.start : HAND.stop]),
         hurt=round(vec[HURT.start] * MAX_HURT),

@@ -1,56 +1,56 @@
-"""A native batched Cold Iron: ``N`` games stepped at once (NumPy, or numba when installed).
+"""A native batched Cold Iron: ``N`` games stepped at once by one compiled loop.
 
 :class:`ColdIronVectorEnv` is a :class:`gymnasium.vector.VectorEnv` that plays
 exactly the games of :class:`~coldiron_env.env.ColdIronEnv` (the rules of
-:mod:`coldiron_env.game`, numbered in ``RULES.md``), ``num_envs`` at a time,
-without a Python loop over the games. It is registered as the
-``vector_entry_point`` of ``coldiron/ColdIron-v0``::
+:mod:`coldiron_env.game`, numbered in ``RULES.md``), ``num_envs`` at a time.
+It is registered as the ``vector_entry_point`` of ``coldiron/ColdIron-v0``::
 
     envs = gymnasium.make_vec("coldiron/ColdIron-v0", num_envs=1024,
                               vectorization_mode="vector_entry_point")
 
-Backends
---------
-``backend="numba"`` (the default when numba is installed: ``pip install numba``)
-runs the rules one game after another in a compiled loop, the plainest
-transcription of ``game.py``. ``backend="numpy"`` (the default otherwise) needs
-nothing but NumPy and is described below. Both are tested against ``game.py``.
+The batched core
+----------------
+:func:`step_games` is the rules of ``game.py`` transcribed one game after
+another over arrays of game state: the only implementation of the rules besides
+:class:`~coldiron_env.game.Game`, kept in lockstep with it by the tests. With
+numba installed (the ``fast`` extra: ``pip install "coldiron[fast]"``) it is
+compiled (``backend="numba"``, the default then; about a second to compile the
+first time, cached on disk). Without numba the same code runs as plain Python
+(``backend="python"``): the same games, about forty times slower, with a
+warning saying so. Observations are written by
+:func:`coldiron_env.observation.encode_batch`, the layout's one owner.
 
-How a NumPy step stays batched
-------------------------------
-Every method of the game is "draw cards from the deck position ``p`` until a
-stop card appears": one card for Threaten, the Iron and Rest; for a rack, the
-first matching numbered card, the first Joker (slays), the court card that
-brings Hurt to 6, or the last card of the deck, whichever comes first. When a
-deck is dealt, each game gets 54-bit masks over deck *positions*: for every
-action the positions where it stops, and the positions where the card drawn is
-kept; the Jokers' and the court cards' positions. The stop of every game is
-then the lowest set bit of ``stop_mask & ~((1 << p) - 1)``, found for all games
-with a few array operations (``np.bitwise_count``), and the Hurt a rack deals is
-a popcount of the court mask over ``[p, stop]``. The only variable-length part
-left, the Joker's bonus draws (at most three, six with
-``bonus_joker_grants_more``), runs as "draw one card for every game still
-drawing" over the few games taking a bonus.
+Autoreset
+---------
+``autoreset_mode`` is ``AutoresetMode.SAME_STEP`` (default, SB3's convention)
+or ``NEXT_STEP`` (Gymnasium's default; a ``gymnasium.vector.AutoresetMode`` or
+its name):
 
-Autoreset: ``AutoresetMode.SAME_STEP`` (``metadata["autoreset_mode"]``). A game
-that ends is dealt again within the same :meth:`step`: the returned observation
-and ``info`` are those of the new deal; the last observation is in
-``info["final_obs"]`` (an object array, entry ``i`` set where
-``info["_final_obs"][i]``) and the last ``info`` in ``info["final_info"]``.
-This is the convention SB3's ``VecEnv`` uses, and the state is never ``over``
-when a step begins, so every action mask has a legal action.
+* ``SAME_STEP``: a game that ends is dealt again within the same :meth:`step`;
+  the returned observation and ``info`` are those of the new deal; the last
+  observation is in ``info["final_obs"]`` (an object array, entry ``i`` set
+  where ``info["_final_obs"][i]``) and the last ``info`` in ``info["final_info"]``.
+  The state is never ``over`` when a step begins, so every mask has a legal action.
+* ``NEXT_STEP``: the step that ends a game returns its terminal observation,
+  ``info`` and reward; the next :meth:`step` deals that game again, ignores its
+  action and returns the new deal's observation with reward 0 and
+  ``terminated``/``truncated`` false. The terminal step's ``action_mask``
+  marks every action (:data:`~coldiron_env.actions.ENV_MASKS`: the game is
+  over and whatever is sampled is ignored), so a masked sampler always has an
+  action to draw.
 
-Seeding: game ``i`` has its own generator and its own :class:`~coldiron_env.dealer.Dealer`
-batch of shuffles, so ``reset(seed=s)`` deals game ``i`` exactly the decks a
-:class:`ColdIronEnv` deals after ``reset(seed=s + i)``, on the first deal and
-on every automatic one.
+Seeding: game ``i`` has its own generator and its own
+:class:`~coldiron_env.dealer.Dealer`-style batch of shuffles, so
+``reset(seed=s)`` deals game ``i`` exactly the decks a :class:`ColdIronEnv`
+deals after ``reset(seed=s + i)``, on the first deal and on every automatic one.
 """
 
 from __future__ import annotations
 
 import importlib
 import operator
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -61,20 +61,17 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from coldiron_env.actions import (
-    ACTION_NAMES,
     BONUS,
+    ENV_MASKS,
+    ENV_MASKS_INT8,
     IRON,
-    LEGAL_ACTIONS,
-    LEGAL_BITS,
+    LEGAL_MASKS,
     NUM_ACTIONS,
-    NUM_PHASES,
     PHASE_BONUS,
     PHASE_IRON,
     PHASE_NAMES,
     PHASE_OVER,
     PHASE_TURN,
-    RACK_RANK_FIRST,
-    RACK_SUIT_FIRST,
     RACK_TARGETS,
     REST,
     STOP,
@@ -84,7 +81,6 @@ from coldiron_env.cards import (
     DECK_SIZE,
     FIRST_COURT,
     FIRST_JOKER,
-    NUM_NUMBERED,
     NUM_RANKS,
     NUM_SUITS,
     SUIT_FIELD_MASK,
@@ -92,8 +88,11 @@ from coldiron_env.cards import (
     parse_deck,
 )
 from coldiron_env.dealer import SHUFFLE_BATCH, relabel_jokers
-from coldiron_env.env import ColdIronEnv
+from coldiron_env.env import RESET_OPTION_KEYS, ColdIronEnv
 from coldiron_env.game import (
+    BONUS_FROM_IRON,
+    BONUS_FROM_NONE,
+    BONUS_FROM_THREATEN,
     DECK_EXHAUSTED,
     ILLEGAL,
     MIDNIGHT,
@@ -101,19 +100,11 @@ from coldiron_env.game import (
     WON,
     GameOverError,
     IllegalActionError,
+    describe_illegal,
 )
 from coldiron_env.judge import HAS_RUN
-from coldiron_env.observation import (
-    DECK_COUNT,
-    DISCARDED,
-    HAND,
-    HURT,
-    IRON_COUNT,
-    PHASE,
-    TURN,
-    flat_size,
-)
-from coldiron_env.options import BONUS_DRAWS, IRON_APPLICATIONS_PER_TURN, MAX_HURT
+from coldiron_env.observation import encode_batch
+from coldiron_env.options import BONUS_DRAWS, IRON_APPLICATIONS_PER_TURN, MAX_HURT, RuleOptions
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
@@ -122,112 +113,67 @@ Bools = npt.NDArray[np.bool_]
 AnyArray = npt.NDArray[Any]
 
 # ------------------------------------------------------------------ constants
-NOOP: Final = NUM_ACTIONS
-"""Pseudo-action standing for an illegal action under ``illegal_action="end"``."""
-NUM_TABLE_ACTIONS: Final = NUM_ACTIONS + 1
+FORFEIT: Final = NUM_ACTIONS
+"""Pseudo-action of :func:`step_games`: the game is lost by an illegal action (``Game.forfeit``)."""
+SKIP: Final = NUM_ACTIONS + 1
+"""Pseudo-action of :func:`step_games`: the game is left as it is (dealt again this step)."""
 
-# Outcome codes (index into OUTCOME_NAMES); 0 while the game goes on.
+# Outcome codes of step_games (index into OUTCOME_NAMES); PLAYING while the game goes on.
 PLAYING: Final = 0
-OUTCOME_NAMES: Final = (None, WON, SLAIN, DECK_EXHAUSTED, MIDNIGHT, ILLEGAL)
+OUTCOME_NAMES: Final = ("", WON, SLAIN, DECK_EXHAUSTED, MIDNIGHT, ILLEGAL)
 CODE_WON: Final = OUTCOME_NAMES.index(WON)
 CODE_SLAIN: Final = OUTCOME_NAMES.index(SLAIN)
 CODE_EXHAUSTED: Final = OUTCOME_NAMES.index(DECK_EXHAUSTED)
 CODE_MIDNIGHT: Final = OUTCOME_NAMES.index(MIDNIGHT)
 CODE_ILLEGAL: Final = OUTCOME_NAMES.index(ILLEGAL)
 
-# What granted a pending bonus (game.py's private codes, same meaning).
-SOURCE_NONE: Final = 0
-SOURCE_THREATEN: Final = 1
-SOURCE_IRON: Final = 2
-
-LAST_POSITION: Final = DECK_SIZE - 1
-BYTES_PER_MASK: Final = 8  # a uint64 position or card mask
-_ONE: Final = np.uint64(1)
-ALL_POSITIONS: Final = np.uint64((1 << DECK_SIZE) - 1)
-LAST_BIT: Final = np.uint64(1 << LAST_POSITION)
-
-POSITION_BITS: Final = _ONE << np.arange(DECK_SIZE, dtype=np.uint64)
-ALL_CARD_BITS: Final = POSITION_BITS  # bit of card id c in a card mask (same numbering)
+RACK_TARGET_TABLE: Final = np.array(
+    [RACK_TARGETS[a] for a in range(NUM_ACTIONS)] + [0, 0], dtype=np.int64
+)
+HAS_RUN_TABLE: Final = np.array(HAS_RUN, dtype=np.bool_)
+SUITS_DONE_COUNT: Final = np.array([bin(m).count("1") for m in range(1 << NUM_SUITS)])
+PHASE_NAME_ARRAY: Final = np.array(PHASE_NAMES)
+OUTCOME_NAME_ARRAY: Final = np.array(OUTCOME_NAMES)
 _ORDERED_BATCH: Final = np.broadcast_to(
     np.arange(DECK_SIZE, dtype=np.int64), (SHUFFLE_BATCH, DECK_SIZE)
 )
-LOW: Final = np.array([(1 << k) - 1 for k in range(DECK_SIZE + 2)], dtype=np.uint64)
-"""``LOW[k]``: the positions (or card ids) below ``k``."""
-HIGH: Final = ~LOW
-"""``HIGH[k]``: the positions at or above ``k``."""
-
-_actions = np.arange(NUM_TABLE_ACTIONS)
-IS_DRAW: Final = _actions <= REST
-IS_RACK: Final = (_actions >= RACK_RANK_FIRST) & (_actions < REST)
-HURT_DELTA: Final = np.zeros(NUM_TABLE_ACTIONS, dtype=np.int64)
-HURT_DELTA[IRON] = 1
-HURT_DELTA[REST] = -1
-SOURCE_OF: Final = np.zeros(NUM_TABLE_ACTIONS, dtype=np.int64)
-SOURCE_OF[THREATEN] = SOURCE_THREATEN
-SOURCE_OF[IRON] = SOURCE_IRON
-LEGAL: Final = np.array(
-    [[bool(LEGAL_BITS[p] >> a & 1) for a in range(NUM_ACTIONS)] for p in range(NUM_PHASES)]
-).reshape(-1)
-"""``LEGAL[phase * NUM_ACTIONS + action]``."""
-MASKS_INT8: Final = LEGAL.reshape(NUM_PHASES, NUM_ACTIONS).astype(np.int8)
-MASKS_BOOL: Final = LEGAL.reshape(NUM_PHASES, NUM_ACTIONS).copy()
-
-_cards = np.arange(DECK_SIZE)
-_numbered = _cards < FIRST_COURT
-CARD_BIT: Final = np.where(_numbered, _ONE << _cards.astype(np.uint64), 0).astype(np.uint64)
-"""Hand bit of a kept card (0 for court cards and Jokers, never kept)."""
-SUIT_SHIFT: Final = np.where(_numbered, _cards // NUM_RANKS * NUM_RANKS, 0).astype(np.uint64)
-SUIT_BIT: Final = np.where(_numbered, 1 << (_cards // NUM_RANKS), 0).astype(np.int64)
-IS_COURT: Final = (_cards >= FIRST_COURT) & (_cards < FIRST_JOKER)
-IS_JOKER: Final = _cards >= FIRST_JOKER
-HAS_RUN_TABLE: Final = np.array(HAS_RUN, dtype=np.bool_)
-SUITS_DONE_COUNT: Final = np.array([bin(m).count("1") for m in range(1 << NUM_SUITS)])
-
-PHASE_NAME_ARRAY: Final = np.array(PHASE_NAMES)
-"""Phase names as a NumPy string array (``info["phase"]``)."""
-OUTCOME_NAME_ARRAY: Final = np.array(["" if o is None else o for o in OUTCOME_NAMES])
-"""Outcome names as a NumPy string array (``""`` while playing)."""
-PHASE_ONE_HOT: Final = np.eye(NUM_PHASES, dtype=np.float32)
-HURT_VALUES: Final = (np.arange(MAX_HURT + 1) / MAX_HURT).astype(np.float32)
-DECK_VALUES: Final = (np.arange(DECK_SIZE + 1) / DECK_SIZE).astype(np.float32)
-IRON_VALUES: Final = (
-    np.arange(IRON_APPLICATIONS_PER_TURN + 1) / IRON_APPLICATIONS_PER_TURN
-).astype(np.float32)
-
-RESET_OPTION_KEYS: Final = ("deck",)
-BACKENDS: Final = ("auto", "numpy", "numba")
+AUTORESET_MODES: Final = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP)
+BACKENDS: Final = ("auto", "numba", "python")
+CURRICULUM_KEYS: Final = ("turns", "suits_required")
+"""The rule options :meth:`ColdIronVectorEnv.set_env_kwargs` may change between deals."""
 
 numba: Any
-try:  # optional: `pip install numba` compiles the per-game loop below
+try:  # optional: the `fast` extra compiles the loop below
     numba = importlib.import_module("numba")
 except ImportError:  # pragma: no cover - exercised where numba is absent
     numba = None
 
 NUMBA_AVAILABLE: Final = numba is not None
+SLOW_WARNING: Final = (
+    "coldiron's vector env runs its game loop as plain Python (about 40x slower) because "
+    "numba is not installed: pip install 'coldiron[fast]'"
+)
 
 
-def _jit(fn: Any) -> Any:
-    """Compile ``fn`` with numba (lazily, cached on disk) when numba is installed."""
-    return numba.njit(cache=True, nogil=True)(fn) if numba is not None else fn
+def _compiled(fn: Any) -> Any:
+    """``fn`` compiled by numba (lazily, cached on disk); ``fn.py_func`` is the plain Python."""
+    if numba is None:
+        fn.py_func = fn
+        return fn
+    return numba.njit(cache=True, nogil=True)(fn)
 
 
-# ------------------------------------------------------------------ numba backend
-# The same rules as game.py, one game at a time in compiled code: every draw is
-# resolved in the order of R11. Used with backend="numba"; the NumPy backend below
-# is the reference when numba is absent, and the tests run both against game.py.
+# ------------------------------------------------------------------ the batched core
+# The rules of game.py, one game at a time: every draw is resolved in the order of R11.
 _NEXT_NONE: Final = 0
 _NEXT_END_TURN: Final = 1
 _NEXT_AFTER_IRON: Final = 2
 _NEXT_AFTER_BONUS: Final = 3
-_NEXT_IRON: Final = 4
-_NEXT_PENDING: Final = 5
-RACK_TARGET_TABLE: Final = np.array(
-    [RACK_TARGETS[a] for a in range(NUM_ACTIONS)] + [0], dtype=np.int64
-)
+_NEXT_BONUS_OFFER: Final = 4
 
 
-@_jit
-def _nb_resolve(
+@_compiled
+def _resolve(
     i: int,
     card: int,
     keep: bool,
@@ -254,8 +200,8 @@ def _nb_resolve(
     return PLAYING
 
 
-@_jit
-def _nb_bonus(
+@_compiled
+def _bonus(
     i: int,
     deck: I8,
     pos: I64,
@@ -267,14 +213,14 @@ def _nb_bonus(
     suits_required: int,
     joker_grants_more: bool,
 ) -> int:
-    """The Joker's bonus draws (R17) of game ``i``; the outcome code (0 while playing)."""
-    hurting = source[i] == SOURCE_IRON
+    """The Joker's bonus draws (R17) of game ``i``; the outcome code (PLAYING while playing)."""
+    hurting = source[i] == BONUS_FROM_IRON
     remaining = BONUS_DRAWS
     while remaining > 0:
         remaining -= 1
         card = np.int64(deck[i, pos[i]])
         pos[i] += 1
-        code = _nb_resolve(
+        code = _resolve(
             i, card, card < FIRST_COURT, hand, discarded, pos, suits_done, suits_required
         )
         if code != PLAYING:
@@ -289,8 +235,8 @@ def _nb_bonus(
     return PLAYING
 
 
-@_jit
-def _nb_step(
+@_compiled
+def step_games(
     actions: I64,
     deck: I8,
     pos: I64,
@@ -302,42 +248,42 @@ def _nb_step(
     iron: I64,
     suits_done: I64,
     source: I64,
+    turns: I64,
+    suits_required: I64,
     outcome: I64,
     bonus_always: bool,
     joker_grants_more: bool,
-    turns: int,
-    suits_required: int,
 ) -> None:
-    """One legal action (or NOOP: forfeit) in every game, as ``Game.step`` / ``Game.forfeit``."""
+    """One legal action (or ``FORFEIT``, or ``SKIP``) in every game, as ``Game.step``.
+
+    Game ``i``'s state is entry ``i`` of every array (``deck`` its row ``i``;
+    ``hand`` and ``discarded`` bit masks over card ids); ``turns`` and
+    ``suits_required`` are its rules. Writes the outcome code into ``outcome``.
+    """
     for i in range(actions.shape[0]):
         action = actions[i]
         code = PLAYING
         nxt = _NEXT_NONE
-        if action == NOOP:
+        if action == SKIP:
+            outcome[i] = PLAYING
+            continue
+        if action == FORFEIT:
             code = CODE_ILLEGAL
         elif action == STOP:
             nxt = _NEXT_END_TURN if phase[i] == PHASE_IRON else _NEXT_AFTER_BONUS
         elif action == BONUS:
-            code = _nb_bonus(
-                i,
-                deck,
-                pos,
-                hand,
-                discarded,
-                hurt,
-                suits_done,
-                source,
-                suits_required,
-                joker_grants_more,
-            )
+            code = _bonus(
+                i, deck, pos, hand, discarded, hurt, suits_done, source,
+                suits_required[i], joker_grants_more,
+            )  # fmt: skip
             nxt = _NEXT_AFTER_BONUS
         elif action == THREATEN or action == IRON:  # noqa: PLR1714, SIM109 (numba)
             if action == IRON:
                 iron[i] += 1
             card = np.int64(deck[i, pos[i]])
             pos[i] += 1
-            code = _nb_resolve(
-                i, card, card < FIRST_COURT, hand, discarded, pos, suits_done, suits_required
+            code = _resolve(
+                i, card, card < FIRST_COURT, hand, discarded, pos, suits_done, suits_required[i]
             )
             if code == PLAYING and action == IRON:
                 hurt[i] += 1
@@ -345,29 +291,21 @@ def _nb_step(
                     code = CODE_SLAIN
             if code == PLAYING:
                 if card >= FIRST_JOKER:
-                    source[i] = SOURCE_IRON if action == IRON else SOURCE_THREATEN
+                    source[i] = BONUS_FROM_IRON if action == IRON else BONUS_FROM_THREATEN
                     if bonus_always:
-                        code = _nb_bonus(
-                            i,
-                            deck,
-                            pos,
-                            hand,
-                            discarded,
-                            hurt,
-                            suits_done,
-                            source,
-                            suits_required,
-                            joker_grants_more,
-                        )
+                        code = _bonus(
+                            i, deck, pos, hand, discarded, hurt, suits_done, source,
+                            suits_required[i], joker_grants_more,
+                        )  # fmt: skip
                         nxt = _NEXT_AFTER_BONUS
                     else:
-                        nxt = _NEXT_PENDING
+                        nxt = _NEXT_BONUS_OFFER
                 else:
                     nxt = _NEXT_AFTER_IRON if action == IRON else _NEXT_END_TURN
         elif action == REST:
             card = np.int64(deck[i, pos[i]])
             pos[i] += 1
-            code = _nb_resolve(i, card, False, hand, discarded, pos, suits_done, suits_required)
+            code = _resolve(i, card, False, hand, discarded, pos, suits_done, suits_required[i])
             if code == PLAYING:
                 if hurt[i] > 0:
                     hurt[i] -= 1
@@ -378,12 +316,14 @@ def _nb_step(
                 card = np.int64(deck[i, pos[i]])
                 pos[i] += 1
                 if card < FIRST_COURT and (targets >> card) & 1:
-                    code = _nb_resolve(
-                        i, card, True, hand, discarded, pos, suits_done, suits_required
+                    code = _resolve(
+                        i, card, True, hand, discarded, pos, suits_done, suits_required[i]
                     )
                     nxt = _NEXT_END_TURN
                     break
-                code = _nb_resolve(i, card, False, hand, discarded, pos, suits_done, suits_required)
+                code = _resolve(
+                    i, card, False, hand, discarded, pos, suits_done, suits_required[i]
+                )
                 if code != PLAYING:
                     break
                 if card >= FIRST_JOKER:
@@ -396,127 +336,25 @@ def _nb_step(
                         break
         if code == PLAYING:
             if nxt == _NEXT_AFTER_BONUS:
-                nxt = _NEXT_AFTER_IRON if source[i] == SOURCE_IRON else _NEXT_END_TURN
+                nxt = _NEXT_AFTER_IRON if source[i] == BONUS_FROM_IRON else _NEXT_END_TURN
+                source[i] = BONUS_FROM_NONE
             if nxt == _NEXT_AFTER_IRON:
                 spent = iron[i] >= IRON_APPLICATIONS_PER_TURN
-                nxt = _NEXT_END_TURN if spent else _NEXT_IRON
+                nxt = _NEXT_END_TURN if spent else _NEXT_NONE
+                if not spent:
+                    phase[i] = PHASE_IRON
             if nxt == _NEXT_END_TURN:
-                if turn[i] >= turns:
+                if turn[i] >= turns[i]:
                     code = CODE_MIDNIGHT
                 else:
                     turn[i] += 1
                     iron[i] = 0
                     phase[i] = PHASE_TURN
-            elif nxt == _NEXT_IRON:
-                phase[i] = PHASE_IRON
-            elif nxt == _NEXT_PENDING:
+            elif nxt == _NEXT_BONUS_OFFER:
                 phase[i] = PHASE_BONUS
         if code != PLAYING:
             phase[i] = PHASE_OVER
         outcome[i] = code
-
-
-# Field offsets as plain ints for compiled code (observation.py stays the one layout).
-_HAND_START: Final = HAND.start
-_HAND_SIZE: Final = HAND.size
-_HURT_AT: Final = HURT.start
-_TURN_AT: Final = TURN.start
-_DECK_AT: Final = DECK_COUNT.start
-_PHASE_START: Final = PHASE.start
-_PHASE_SIZE: Final = PHASE.size
-_IRON_AT: Final = IRON_COUNT.start
-_DISCARDED_START: Final = DISCARDED.start
-_DISCARDED_SIZE: Final = DISCARDED.size
-
-
-@_jit
-def _nb_encode_flat(
-    envs: I64,
-    hand: I64,
-    hurt: I64,
-    turn: I64,
-    pos: I64,
-    phase: I64,
-    iron: I64,
-    discarded: I64,
-    recall: bool,
-    turn_values: npt.NDArray[np.float32],
-    out: npt.NDArray[np.float32],
-) -> None:
-    """Flat observations of games ``envs`` into ``out`` (the numba :func:`encode_flat`)."""
-    for j in range(envs.shape[0]):
-        i = envs[j]
-        held = hand[i]
-        for c in range(_HAND_SIZE):
-            out[j, _HAND_START + c] = (held >> c) & 1
-        out[j, _HURT_AT] = HURT_VALUES[hurt[i]]
-        out[j, _TURN_AT] = turn_values[turn[i]]
-        out[j, _DECK_AT] = DECK_VALUES[DECK_SIZE - pos[i]]
-        for k in range(_PHASE_SIZE):
-            out[j, _PHASE_START + k] = 0.0
-        out[j, _PHASE_START + phase[i]] = 1.0
-        out[j, _IRON_AT] = IRON_VALUES[iron[i]]
-        if recall:
-            gone = discarded[i]
-            for c in range(_DISCARDED_SIZE):
-                out[j, _DISCARDED_START + c] = (gone >> c) & 1
-
-
-# ------------------------------------------------------------------ encoders
-def _bits(masks: U64, count: int) -> npt.NDArray[np.uint8]:
-    """Rows of the low ``count`` bits of each uint64 mask (bit ``i`` in column ``i``)."""
-    as_bytes = masks.astype("<u8", copy=False).view(np.uint8).reshape(-1, BYTES_PER_MASK)
-    return np.unpackbits(as_bytes, axis=1, count=count, bitorder="little")
-
-
-def encode_flat(
-    hand: U64,
-    hurt: I64,
-    turn: I64,
-    deck_count: I64,
-    phase: I64,
-    iron_count: I64,
-    discarded: U64 | None,
-    turn_values: npt.NDArray[np.float32],
-) -> npt.NDArray[np.float32]:
-    """Flat observations of a batch of games, the layout of :mod:`coldiron_env.observation`.
-
-    ``hand`` and ``discarded`` are bit masks over card ids; ``turn_values[t]``
-    is ``t / turns`` in float32. ``discarded=None`` leaves the recall part out.
-    """
-    out = np.empty((hand.shape[0], flat_size(discarded is not None)), dtype=np.float32)
-    out[:, HAND.start : HAND.stop] = _bits(hand, HAND.size)
-    out[:, HURT.start] = HURT_VALUES[hurt]
-    out[:, TURN.start] = turn_values[turn]
-    out[:, DECK_COUNT.start] = DECK_VALUES[deck_count]
-    out[:, PHASE.start : PHASE.stop] = np.take(PHASE_ONE_HOT, phase, axis=0)
-    out[:, IRON_COUNT.start] = IRON_VALUES[iron_count]
-    if discarded is not None:
-        out[:, DISCARDED.start : DISCARDED.stop] = _bits(discarded, DISCARDED.size)
-    return out
-
-
-def encode_dict(
-    hand: U64,
-    hurt: I64,
-    turn: I64,
-    deck_count: I64,
-    phase: I64,
-    iron_count: I64,
-    discarded: U64 | None,
-) -> dict[str, AnyArray]:
-    """Dict observations of a batch of games (the batched ``observation_mode="dict"``)."""
-    obs: dict[str, AnyArray] = {
-        HAND.name: _bits(hand, HAND.size).view(np.int8),
-        HURT.name: hurt.copy(),
-        TURN.name: turn.copy(),
-        DECK_COUNT.name: deck_count,
-        PHASE.name: phase.copy(),
-        IRON_COUNT.name: iron_count.copy(),
-    }
-    if discarded is not None:
-        obs[DISCARDED.name] = _bits(discarded, DISCARDED.size).view(np.int8)
-    return obs
 
 
 # ------------------------------------------------------------------ the env
@@ -526,13 +364,14 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
     Takes the keyword arguments of :class:`~coldiron_env.env.ColdIronEnv`
     (validated by it, with the same messages) except that ``render_mode`` must
     be ``None``; plus ``max_episode_steps`` (optional truncation, as
-    ``gymnasium.make`` would add; every game ends by itself within 74 steps)
-    and ``backend`` (``"auto"``: numba when installed, else ``"numpy"``).
+    ``gymnasium.make`` would add; every game ends by itself within 74 steps),
+    ``autoreset_mode`` (``SAME_STEP`` or ``NEXT_STEP``, see the module doc) and
+    ``backend`` (``"auto"``: numba when installed, else ``"python"``).
 
     * Spaces: ``single_observation_space`` / ``single_action_space`` are the
       single env's; ``observation_space`` and ``action_space``
       (``MultiDiscrete([19] * N)``) are batched. Flat observations are an
-      (N, 48) or (N, 102) float32 array; dict observations a dict of arrays.
+      (N, obs size) float32 array; dict observations a dict of arrays.
     * ``step(actions)`` takes N integer actions. An action outside
       ``Discrete(19)`` raises :class:`IllegalActionError` (no game changes); an
       illegal one ends that game (``outcome="illegal"``) or raises, as
@@ -541,16 +380,16 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
       ``_key`` mask): ``action_mask`` (N, 19) int8, ``phase`` (a NumPy string
       array of names), ``turn``, ``hurt``, ``deck_count``, ``iron_count``; for
       the games that ended this step, ``outcome`` (string array, ``""`` where
-      ``_outcome`` is false) and ``is_success``, also inside ``final_info``,
-      with ``final_obs`` (autoreset, below). A key that no game has this step
-      (``final_obs`` when no game ended) is absent, as in Gymnasium.
-      The per-game ``hand`` and ``drawn`` lists of the single env are left out
-      (see :meth:`hand_codes`).
-    * Autoreset ``SAME_STEP``; see the module docstring.
+      ``_outcome`` is false) and ``is_success`` (under ``SAME_STEP`` also inside
+      ``final_info``, with ``final_obs``). A key that no game has this step is
+      absent, as in Gymnasium. The per-game ``hand`` and ``drawn`` lists of the
+      single env are left out (see :meth:`hand_codes`).
     * ``reset(seed=s)`` seeds game ``i`` with ``s + i`` (or takes a list of N
       seeds, ``None`` entries keeping that game's generator);
       ``reset(options={"deck": decks})`` deals ``decks[i]`` (54 codes, or
       ``None`` for a shuffled deck) to game ``i``.
+    * :meth:`set_env_kwargs` changes ``turns`` / ``suits_required`` (training
+      curricula) from each game's next deal.
     """
 
     metadata: dict[str, Any] = {  # noqa: RUF012 (Gymnasium declares it so)
@@ -563,6 +402,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         num_envs: int,
         render_mode: str | None = None,
         max_episode_steps: int | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.SAME_STEP,
         backend: str = "auto",
         **kwargs: Any,
     ) -> None:
@@ -581,20 +421,26 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             raise ValueError(
                 f"max_episode_steps must be None or a positive int, got {max_episode_steps!r}"
             )
+        self.autoreset_mode = _autoreset_mode(autoreset_mode)
+        self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if backend == "numba" and not NUMBA_AVAILABLE:
-            raise ValueError("backend='numba' needs numba: pip install numba (or use 'numpy')")
+            raise ValueError(
+                "backend='numba' needs numba: pip install 'coldiron[fast]' (or use 'python')"
+            )
         self.backend = "numba" if backend == "auto" and NUMBA_AVAILABLE else backend
         if self.backend == "auto":
-            self.backend = "numpy"
-        self._numba = self.backend == "numba"
+            self.backend = "python"
+            warnings.warn(SLOW_WARNING, RuntimeWarning, stacklevel=2)
+        self._step_games = step_games if self.backend == "numba" else step_games.py_func
         template = ColdIronEnv(**kwargs)  # validates every option, with its messages
         self.num_envs = num_envs
         self.render_mode = None
         self.rules = template.rules
         self.observation_mode = template.observation_mode
         self.recall = template.recall
+        self.counting = template.counting
         self.win_reward = template.win_reward
         self.loss_reward = template.loss_reward
         self.illegal_action = template.illegal_action
@@ -604,26 +450,19 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         template.close()
-
-        self._flat = self.observation_mode == "flat"
-        self._turns = self.rules.turns
-        self._suits_required = self.rules.suits_required
-        self._bonus_always = self.rules.bonus_always
-        self._joker_grants_more = self.rules.bonus_joker_grants_more
-        self._turn_values = (np.arange(self._turns + 1) / self._turns).astype(np.float32)
         self._rewards = np.array(
             [0.0, self.win_reward] + [self.loss_reward] * (len(OUTCOME_NAMES) - 2),
             dtype=np.float64,
         )
+        self._next_rules = self.rules
 
         n = num_envs
         self._index = np.arange(n)
-        self._base_deck = self._index * DECK_SIZE
-        # game state
+        # game state (hand and discard pile as int64 bit masks, viewed as uint64)
         self._deck = np.zeros((n, DECK_SIZE), dtype=np.int8)
-        self._deck_flat = self._deck.reshape(-1)
         self._pos = np.zeros(n, dtype=np.int64)
-        self._hand = np.zeros(n, dtype=np.uint64)
+        self._hand = np.zeros(n, dtype=np.int64)
+        self._discarded = np.zeros(n, dtype=np.int64)
         self._hurt = np.zeros(n, dtype=np.int64)
         self._turn = np.ones(n, dtype=np.int64)
         self._phase = np.zeros(n, dtype=np.int64)
@@ -631,20 +470,10 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         self._suits_done = np.zeros(n, dtype=np.int64)
         self._source = np.zeros(n, dtype=np.int64)
         self._steps = np.zeros(n, dtype=np.int64)
-        # per-deck look-ups (filled when a deck is dealt)
-        self._stop_mask = np.zeros((NUM_TABLE_ACTIONS, n), dtype=np.uint64)
-        self._stop_flat = self._stop_mask.reshape(-1)
-        self._keep_mask = np.zeros((NUM_TABLE_ACTIONS, n), dtype=np.uint64)
-        self._keep_flat = self._keep_mask.reshape(-1)
-        self._joker_mask = np.zeros(n, dtype=np.uint64)
-        self._court_mask = np.zeros(n, dtype=np.uint64)
-        self._position_bits = np.tile(POSITION_BITS, n)  # to scatter into card order
-        self._drawn_cards = (
-            np.zeros((n, DECK_SIZE + 1), dtype=np.uint64)
-            if self.recall and not self._numba
-            else None
-        )
-        self._discarded = np.zeros(n, dtype=np.int64)  # the numba backend's discard pile
+        self._turns = np.full(n, self.rules.turns, dtype=np.int64)
+        self._suits_required = np.full(n, self.rules.suits_required, dtype=np.int64)
+        self._outcome = np.zeros(n, dtype=np.int64)
+        self._pending_reset = np.zeros(n, dtype=np.bool_)  # NEXT_STEP: deal again next step
         # dealing: a generator and a batch of shuffles per game, as ColdIronEnv's Dealer
         self._rngs: list[np.random.Generator | None] = [None] * n
         self._pool = np.zeros((n, SHUFFLE_BATCH, DECK_SIZE), dtype=np.int8)
@@ -676,70 +505,72 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             if codes is not None:  # a given deck consumes no randomness, as in ColdIronEnv
                 dealt[i] = codes
         self._start(self._index, dealt)
+        self._pending_reset[:] = False
         self._needs_reset = False
         return self._observe(None), self._info()
 
     def step(
         self, actions: Any
     ) -> tuple[Any, npt.NDArray[np.float64], Bools, Bools, dict[str, Any]]:
-        """Take one action in every game; games that end are dealt again (SAME_STEP)."""
+        """Take one action in every game (games that end are dealt again: ``autoreset_mode``)."""
         if self._needs_reset:
             raise GameOverError("step() called before reset()")
         action = self._check_actions(actions)
-        phase = self._phase
-        legal = LEGAL[phase * NUM_ACTIONS + action]
-        illegal: Bools | None = None
+        restarting = self._pending_reset
+        if restarting.any():  # NEXT_STEP: these games ended last step; their action is ignored
+            again = np.flatnonzero(restarting)
+            self._start(again, self._deal(again))
+            action = np.where(restarting, SKIP, action)
+        legal = LEGAL_MASKS[self._phase, np.minimum(action, NUM_ACTIONS - 1)] | restarting
         if not legal.all():
             if self.illegal_action == "raise":
                 i = int(np.flatnonzero(~legal)[0])
                 raise IllegalActionError(
-                    f"env {i}: {_describe_illegal(int(action[i]), int(phase[i]))}"
+                    f"env {i}: {describe_illegal(int(action[i]), int(self._phase[i]))}"
                 )
-            illegal = ~legal
-            action = np.where(legal, action, NOOP)
-
-        if self._numba:
-            outcome = np.empty(self.num_envs, dtype=np.int64)
-            _nb_step(
-                action,
-                self._deck,
-                self._pos,
-                self._hand.view(np.int64),
-                self._discarded,
-                self._hurt,
-                self._turn,
-                self._phase,
-                self._iron,
-                self._suits_done,
-                self._source,
-                outcome,
-                self._bonus_always,
-                self._joker_grants_more,
-                self._turns,
-                self._suits_required,
-            )
-            terminated = outcome != PLAYING
-        else:
-            outcome, terminated = self._advance(action, phase, illegal)
-        self._steps += 1
+            action = np.where(legal, action, FORFEIT)
+        outcome = self._outcome
+        self._step_games(
+            action,
+            self._deck,
+            self._pos,
+            self._hand,
+            self._discarded,
+            self._hurt,
+            self._turn,
+            self._phase,
+            self._iron,
+            self._suits_done,
+            self._source,
+            self._turns,
+            self._suits_required,
+            outcome,
+            self.rules.bonus_always,
+            self.rules.bonus_joker_grants_more,
+        )
+        terminated = outcome != PLAYING
+        self._steps += ~restarting
         if self.max_episode_steps is None:
             truncated = np.zeros(self.num_envs, dtype=np.bool_)
         else:
             truncated = self._steps >= self.max_episode_steps
         rewards = self._rewards[outcome]
-
         done = terminated | truncated
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+            self._pending_reset = done.copy()
+            info = self._info(outcome=outcome if done.any() else None)
+            return self._observe(None), rewards, terminated, truncated, info
         if not done.any():
             return self._observe(None), rewards, terminated, truncated, self._info()
         ended = np.flatnonzero(done)
         final_batch = self._observe(ended)
-        final_info = self._info(ended, outcome)
+        final_info = self._info(outcome=outcome, rows=ended)
         final_obs = np.full(self.num_envs, None, dtype=object)
-        if self._flat:
-            final_obs[ended] = np.fromiter(final_batch, dtype=object, count=ended.size)
-        else:
+        if isinstance(final_batch, dict):
             for j, i in enumerate(ended.tolist()):
                 final_obs[i] = {key: value[j] for key, value in final_batch.items()}
+        else:
+            final_obs[ended] = np.fromiter(final_batch, dtype=object, count=ended.size)
         self._start(ended, self._deal(ended))
         info = self._info()
         info["final_obs"] = final_obs
@@ -751,91 +582,31 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             info["_" + key] = final_info["_" + key]
         return self._observe(None), rewards, terminated, truncated, info
 
-    def _advance(self, action: I64, phase: I64, illegal: Bools | None) -> tuple[I64, Bools]:
-        """The NumPy backend: one action in every game with array operations."""
-        pos = self._pos
-        row = action * self.num_envs + self._index
-        # ---- where every game's draws stop: one card, or a rack's first match, first
-        # Joker or last card; a rack's court cards before that stop deal Hurt (R14)
-        high = HIGH[pos]
-        stop = self._stop_flat[row] | self._joker_mask
-        stop |= LAST_BIT
-        stop &= high
-        low_bit = stop & np.negative(stop)
-        end = np.bitwise_count(low_bit - _ONE).astype(np.intp)
-        hurt = self._hurt + np.bitwise_count(self._court_mask & high & LOW[end])
-        over = hurt >= MAX_HURT
-        if over.any():  # a court card slays before the stop: the draws end there
-            self._slaying_courts(np.flatnonzero(over), end, low_bit, hurt)
-        card = self._deck_flat[self._base_deck + end].astype(np.intp)
-        # ---- R11 (1): a kept card joins the hand and the phrase is checked (R7)
-        keep = (self._keep_flat[row] & low_bit) != 0
-        hand = self._hand
-        hand |= CARD_BIT[card] * keep
-        field = ((hand >> SUIT_SHIFT[card]) & SUIT_FIELD_MASK).view(np.int64)
-        self._suits_done |= SUIT_BIT[card] * (HAS_RUN_TABLE[field] & keep)
-        won = SUITS_DONE_COUNT[self._suits_done] >= self._suits_required
-        # ---- R11 (2): the draw emptied the deck (R9)
-        draw = IS_DRAW[action]
-        after = end + 1
-        exhausted = (after == DECK_SIZE) & draw & ~won
-        # ---- R11 (3, 4): a Joker in a rack slays; the Iron's Hurt; Rest heals (R13-R15)
-        quiet = exhausted | won
-        hurt += HURT_DELTA[action] * ~quiet
-        np.maximum(hurt, 0, out=hurt)
-        self._hurt = hurt
-        joker = IS_JOKER[card]
-        slain = ~quiet & ((hurt >= MAX_HURT) | (joker & IS_RACK[action]))
-        outcome = won * CODE_WON
-        outcome += slain * CODE_SLAIN
-        outcome += exhausted * CODE_EXHAUSTED
-        np.copyto(pos, after, where=draw)
-        # ---- what follows: a Joker's bonus, another Iron, the end of the turn
-        alive = draw & ~(quiet | slain)
-        source = SOURCE_OF[action]
-        bonus_start = alive & joker & (source != SOURCE_NONE)
-        np.copyto(self._source, source, where=bonus_start)
-        iron_act = action == IRON
-        self._iron += iron_act
-        go_on = alive & ~bonus_start
-        iron_on = go_on & iron_act
-        end_turn = go_on & ~iron_act
-        stopping = action == STOP
-        back = stopping & (phase == PHASE_BONUS)
-        end_turn |= stopping & (phase == PHASE_IRON)
-        if self._bonus_always:
-            taking = bonus_start | (action == BONUS)
-            pending = None
-        else:
-            taking = action == BONUS
-            pending = bonus_start
-        drawing = np.flatnonzero(taking)
-        if drawing.size:
-            back |= self._bonus_draws(drawing, outcome)
-        from_iron = back & (self._source == SOURCE_IRON)
-        iron_on |= from_iron
-        end_turn |= back & ~from_iron
-        spent = self._iron >= IRON_APPLICATIONS_PER_TURN
-        end_turn |= iron_on & spent
-        to_iron = iron_on & ~spent
-        midnight = end_turn & (self._turn >= self._turns)
-        advance = end_turn & ~midnight
-        self._turn += advance
-        self._iron *= ~advance
-        outcome += midnight * CODE_MIDNIGHT
-        if illegal is not None:
-            outcome += illegal * CODE_ILLEGAL
-        terminated = outcome != PLAYING
-        new_phase = terminated * PHASE_OVER
-        new_phase += to_iron * PHASE_IRON
-        if pending is not None:
-            new_phase += pending * PHASE_BONUS
-        self._phase = new_phase
-        return outcome, terminated
-
     def action_masks(self) -> Bools:
-        """Legal actions of every game, an (N, 19) bool array (for sb3-contrib's MaskablePPO)."""
-        return np.take(MASKS_BOOL, self._phase, axis=0)
+        """Legal actions of every game, an (N, 19) bool array (for sb3-contrib's MaskablePPO);
+        a game that is over (waiting for its ``NEXT_STEP`` deal) marks every action."""
+        return np.take(ENV_MASKS, self._phase, axis=0)
+
+    def set_env_kwargs(self, env_kwargs: Mapping[str, Any]) -> None:
+        """Play every game dealt from now on with these ``turns`` / ``suits_required``.
+
+        For training curricula; any other option must keep its value (the spaces
+        and rewards are fixed at construction). Games in progress keep their rules.
+        """
+        current = self.rules.to_dict()
+        changed = {k: v for k, v in env_kwargs.items() if current.get(k, v) != v}
+        other = sorted(k for k in changed if k not in CURRICULUM_KEYS)
+        unknown = sorted(set(env_kwargs) - set(current) - {"observation_mode", "recall"}
+                         - {"counting", "win_reward", "loss_reward", "illegal_action"})  # fmt: skip
+        if unknown:
+            raise ValueError(f"unknown env option(s) {unknown}")
+        if other:
+            raise ValueError(
+                f"the vector env can change only {list(CURRICULUM_KEYS)} between deals, "
+                f"not {other}"
+            )
+        values = {k: env_kwargs[k] for k in CURRICULUM_KEYS if k in env_kwargs}
+        self._next_rules = RuleOptions(**{**self._next_rules.to_dict(), **values})
 
     # ------------------------------------------------------------ queries
     def hand_codes(self, i: int) -> list[str]:
@@ -861,7 +632,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             raise IllegalActionError(
                 f"actions must be integers in 0..{NUM_ACTIONS - 1}, got dtype {a.dtype}"
             )
-        out = a.astype(np.int64, copy=False)
+        out = a.astype(np.int64, copy=True)
         outside = (out < 0) | (out >= NUM_ACTIONS)
         if outside.any():
             i = int(np.flatnonzero(outside)[0])
@@ -945,154 +716,52 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         return decks
 
     def _start(self, envs: I64, decks: I8) -> None:
-        """Start new games on ``decks`` (k, 54) in ``envs`` and build their look-ups."""
-        k = envs.shape[0]
+        """Start new games on ``decks`` (k, 54) in ``envs``, with the rules now in force."""
         self._deck[envs] = decks
-        for state in (self._pos, self._hurt, self._iron, self._source, self._steps):
+        for state in (
+            self._pos, self._hurt, self._iron, self._source, self._steps, self._hand,
+            self._discarded, self._suits_done, self._outcome,
+        ):  # fmt: skip
             state[envs] = 0
         self._phase[envs] = PHASE_TURN
-        self._hand[envs] = 0
-        self._suits_done[envs] = 0
         self._turn[envs] = 1
-        if self._numba:
-            self._discarded[envs] = 0
-            return  # the compiled loop reads the deck itself: no look-ups to build
-        # Position bit of each card id, cards along axis 0 so that every operation
-        # below runs over the k games: at[c, j] = 1 << (position of card c in deck j).
-        at = np.empty(DECK_SIZE * k, dtype=np.uint64)
-        where = decks.astype(np.intp)
-        where *= k
-        where += self._index[:k, None]
-        at[where.reshape(-1)] = self._position_bits[: k * DECK_SIZE]
-        at = at.reshape(DECK_SIZE, k)
-        numbered = at[:NUM_NUMBERED].reshape(NUM_SUITS, NUM_RANKS, k)
-        # unions of disjoint bits are sums
-        stop = np.full((NUM_TABLE_ACTIONS, k), ALL_POSITIONS, dtype=np.uint64)
-        numbered.sum(axis=0, out=stop[RACK_RANK_FIRST:RACK_SUIT_FIRST])
-        numbered.sum(axis=1, out=stop[RACK_SUIT_FIRST:REST])
-        keep = np.zeros((NUM_TABLE_ACTIONS, k), dtype=np.uint64)
-        stop[RACK_SUIT_FIRST:REST].sum(axis=0, out=keep[THREATEN])
-        keep[IRON] = keep[THREATEN]
-        keep[RACK_RANK_FIRST:REST] = stop[RACK_RANK_FIRST:REST]
-        self._stop_mask[:, envs] = stop
-        self._keep_mask[:, envs] = keep
-        self._joker_mask[envs] = at[FIRST_JOKER] | at[FIRST_JOKER + 1]
-        self._court_mask[envs] = at[FIRST_COURT:FIRST_JOKER].sum(axis=0)
-        if self._drawn_cards is not None:
-            drawn = self._drawn_cards[envs]
-            np.cumsum(np.take(ALL_CARD_BITS, decks), axis=1, out=drawn[:, 1:])
-            self._drawn_cards[envs] = drawn
-
-    def _slaying_courts(self, envs: I64, end: AnyArray, low_bit: U64, hurt: AnyArray) -> None:
-        """For racks in ``envs`` whose court cards reach Hurt 6 before their stop card:
-        move the stop to the court card that slays (the (6 - Hurt)-th from the deck top)."""
-        courts = self._court_mask[envs] & HIGH[self._pos[envs]]
-        skip = MAX_HURT - 1 - self._hurt[envs]  # court cards drawn before the slaying one
-        while True:
-            clearing = skip > 0
-            if not clearing.any():
-                break
-            courts = np.where(clearing, courts & (courts - _ONE), courts)
-            skip -= clearing
-        bit = courts & np.negative(courts)
-        low_bit[envs] = bit
-        end[envs] = np.bitwise_count(bit - _ONE)
-        hurt[envs] = MAX_HURT
-
-    def _bonus_draws(self, envs: I64, outcome: I64) -> Bools:
-        """The Joker's bonus draws (R17) for ``envs``; returns the games that live on."""
-        live = np.zeros(self.num_envs, dtype=np.bool_)
-        hurting = self._source[envs] == SOURCE_IRON
-        remaining = np.full(envs.shape[0], BONUS_DRAWS, dtype=np.int64)
-        while envs.size:
-            pos = self._pos[envs]
-            card = self._deck_flat[envs * DECK_SIZE + pos].astype(np.intp)
-            pos += 1
-            self._pos[envs] = pos
-            hand = self._hand[envs] | CARD_BIT[card]
-            self._hand[envs] = hand
-            field = ((hand >> SUIT_SHIFT[card]) & SUIT_FIELD_MASK).view(np.int64)
-            done = self._suits_done[envs] | SUIT_BIT[card] * HAS_RUN_TABLE[field]
-            self._suits_done[envs] = done
-            won = SUITS_DONE_COUNT[done] >= self._suits_required
-            exhausted = ~won & (pos == DECK_SIZE)
-            hurts = IS_COURT[card] & hurting & ~exhausted
-            hurt = self._hurt[envs] + hurts
-            self._hurt[envs] = hurt
-            slain = hurts & (hurt >= MAX_HURT)
-            code = won * CODE_WON + slain * CODE_SLAIN + exhausted * CODE_EXHAUSTED
-            outcome[envs] = code
-            going = code == PLAYING
-            remaining -= 1
-            if self._joker_grants_more:
-                remaining += (IS_JOKER[card] & going) * BONUS_DRAWS
-            live[envs[going & (remaining == 0)]] = True
-            more = going & (remaining > 0)
-            envs, remaining, hurting = envs[more], remaining[more], hurting[more]
-        return live
+        self._turns[envs] = self._next_rules.turns
+        self._suits_required[envs] = self._next_rules.suits_required
 
     def _observe(self, envs: I64 | None) -> Any:
-        if self._numba and self._flat:
-            chosen = self._index if envs is None else envs
-            out = np.empty((chosen.shape[0], flat_size(self.recall)), dtype=np.float32)
-            _nb_encode_flat(
-                chosen,
-                self._hand.view(np.int64),
-                self._hurt,
-                self._turn,
-                self._pos,
-                self._phase,
-                self._iron,
-                self._discarded,
-                self.recall,
-                self._turn_values,
-                out,
-            )
-            return out
         pick = slice(None) if envs is None else envs
-        hand = self._hand[pick]
-        deck_count = DECK_SIZE - self._pos[pick]
-        discarded = None
-        if self.recall and self._numba:
-            discarded = self._discarded[pick].view(np.uint64)
-        elif self._drawn_cards is not None:
-            drawn = self._drawn_cards.reshape(-1)[
-                (self._index[pick] * (DECK_SIZE + 1)) + self._pos[pick]
-            ]
-            discarded = drawn & ~hand
-        if self._flat:
-            return encode_flat(
-                hand,
-                self._hurt[pick],
-                self._turn[pick],
-                deck_count,
-                self._phase[pick],
-                self._iron[pick],
-                discarded,
-                self._turn_values,
-            )
-        return encode_dict(
-            hand,
+        return encode_batch(
+            self.observation_mode,
+            self._hand[pick].view(np.uint64),
+            self._discarded[pick].view(np.uint64),
             self._hurt[pick],
             self._turn[pick],
-            deck_count,
+            DECK_SIZE - self._pos[pick],
             self._phase[pick],
             self._iron[pick],
-            discarded,
+            self._turns[pick],
+            self._suits_required[pick],
+            self.rules.bonus_joker_grants_more,
+            self.recall,
+            self.counting,
         )
 
-    def _info(self, envs: I64 | None = None, outcome: I64 | None = None) -> dict[str, Any]:
-        """The batched ``info``: of every game, or (``envs``) of the games that just ended."""
+    def _info(
+        self,
+        outcome: I64 | None = None,
+        rows: I64 | None = None,
+    ) -> dict[str, Any]:
+        """The batched ``info`` of every game; with ``outcome``, the outcomes of the games
+        that ended; with ``rows``, only those games are marked present."""
         n = self.num_envs
-        if envs is None:
+        phase = self._phase
+        if rows is None:
             present = np.ones(n, dtype=np.bool_)
-            phase = self._phase
         else:
             present = np.zeros(n, dtype=np.bool_)
-            present[envs] = True
-            phase = self._phase
+            present[rows] = True
         info: dict[str, Any] = {
-            "action_mask": np.take(MASKS_INT8, phase, axis=0),
+            "action_mask": np.take(ENV_MASKS_INT8, phase, axis=0),
             "phase": PHASE_NAME_ARRAY[phase],
             "turn": self._turn.copy(),
             "hurt": self._hurt.copy(),
@@ -1102,17 +771,24 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         for key in list(info):
             info["_" + key] = present
         if outcome is not None:
-            ended = present & (outcome != PLAYING)
+            over = outcome != PLAYING
             info["outcome"] = OUTCOME_NAME_ARRAY[outcome]
-            info["_outcome"] = ended
+            info["_outcome"] = over
             info["is_success"] = outcome == CODE_WON
-            info["_is_success"] = ended
+            info["_is_success"] = over
         return info
 
 
-def _describe_illegal(action: int, phase: int) -> str:
-    legal = ", ".join(f"{a} ({ACTION_NAMES[a]})" for a in LEGAL_ACTIONS[phase])
-    return (
-        f"action {action} ({ACTION_NAMES[action]}) is illegal in phase "
-        f"{PHASE_NAMES[phase]!r}; legal: {legal}"
-    )
+def _autoreset_mode(value: AutoresetMode | str) -> AutoresetMode:
+    """An ``AutoresetMode`` from itself or its name (``"next_step"``, ``"SAME_STEP"``...)."""
+    mode: AutoresetMode | None = None
+    if isinstance(value, AutoresetMode):
+        mode = value
+    elif isinstance(value, str):
+        key = value.strip().upper()
+        mode = next((m for m in AutoresetMode if key in (m.name, str(m.value).upper())), None)
+    if mode not in AUTORESET_MODES:
+        names = [m.name for m in AUTORESET_MODES]
+        raise ValueError(f"autoreset_mode must be one of {names} (or its name), got {value!r}")
+    assert mode is not None
+    return mode

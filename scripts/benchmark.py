@@ -8,8 +8,9 @@ rows use the batched form of the same rule):
 * ``Blackjack-v1`` through ``gymnasium.make``;
 * ColdIron through ``gymnasium.make`` (flat observation, then ``recall=True``);
 * ``SyncVectorEnv`` of 8 ColdIron envs (``SAME_STEP`` autoreset);
-* the native :class:`~coldiron_env.vector.ColdIronVectorEnv` at 64, 1,024 and 4,096 envs,
-  with its numba backend (the default when numba is installed) and its NumPy backend.
+* the native :class:`~coldiron_env.vector.ColdIronVectorEnv` at 64, 1,024 and 4,096 envs
+  (compiled by numba; its plain-Python fallback when numba is absent), and at 1,024
+  envs with the ``counting`` observation.
 
 The rows are measured in five interleaved rounds and each reports its best round,
 which keeps the ratios of one run comparable on a shared machine.
@@ -49,6 +50,8 @@ from agents.atomic import atomic_write_json
 from coldiron_env.vector import NUMBA_AVAILABLE, ColdIronVectorEnv
 
 BLACKJACK_ID = "Blackjack-v1"
+NATIVE_BACKEND = "numba" if NUMBA_AVAILABLE else "python"
+COUNTING_TAG = "(counting)"
 SYNC_ENVS = 8
 NATIVE_SIZES = (64, 1024, 4096)
 PPO_ENVS = 8
@@ -251,23 +254,25 @@ def throughput_rows(budget: Budget, seed: int) -> list[Row]:
             vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
         )
 
-    def make_native(n: int, backend: str) -> Callable[[], Any]:
-        return lambda: ColdIronVectorEnv(n, backend=backend)
+    def make_native(n: int, backend: str, **kwargs: Any) -> Callable[[], Any]:
+        return lambda: ColdIronVectorEnv(n, backend=backend, **kwargs)
 
-    backends = ["numba", "numpy"] if NUMBA_AVAILABLE else ["numpy"]
+    backend = NATIVE_BACKEND
+    counting_envs = budget.native_sizes[len(budget.native_sizes) // 2]
 
     def _small_native(name: str) -> Any:
-        return ColdIronVectorEnv(2, backend=name.split()[1])
+        return ColdIronVectorEnv(2, backend=backend, counting=COUNTING_TAG in name)
 
     plan: list[tuple[str, Callable[[], Any], bool]] = [
         (BLACKJACK_ID, lambda: gym.make(BLACKJACK_ID), False),
         ("ColdIron single (flat)", lambda: gym.make(coldiron_env.ENV_ID), False),
         ("ColdIron single (recall)", lambda: gym.make(coldiron_env.ENV_ID, recall=True), False),
         (f"SyncVectorEnv x{SYNC_ENVS}", make_sync, True),
-        *(
-            (f"native {backend} x{n:,}", make_native(n, backend), True)
-            for backend in backends
-            for n in budget.native_sizes
+        *((f"native {backend} x{n:,}", make_native(n, backend), True) for n in budget.native_sizes),
+        (
+            f"native {backend} x{counting_envs:,} {COUNTING_TAG}",
+            make_native(counting_envs, backend, counting=True),
+            True,
         ),
     ]
     built: list[tuple[str, Any, bool, float]] = []
@@ -396,7 +401,7 @@ def render(rows: list[Row], train: list[TrainRow]) -> str:
 def targets(rows: list[Row], train: list[TrainRow], largest: int) -> dict[str, dict[str, Any]]:
     by_name = {r.name: r for r in rows}
     single = by_name["ColdIron single (flat)"].ratio
-    default = "numba" if NUMBA_AVAILABLE else "numpy"
+    default = NATIVE_BACKEND
     native = by_name[f"native {default} x{largest:,}"].ratio
     out: dict[str, dict[str, Any]] = {
         "single_vs_blackjack": {

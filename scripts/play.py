@@ -30,6 +30,7 @@ from coldiron_env.actions import ACTION_NAMES, LEGAL_ACTIONS, parse_action
 from coldiron_env.cards import deck_codes, parse_deck
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import Game
+from coldiron_env.knowledge import Knowledge
 from coldiron_env.render import legal_summary, render_text
 
 SAVE_VERSION: Final = 1
@@ -148,7 +149,8 @@ def planner_hints(session: Session) -> str:
     estimate: Callable[..., dict[int, float]] | None = getattr(planner, "action_win_chances", None)
     if estimate is None:
         return PLANNER_UNAVAILABLE
-    chances = estimate(session.game, session.actions)
+    game = session.game
+    chances = estimate(Knowledge.from_game(game), game.rules, session.actions)
     lines = [f"  {a:2d} {ACTION_NAMES[a]:<14} {p:6.1%}" for a, p in sorted(chances.items())]
     return "planner's estimated win chance:\n" + "\n".join(lines)
 

@@ -12,14 +12,10 @@ import pytest
 from agents.evaluation.arena import agent_seeds, deal_decks, evaluate_agent
 from agents.players.base import Agent
 from agents.players.baselines import RandomAgent, ThreatenAgent
-from agents.players.heuristic import (
-    HeuristicAgent,
-    bonus_risk,
-    decide,
-    rack_odds,
-    suit_analysis,
-)
+from agents.players.heuristic import HeuristicAgent, decide
 from agents.registry import BUILTIN_AGENTS, make_agent
+from coldiron_env.analysis import bonus_risk, rack_odds
+from coldiron_env.analysis import suit_need as suit_analysis
 from coldiron_env.cards import deck_codes, parse_card
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import Game
@@ -74,11 +70,11 @@ def test_heuristic_legal_under_bonus_joker_grants_more() -> None:
 
 @pytest.mark.parametrize("name", BUILTINS)
 def test_engine_path_plays_exactly_like_the_env(name: str) -> None:
-    """act_game on the engine and act through the env choose the same actions."""
+    """act_knowledge on the engine's Knowledge and act through the env choose the same actions."""
     decks = deal_decks(7, 150)
     seeds = agent_seeds(7, 150)
     agent = make_agent(name)
-    assert hasattr(agent, "act_game")
+    assert hasattr(agent, "act_knowledge")
     env = ColdIronEnv()
     game = Game(decks[0].tolist())
     differing = 0
@@ -88,7 +84,7 @@ def test_engine_path_plays_exactly_like_the_env(name: str) -> None:
         game.reset(row)
         engine_actions = []
         while game.outcome is None:
-            action = agent.act_game(game)
+            action = agent.act_knowledge(Knowledge.from_game(game))
             engine_actions.append(action)
             game.step(action)
         assert engine_actions == env_actions

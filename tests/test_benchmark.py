@@ -55,13 +55,15 @@ def test_quick_benchmark_prints_the_table_and_writes_json(
     printed = capsys.readouterr().out
     figures = json.loads(out.read_text())
     names = [row["name"] for row in figures["throughput"]]
-    backends = ["numba", "numpy"] if bench.NUMBA_AVAILABLE else ["numpy"]
+    backends = ["numba"] if bench.NUMBA_AVAILABLE else ["python"]
+    sizes = bench.QUICK.native_sizes
     assert names == [
         "Blackjack-v1",
         "ColdIron single (flat)",
         "ColdIron single (recall)",
         "SyncVectorEnv x8",
-        *(f"native {b} x{n:,}" for b in backends for n in bench.QUICK.native_sizes),
+        *(f"native {b} x{n:,}" for b in backends for n in sizes),
+        f"native {backends[0]} x{sizes[len(sizes) // 2]:,} (counting)",
     ]
     for row in figures["throughput"]:
         assert row["steps"] > 0 and row["episodes"] > 0, row

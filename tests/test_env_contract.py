@@ -253,4 +253,4 @@ def test_readme_shows_the_observation_layout_of_the_one_module_that_knows_it() -
     from coldiron_env.observation import layout_table
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    assert layout_table(recall=True) in readme
+    assert layout_table(recall=True, counting=True) in readme

@@ -13,12 +13,9 @@ from agents.players.planner import (
     PlannerConfig,
     action_win_chances,
     candidate_actions,
-    game_from_knowledge,
     hopeless,
     paired,
-    sample_orders,
     turn_decision,
-    unseen_cards,
 )
 from agents.registry import make_agent
 from coldiron_env.actions import LEGAL_ACTIONS, PHASE_OVER, PHASE_TURN
@@ -69,7 +66,7 @@ def test_turn_decision_mirrors_the_heuristic() -> None:
 def test_game_from_knowledge_rebuilds_the_position() -> None:
     for game in heuristic_positions(5)[::3]:
         kn = Knowledge.from_game(game)
-        rebuilt = game_from_knowledge(kn)
+        rebuilt = kn.position()
         assert Knowledge.from_game(rebuilt) == kn
         # With the real remaining cards in place, it plays exactly like the real game.
         rebuilt.deck[rebuilt.pos :] = game.deck[game.pos :]
@@ -90,13 +87,13 @@ def test_game_from_knowledge_rebuilds_the_position() -> None:
 def test_incomplete_knowledge_is_refused() -> None:
     kn = Knowledge(deck_count=DECK_SIZE - 1)
     with pytest.raises(ValueError, match="incomplete"):
-        game_from_knowledge(kn)
+        kn.position()
 
 
 def test_sampled_orders_are_permutations_of_the_unseen_cards() -> None:
     kn = Knowledge(seen=0b111, hand=0b11, deck_count=DECK_SIZE - 3)
-    cards = unseen_cards(kn)
-    orders = sample_orders(cards, np.random.default_rng(1), 30)
+    cards = kn.unseen_cards()
+    orders = kn.sample_orders(np.random.default_rng(1), 30)
     for order in orders:
         assert sorted(order) == cards
         assert order.index(FIRST_JOKER) < order.index(FIRST_JOKER + 1)
@@ -138,10 +135,10 @@ def test_never_peeks_at_the_deck_order() -> None:
         records = []
         for g in (game, other):
             planner = PlannerAgent(EVERY_TURN)
-            planner.log = []
+            planner.decisions = []
             planner.reset(seed=42)
-            action = planner.act_game(g)
-            records.append((action, planner.log))
+            action = planner.act_knowledge(Knowledge.from_game(g))
+            records.append((action, planner.decisions))
         assert records[0][1], "the planner did not plan: the test would prove nothing"
         assert records[0] == records[1]
         compared += 1
@@ -208,24 +205,26 @@ def test_against_heuristic_on_paired_deals() -> None:
 
 def test_action_win_chances_gives_a_probability_per_legal_action() -> None:
     game = Game(deal_decks(2, 1)[0].tolist())
-    chances = action_win_chances(game, [], samples=60)
+    chances = action_win_chances(Knowledge.from_game(game), game.rules, [], samples=60)
     assert set(chances) == set(LEGAL_ACTIONS[game.phase])
     assert all(0.0 <= p <= 1.0 for p in chances.values())
     # Racking for a rank at the start dies to a Joker or court now and then; the
     # heuristic's opening (the Iron) is near its known win rate (~18%).
     assert 0.05 <= chances[decide(Knowledge.from_game(game))] <= 0.4
-    assert chances == action_win_chances(game, [], samples=60)  # reproducible
+    again = action_win_chances(Knowledge.from_game(game), game.rules, [], samples=60)
+    assert chances == again  # reproducible
     game.step(1)
-    assert set(action_win_chances(game, [1], samples=10)) == set(LEGAL_ACTIONS[game.phase])
+    later = action_win_chances(Knowledge.from_game(game), game.rules, [1], samples=10)
+    assert set(later) == set(LEGAL_ACTIONS[game.phase])
 
 
 def test_action_win_chances_edge_cases() -> None:
     game = Game(deal_decks(2, 1)[0].tolist())
     while game.phase != PHASE_OVER:
         game.step(decide(Knowledge.from_game(game)))
-    assert action_win_chances(game, []) == {}
+    assert action_win_chances(Knowledge.from_game(game), game.rules, []) == {}
     with pytest.raises(ValueError, match="samples"):
-        action_win_chances(Game(deal_decks(2, 1)[0].tolist()), [], samples=0)
+        action_win_chances(Knowledge(), samples=0)
 
 
 def test_config_validation_and_registry() -> None:

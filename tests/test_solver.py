@@ -1,4 +1,4 @@
-"""The clairvoyant solver: its transition agrees with the engine, its verdicts are exact."""
+"""The clairvoyant solver: it searches the engine's own moves, and its verdicts are exact."""
 
 from __future__ import annotations
 
@@ -8,17 +8,15 @@ import numpy as np
 import pytest
 
 from agents.players.solver import (
-    LOSS,
     UNKNOWN,
     UNWINNABLE,
-    WIN,
     WINNABLE,
     ClairvoyantSolver,
-    iron_extra_keeps,
     replay,
     solve_deck,
 )
-from coldiron_env.actions import REST, STOP, THREATEN
+from coldiron_env.actions import RACK_ACTIONS, REST, STOP, THREATEN
+from coldiron_env.analysis import iron_extra_keeps
 from coldiron_env.cards import (
     CARD_CODES,
     DECK_SIZE,
@@ -53,10 +51,18 @@ VARIANTS = [
 ]
 
 
+def state(game: Game) -> tuple[int, ...]:
+    return (
+        game.pos, game.hand, game.discarded, game.hurt, game.turn, game.phase,
+        game.iron_count, game.bonus_source, game.outcome or "",
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("rules", VARIANTS)
-def test_transition_matches_engine_on_random_states(rules: RuleOptions) -> None:
-    """The solver's compact transition reproduces Game.step on thousands of states:
-    at every state visited, every legal action is tried on a clone of the engine."""
+def test_searched_moves_are_the_engines_own_with_racks_deduplicated(rules: RuleOptions) -> None:
+    """On thousands of states, the moves the solver tries reach exactly the states
+    Game.step reaches from every legal action: racks that stop at the same card
+    collapse to one, and nothing else is dropped or added."""
     rng = random.Random(1234)
     decks = shuffled_decks(np.random.default_rng(99), 60).tolist()
     checked = 0
@@ -70,18 +76,24 @@ def test_transition_matches_engine_on_random_states(rules: RuleOptions) -> None:
         line = list(solver.solve(max_nodes=2_000).actions) if index % 4 < 2 else []
         game = Game(deck, rules)
         while not game.over:
-            state = ClairvoyantSolver.state_of(game)
+            every: dict[int, tuple[int, ...]] = {}
             for action in game.legal_actions():
                 child = game.clone()
                 child.step(action)
-                predicted = solver.transition(state, action)
+                every[action] = state(child)
                 checked += 1
                 if child.over:
                     assert child.outcome is not None
                     outcomes.add(child.outcome)
-                    assert predicted == (WIN if child.won else LOSS), (deck, state, action)
-                else:
-                    assert predicted == ClairvoyantSolver.state_of(child), (deck, state, action)
+            searched = solver.actions(game)
+            assert len(set(searched)) == len(searched)
+            assert set(searched) <= set(every)
+            alive = [a for a in searched if a in RACK_ACTIONS and every[a][-1] in ("", "won")]
+            assert len({every[a] for a in alive}) == len(alive), "two searched racks coincide"
+            reached = {every[a] for a in searched}
+            for action, child_state in every.items():
+                lost_anyway = child_state[-1] not in ("", "won")
+                assert child_state in reached or lost_anyway, (deck, action)
             if line:
                 action = line.pop(0)
             else:
@@ -189,7 +201,7 @@ def brute_force_winnable(deck: list[int], rules: RuleOptions) -> bool:
     lost: set[tuple[int, ...]] = set()
 
     def key(g: Game) -> tuple[int, ...]:
-        return (g.pos, g.hand, g.hurt, g.turn, g.phase, g.iron_count, g._bonus_source)
+        return (g.pos, g.hand, g.hurt, g.turn, g.phase, g.iron_count, g.bonus_source)
 
     def win(g: Game) -> bool:
         if g.over:

@@ -6,9 +6,12 @@
 Each agent is also reseeded before deal ``i`` with :func:`agent_seeds` (its own
 randomness, e.g. ``random``'s, is reproducible and independent of the deal).
 
-**Three ways to play, one result.** An agent with an ``act_game(game)`` method
-(the built-in players) is driven straight on the rules engine
-(:class:`~coldiron_env.game.Game`), which is several times faster. An agent
+**Three ways to play, one result.** An agent with an ``act_knowledge(kn)``
+method (the built-in players) is driven straight on the rules engine
+(:class:`~coldiron_env.game.Game`), which is several times faster: before each
+decision the evaluator hands it :meth:`Knowledge.from_game
+<coldiron_env.knowledge.Knowledge.from_game>`, what the player has seen, never
+the game (whose deck order no player may read). An agent
 with a ``batch_policy`` (a trained model: :class:`BatchPolicy`) plays up to
 :data:`LOCKSTEP_BATCH` deals at once through plain envs, one forward pass per
 step for all of them (:func:`play_lockstep`). Any other agent plays one
@@ -29,12 +32,13 @@ from typing import Any, Final, Protocol, runtime_checkable
 import numpy as np
 
 from agents.evaluation.stats import wilson_interval
-from agents.players.base import Agent
+from agents.players.base import Agent, KnowledgeActor
 from coldiron_env.actions import LEGAL_BITS, NUM_ACTIONS, PHASE_OVER
 from coldiron_env.cards import deck_codes
 from coldiron_env.dealer import shuffled_decks
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import OUTCOMES, Game
+from coldiron_env.knowledge import Knowledge
 from coldiron_env.options import RuleOptions
 
 OBSERVATION_KWARGS: Final = ("observation_mode", "recall")
@@ -51,13 +55,6 @@ LOCKSTEP_BATCH: Final = 256
 
 EpisodeCallback = Callable[[int, list[int], str, int], None]
 """``callback(deal_index, deck_ids_played, outcome, turn_at_end)`` after each episode."""
-
-
-@runtime_checkable
-class GameActor(Protocol):
-    """An agent that can pick its action straight from the engine (what a player knows only)."""
-
-    def act_game(self, game: Game) -> int: ...
 
 
 @runtime_checkable
@@ -248,11 +245,11 @@ def batch_policy_of(agent: Agent) -> BatchPolicy | None:
     return policy if isinstance(policy, BatchPolicy) else None
 
 
-def _play_game(agent: GameActor, game: Game) -> int:
-    """Play ``game`` to its end; returns the number of decisions."""
+def _play_game(agent: KnowledgeActor, game: Game) -> int:
+    """Play ``game`` to its end, the agent seeing what a player knows; returns the decisions."""
     steps = 0
     while game.phase != PHASE_OVER:
-        action = agent.act_game(game)
+        action = agent.act_knowledge(Knowledge.from_game(game))
         steps += 1
         if 0 <= action < NUM_ACTIONS and LEGAL_BITS[game.phase] >> action & 1:
             game.step(action)
@@ -274,7 +271,7 @@ def evaluate_agent(
     """Play ``agent`` on every deck of ``decks`` (reset with ``seeds[i]`` before deck ``i``).
 
     ``use_engine``: drive the engine directly (default: when the agent is a
-    :class:`GameActor`) or go through the env (False). ``use_batch``: play
+    :class:`~agents.players.base.KnowledgeActor`) or go through the env (False). ``use_batch``: play
     :data:`LOCKSTEP_BATCH` deals at once with the agent's :class:`BatchPolicy`
     (default: when it has one and is not driven on the engine; its play is
     deterministic, so the agent seeds do not apply). ``callback`` is called
@@ -289,7 +286,7 @@ def evaluate_agent(
         agent.set_rules(rules)
     result = AgentResult(label or agent.name)
     if use_engine is None:
-        use_engine = isinstance(agent, GameActor)
+        use_engine = isinstance(agent, KnowledgeActor)
     batch_policy = batch_policy_of(agent)
     if use_batch is None:
         use_batch = batch_policy is not None and not use_engine
@@ -304,8 +301,10 @@ def evaluate_agent(
             if callback is not None:
                 callback(i, list(episode.deck), episode.outcome, episode.turn)
     elif use_engine:
-        if not isinstance(agent, GameActor):
-            raise ValueError(f"agent {result.agent!r} cannot play on the engine (no act_game)")
+        if not isinstance(agent, KnowledgeActor):
+            raise ValueError(
+                f"agent {result.agent!r} cannot play on the engine (no act_knowledge)"
+            )
         game = Game(decks[0].tolist(), rules)
         for i, row in enumerate(decks.tolist()):
             agent.reset(seed=seeds[i])

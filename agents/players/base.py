@@ -1,17 +1,28 @@
 """The agent interface every player of Cold Iron implements.
 
-An agent sees what a player may know: the observation and the legal-action
-mask of each step (plus the step's ``info``, which carries only what the player
-saw: the hand, the cards just drawn, the phase...). It may keep memory within an
-episode; :meth:`Agent.reset` is called before every episode.
+An agent sees what a player may know, and nothing more, in one of two forms:
+
+* through the env: the observation and the legal-action mask of each step
+  (plus the step's ``info``, which carries only what the player saw: the
+  hand, the cards just drawn, the phase...) — :meth:`Agent.act`;
+* as a :class:`~coldiron_env.knowledge.Knowledge` — the hand, every card seen
+  and the counters, never the deck's order — :meth:`KnowledgeActor.act_knowledge`,
+  which hand-written players offer so the evaluator can drive them straight on
+  the rules engine. The evaluator builds that ``Knowledge`` from its ``Game``;
+  no player is ever given the ``Game``.
+
+An agent may keep memory within an episode; :meth:`Agent.reset` is called
+before every episode.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from coldiron_env.knowledge import Knowledge
 
 
 class Agent(ABC):
@@ -29,3 +40,14 @@ class Agent(ABC):
     @abstractmethod
     def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
         """A legal action index for this observation and mask (``mask[a]`` true = legal)."""
+
+
+@runtime_checkable
+class KnowledgeActor(Protocol):
+    """A player that decides from a :class:`Knowledge` (what a player knows) alone.
+
+    ``act_knowledge`` must pick the action :meth:`Agent.act` would pick in the
+    same position (tested for every built-in player).
+    """
+
+    def act_knowledge(self, kn: Knowledge) -> int: ...

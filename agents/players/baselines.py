@@ -1,8 +1,8 @@
 """Baseline players: ``random`` (uniform over legal actions) and ``threaten``.
 
-Both also implement ``act_game(game)``, which picks the same action straight
-from an engine :class:`~coldiron_env.game.Game` (same legal set, same random
-stream), so the evaluator can skip the environment for them; a test checks
+Both also implement ``act_knowledge(kn)``, which picks the same action from a
+:class:`~coldiron_env.knowledge.Knowledge` (same legal set, same random
+stream), so the evaluator can drive them on the rules engine; a test checks
 that both ways give identical games.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from agents.players.base import Agent
 from coldiron_env.actions import BONUS, LEGAL_ACTIONS, PHASE_BONUS, PHASE_TURN, STOP, THREATEN
-from coldiron_env.game import Game
+from coldiron_env.knowledge import Knowledge
 
 
 def _legal_from_mask(action_mask: np.ndarray) -> np.ndarray:
@@ -44,9 +44,9 @@ class RandomAgent(Agent):
         legal = _legal_from_mask(action_mask)
         return int(legal[self._rng.randrange(legal.size)])
 
-    def act_game(self, game: Game) -> int:
-        """The action :meth:`act` would pick in ``game`` (same random stream)."""
-        legal = LEGAL_ACTIONS[game.phase]
+    def act_knowledge(self, kn: Knowledge) -> int:
+        """The action :meth:`act` would pick (same random stream)."""
+        legal = LEGAL_ACTIONS[kn.phase]
         if not legal:
             raise ValueError("no legal action: the game is over")
         return legal[self._rng.randrange(len(legal))]
@@ -70,13 +70,13 @@ class ThreatenAgent(Agent):
             f"threaten agent: no legal action among Threaten, Bonus, Stop in mask {mask.tolist()}"
         )
 
-    def act_game(self, game: Game) -> int:
-        """The action :meth:`act` would pick in ``game``."""
-        phase = game.phase
+    def act_knowledge(self, kn: Knowledge) -> int:
+        """The action :meth:`act` would pick."""
+        phase = kn.phase
         if phase == PHASE_TURN:
             return THREATEN
         if phase == PHASE_BONUS:
             return BONUS
-        if game.legal_actions():
+        if LEGAL_ACTIONS[phase]:
             return STOP
         raise ValueError("no legal action: the game is over")

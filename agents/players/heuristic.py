@@ -3,8 +3,10 @@
 It decides from what a player may know (:class:`~coldiron_env.knowledge.Knowledge`:
 the hand, its memory of every card seen, hence the exact contents of the
 deck, and the counters), through :func:`decide`, a pure function of that
-knowledge, so a planner can call it on engine state via
-``decide(Knowledge.from_game(game))``.
+knowledge. Its pieces (:func:`rack_scores`, :func:`best_rack`,
+:func:`turn_choice`, :func:`iron_ok`) are public so that the planner plays
+exactly this policy in its rollouts without a copy of it; the card counting
+itself (run windows, rack odds, bonus risk) is :mod:`coldiron_env.analysis`.
 
 How it plays
 ------------
@@ -55,9 +57,8 @@ is a held-out check.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
-from math import comb
 from typing import Any, Final
 
 import numpy as np
@@ -69,21 +70,15 @@ from coldiron_env.actions import (
     PHASE_BONUS,
     PHASE_IRON,
     PHASE_OVER,
-    RACK_RANK_FIRST,
+    RACK_ACTIONS,
     RACK_TARGETS,
     REST,
     STOP,
     THREATEN,
 )
-from coldiron_env.cards import NUM_RANKS, NUM_SUITS, SUIT_FIELD_MASK
-from coldiron_env.game import Game
-from coldiron_env.judge import HAS_RUN, WINDOW_MASKS
+from coldiron_env.analysis import IMPOSSIBLE, analyse, bonus_risk, rack_odds
 from coldiron_env.knowledge import Knowledge
-from coldiron_env.options import BONUS_DRAWS, MAX_HURT, RuleOptions
-
-IMPOSSIBLE: Final = 99
-"""The need of a suit with no live window (the game cannot be won)."""
-RACK_ACTIONS: Final = tuple(range(RACK_RANK_FIRST, REST))
+from coldiron_env.options import MAX_HURT, RuleOptions
 
 
 @dataclass(frozen=True)
@@ -111,99 +106,61 @@ class HeuristicParams:
 DEFAULT_PARAMS: Final = HeuristicParams()
 
 
-@cache
-def suit_analysis(held: int, avail: int) -> tuple[int, int]:
-    """``(need, useful)`` of one suit: ``held`` and ``avail`` (unseen) are 10-bit rank fields.
-
-    ``need`` is the fewest missing cards over the live windows (0 when the run
-    is complete, :data:`IMPOSSIBLE` with no live window); ``useful`` is the
-    field of the missing cards of the live windows achieving it.
-    """
-    if HAS_RUN[held]:
-        return 0, 0
-    need = IMPOSSIBLE
-    useful = 0
-    for window in WINDOW_MASKS:
-        missing = window & ~held
-        if missing & ~avail:
-            continue  # a missing card was discarded: the window is dead
-        count = missing.bit_count()
-        if count < need:
-            need, useful = count, missing
-        elif count == need:
-            useful |= missing
-    return need, useful
+def knowledge_need(kn: Knowledge) -> tuple[int, int]:
+    """``(need, useful)`` of the game ``kn`` describes (:func:`coldiron_env.analysis.analyse`)."""
+    return analyse(kn.hand, kn.unseen, kn.suits_required)
 
 
-def analyse(kn: Knowledge) -> tuple[int, int]:
-    """``(need, useful)`` of the game: total cards still needed, mask of the useful cards."""
-    unseen = kn.unseen_numbered
-    useful = 0
-    needs = []
-    for suit in range(NUM_SUITS):
-        shift = suit * NUM_RANKS
-        need, field = suit_analysis(
-            (kn.hand >> shift) & SUIT_FIELD_MASK, (unseen >> shift) & SUIT_FIELD_MASK
-        )
-        needs.append(need)
-        useful |= field << shift
-    needs.sort()
-    return sum(needs[: kn.suits_required]), useful
-
-
-@cache
-def rack_odds(targets: int, jokers: int, courts: int, hurt_left: int) -> tuple[float, float]:
-    """Chance that a rack reaches its first target alive, and the expected courts before it.
-
-    ``targets`` cards end the rack, ``jokers`` slay, each of ``courts`` costs
-    1 Hurt and ``hurt_left`` of them slay. Other cards do not matter: only the
-    relative order of these cards does, and it is uniformly random.
-    """
-    total = targets + jokers + courts
-    prefix = 1.0  # chance that the first i of these cards are all courts
-    alive = 0.0
-    expected = 0.0
-    for i in range(min(courts, hurt_left - 1) + 1):
-        p = prefix * targets / (total - i)
-        alive += p
-        expected += i * p
-        prefix *= (courts - i) / (total - i)
-    return alive, expected
-
-
-@cache
-def bonus_risk(deck: int, courts: int, hurt_left: int) -> float:
-    """Chance that an Iron bonus (three draws from ``deck`` cards) holds ``hurt_left`` courts."""
-    draws = min(BONUS_DRAWS, deck)
-    if hurt_left > draws:
-        return 0.0
-    bad = sum(comb(courts, x) * comb(deck - courts, draws - x) for x in range(hurt_left, draws + 1))
-    return bad / comb(deck, draws)
-
-
-def best_rack(kn: Knowledge, useful: int, params: HeuristicParams) -> tuple[int, float]:
-    """The best-scoring rack with a useful target, and its score (``-1`` if there is none)."""
+def rack_scores(kn: Knowledge, useful: int, params: HeuristicParams) -> Iterator[tuple[float, int]]:
+    """``(score, action)`` of every rack with a useful unseen target, in action order."""
     unseen = kn.unseen
     jokers = kn.unseen_jokers
     courts = kn.unseen_courts
     hurt_left = MAX_HURT - kn.hurt
     useful_unseen = (useful & unseen).bit_count()
-    best, best_score = -1, -np.inf
+    waste, hurt_weight = params.waste_weight, params.hurt_weight
     for action in RACK_ACTIONS:
         targets = RACK_TARGETS[action] & unseen
         hits = (targets & useful).bit_count()
-        if not hits:
-            continue
-        k = targets.bit_count()
-        alive, courts_expected = rack_odds(k, jokers, courts, hurt_left)
-        score = (
-            alive * hits / k
-            - params.waste_weight * (useful_unseen - hits) / (k + 1)
-            - params.hurt_weight * courts_expected
-        )
+        if hits:
+            k = targets.bit_count()
+            alive, courts_expected = rack_odds(k, jokers, courts, hurt_left)
+            score = (
+                alive * hits / k
+                - waste * (useful_unseen - hits) / (k + 1)
+                - hurt_weight * courts_expected
+            )
+            yield score, action
+
+
+def best_rack(kn: Knowledge, useful: int, params: HeuristicParams) -> tuple[int, float]:
+    """The best-scoring rack with a useful target, and its score (``-1`` if there is none);
+    the first in action order on a tie."""
+    best, best_score = -1, -np.inf
+    for score, action in rack_scores(kn, useful, params):
         if score > best_score:
             best, best_score = action, score
     return best, float(best_score)
+
+
+def iron_ok(kn: Knowledge, params: HeuristicParams) -> bool:
+    """Apply the Iron (again)? While the Hurt after it stays within ``iron_limit``,
+    or on the last turn while it cannot slay."""
+    last_turn = kn.turn >= kn.turns
+    return kn.hurt + 1 <= params.iron_limit or (last_turn and kn.hurt + 1 < MAX_HURT)
+
+
+def turn_choice(kn: Knowledge, need: int, useful: int, params: HeuristicParams) -> int:
+    """The ``turn``-phase action for a phrase that still needs ``need`` cards (``useful``)."""
+    turns_left = kn.turns_left
+    rack, score = best_rack(kn, useful, params)
+    if rack >= 0 and (need + params.rack_slack >= turns_left or score >= params.rack_min_score):
+        return rack
+    if iron_ok(kn, params):
+        return IRON
+    if kn.hurt >= params.rest_at and turns_left > need + params.rest_margin:
+        return REST
+    return THREATEN
 
 
 def decide(kn: Knowledge, params: HeuristicParams = DEFAULT_PARAMS) -> int:
@@ -216,22 +173,12 @@ def decide(kn: Knowledge, params: HeuristicParams = DEFAULT_PARAMS) -> int:
             return BONUS
         risk = bonus_risk(kn.deck_count, kn.unseen_courts, MAX_HURT - kn.hurt)
         return BONUS if risk <= params.bonus_max_risk else STOP
-    last_turn = kn.turn >= kn.turns
-    iron_ok = kn.hurt + 1 <= params.iron_limit or (last_turn and kn.hurt + 1 < MAX_HURT)
     if phase == PHASE_IRON:
-        return IRON if iron_ok else STOP
-    need, useful = analyse(kn)
+        return IRON if iron_ok(kn, params) else STOP
+    need, useful = knowledge_need(kn)
     if need >= IMPOSSIBLE:
         return THREATEN
-    turns_left = kn.turns_left
-    rack, score = best_rack(kn, useful, params)
-    if rack >= 0 and (need + params.rack_slack >= turns_left or score >= params.rack_min_score):
-        return rack
-    if iron_ok:
-        return IRON
-    if kn.hurt >= params.rest_at and turns_left > need + params.rest_margin:
-        return REST
-    return THREATEN
+    return turn_choice(kn, need, useful, params)
 
 
 class HeuristicAgent(Agent):
@@ -270,9 +217,6 @@ class HeuristicAgent(Agent):
             )
         return action
 
-    def act_game(self, game: Game) -> int:
-        """The action :meth:`act` would pick, read from the engine (what a player knows only)."""
-        kn = Knowledge.from_game(game)
-        kn.turns = self.knowledge.turns
-        kn.suits_required = self.knowledge.suits_required
+    def act_knowledge(self, kn: Knowledge) -> int:
+        """The action :meth:`act` would pick, from what the player knows."""
         return decide(kn, self.params)

@@ -6,11 +6,10 @@ It plans from :class:`~coldiron_env.knowledge.Knowledge` only: the hand, the car
 seen (hence the exact *contents* of the deck) and the counters, never the
 deck's order. Given what a player has seen, every order of the unseen cards is
 equally likely (the deck was shuffled uniformly and everything observed is a
-function of the cards already drawn), so a *determinization* is a uniformly
-random permutation of the unseen cards put after the current position of a
-game rebuilt from the knowledge (:func:`game_from_knowledge`). The real game's
-deck is never read: :meth:`PlannerAgent.act_game` first turns the game into
-``Knowledge.from_game(game)``.
+function of the cards already drawn), so a *determinization* is a game drawn
+by :meth:`Knowledge.resample <coldiron_env.knowledge.Knowledge.resample>`: this
+position with the unseen cards in a uniformly random order. The planner is
+never given a game, so it cannot read a deck order.
 
 How it decides (a rollout algorithm, Bertsekas)
 -----------------------------------------------
@@ -82,15 +81,12 @@ import numpy as np
 from agents.players.base import Agent
 from agents.players.heuristic import (
     DEFAULT_PARAMS,
-    IMPOSSIBLE,
-    RACK_ACTIONS,
     HeuristicParams,
-    analyse,
-    best_rack,
     decide,
-    rack_odds,
+    knowledge_need,
+    rack_scores,
+    turn_choice,
 )
-from agents.players.solver import iron_extra_keeps
 from coldiron_env.actions import (
     IRON,
     LEGAL_ACTIONS,
@@ -100,11 +96,11 @@ from coldiron_env.actions import (
     REST,
     THREATEN,
 )
-from coldiron_env.cards import DECK_SIZE, FIRST_JOKER
-from coldiron_env.dealer import relabel_jokers
+from coldiron_env.analysis import IMPOSSIBLE, max_keeps
+from coldiron_env.cards import DECK_SIZE
 from coldiron_env.game import WON, Game
 from coldiron_env.knowledge import Knowledge
-from coldiron_env.options import BONUS_DRAWS, DEFAULT_RULES, MAX_HURT, RuleOptions
+from coldiron_env.options import DEFAULT_RULES, MAX_HURT, RuleOptions
 
 DEFAULT_SEED: Final = 0
 """Seed of the planner's own sampling when it is reset without one."""
@@ -112,8 +108,6 @@ CACHE_LIMIT: Final = 400_000
 """Memoised heuristic decisions kept before the cache is cleared."""
 RACKS_CONSIDERED: Final = 2
 """Best-scoring racks (by the heuristic's own score) offered as alternatives."""
-SURVIVABLE_HURT: Final = MAX_HURT - 1
-_SECOND_JOKER: Final = FIRST_JOKER + 1
 
 
 @dataclass(frozen=True)
@@ -174,64 +168,17 @@ HINT_SAMPLES: Final = 200
 """Orders sampled by :func:`action_win_chances` (every legal action is rolled out on each)."""
 
 
-# --------------------------------------------------------------------------- knowledge -> game
-def game_from_knowledge(kn: Knowledge, rules: RuleOptions = DEFAULT_RULES) -> Game:
-    """A game in the position described by ``kn``, its deck's unseen part a placeholder.
-
-    The cards already drawn are the seen ones; the deck from ``pos`` on holds
-    the unseen cards in ascending order (a determinization replaces them).
-    """
-    if not kn.is_consistent():
-        raise ValueError(
-            f"knowledge is incomplete: {kn.unseen.bit_count()} unseen cards for "
-            f"{kn.deck_count} left in the deck (the planner needs every drawn card remembered)"
-        )
-    if kn.phase == PHASE_OVER:
-        raise ValueError("the game is over: nothing to plan")
-    seen = [c for c in range(DECK_SIZE) if kn.seen >> c & 1]
-    unseen = [c for c in range(DECK_SIZE) if not kn.seen >> c & 1]
-    return Game.from_position(
-        seen + unseen,
-        rules,
-        pos=len(seen),
-        hand=kn.hand,
-        discarded=kn.seen & ~kn.hand,
-        hurt=kn.hurt,
-        turn=kn.turn,
-        phase=kn.phase,
-        iron_count=kn.iron_count,
-    )
-
-
-def unseen_cards(kn: Knowledge) -> list[int]:
-    """The unseen card ids, ascending (the deck's contents)."""
-    return [c for c in range(DECK_SIZE) if not kn.seen >> c & 1]
-
-
-def sample_orders(cards: list[int], rng: np.random.Generator, count: int) -> list[list[int]]:
-    """``count`` uniformly random orders of ``cards`` (Jokers relabelled so 52 precedes 53)."""
-    orders = rng.permuted(
-        np.broadcast_to(np.asarray(cards, dtype=np.int64), (count, len(cards))), axis=1
-    )
-    if FIRST_JOKER in cards and _SECOND_JOKER in cards:
-        relabel_jokers(orders)
-    return orders.tolist()  # type: ignore[no-any-return]
-
-
 # --------------------------------------------------------------------------- analysis
-def max_keeps(kn: Knowledge, rules: RuleOptions = DEFAULT_RULES) -> int:
-    """Most cards that can still be kept from a ``turn``-phase position (any deck order)."""
-    bonus = BONUS_DRAWS * kn.unseen_jokers
-    if rules.bonus_joker_grants_more:
-        bonus *= 2
-    keeps = kn.turns_left + iron_extra_keeps(SURVIVABLE_HURT - kn.hurt) + bonus
-    return min(keeps, kn.deck_count)
-
-
 def hopeless(kn: Knowledge, rules: RuleOptions = DEFAULT_RULES) -> bool:
     """True when a ``turn``-phase position can no longer be won, whatever the order."""
-    need, _ = analyse(kn)
-    return need >= IMPOSSIBLE or need > max_keeps(kn, rules)
+    need, _ = knowledge_need(kn)
+    return need >= IMPOSSIBLE or need > _keep_bound(kn, rules)
+
+
+def _keep_bound(kn: Knowledge, rules: RuleOptions) -> int:
+    return max_keeps(
+        kn.turns_left, kn.hurt, kn.unseen_jokers, kn.deck_count, rules.bonus_joker_grants_more
+    )
 
 
 HOPELESS: Final = -1
@@ -241,51 +188,19 @@ HOPELESS: Final = -1
 def turn_decision(
     kn: Knowledge, params: HeuristicParams = DEFAULT_PARAMS, rules: RuleOptions = DEFAULT_RULES
 ) -> int:
-    """``decide(kn, params)`` in the ``turn`` phase, or :data:`HOPELESS` when :func:`hopeless`.
-
-    The rollouts' fused version of the two (one analysis instead of two); it
-    must mirror the ``turn`` branch of :func:`agents.players.heuristic.decide` exactly,
-    which a test checks on many positions.
-    """
-    need, useful = analyse(kn)
-    if need >= IMPOSSIBLE or need > max_keeps(kn, rules):
+    """The heuristic's ``turn``-phase action, or :data:`HOPELESS` when :func:`hopeless`
+    (one analysis for both: the rollouts' hot path)."""
+    need, useful = knowledge_need(kn)
+    if need >= IMPOSSIBLE or need > _keep_bound(kn, rules):
         return HOPELESS
-    turns_left = kn.turns_left
-    rack, score = best_rack(kn, useful, params)
-    if rack >= 0 and (need + params.rack_slack >= turns_left or score >= params.rack_min_score):
-        return rack
-    last_turn = kn.turn >= kn.turns
-    if kn.hurt + 1 <= params.iron_limit or (last_turn and kn.hurt + 1 < MAX_HURT):
-        return IRON
-    if kn.hurt >= params.rest_at and turns_left > need + params.rest_margin:
-        return REST
-    return THREATEN
+    return turn_choice(kn, need, useful, params)
 
 
-def rack_scores(kn: Knowledge, params: HeuristicParams = DEFAULT_PARAMS) -> list[tuple[float, int]]:
-    """The heuristic's score of every rack with a useful unseen target, best first."""
-    _, useful = analyse(kn)
-    unseen = kn.unseen
-    jokers = kn.unseen_jokers
-    courts = kn.unseen_courts
-    hurt_left = MAX_HURT - kn.hurt
-    useful_unseen = (useful & unseen).bit_count()
-    out = []
-    for action in RACK_ACTIONS:
-        targets = RACK_TARGETS[action] & unseen
-        hits = (targets & useful).bit_count()
-        if not hits:
-            continue
-        k = targets.bit_count()
-        alive, courts_expected = rack_odds(k, jokers, courts, hurt_left)
-        score = (
-            alive * hits / k
-            - params.waste_weight * (useful_unseen - hits) / (k + 1)
-            - params.hurt_weight * courts_expected
-        )
-        out.append((score, action))
-    out.sort(key=lambda item: (-item[0], item[1]))
-    return out
+def ranked_racks(kn: Knowledge, params: HeuristicParams = DEFAULT_PARAMS) -> list[int]:
+    """The racks with a useful unseen target, best heuristic score first."""
+    _, useful = knowledge_need(kn)
+    scored = sorted(rack_scores(kn, useful, params), key=lambda item: (-item[0], item[1]))
+    return [action for _, action in scored]
 
 
 def candidate_actions(
@@ -300,7 +215,7 @@ def candidate_actions(
         pool.append(IRON)
     if kn.hurt > 0:
         pool.append(REST)  # Rest at Hurt 0 only burns a card a Threaten would have kept
-    pool += [action for _, action in rack_scores(kn, params)[:RACKS_CONSIDERED]]
+    pool += ranked_racks(kn, params)[:RACKS_CONSIDERED]
     out = [base]
     seen_targets = {RACK_TARGETS[base] & unseen} if RACK_TARGETS[base] else set()
     for action in pool:
@@ -408,20 +323,17 @@ class Roller:
 
     def estimate(
         self,
-        root: Game,
+        kn: Knowledge,
         candidates: Sequence[int],
-        cards: list[int],
         rng: np.random.Generator,
         samples: int,
         estimate: Estimate | None = None,
     ) -> Estimate:
-        """Roll every candidate out on ``samples`` more sampled orders (the same for each)."""
+        """Roll every candidate out on ``samples`` more games resampled from ``kn`` (the
+        same games for each candidate)."""
         if estimate is None:
             estimate = Estimate(list(candidates), {a: [] for a in candidates})
-        pos = root.pos
-        for order in sample_orders(cards, rng, samples):
-            sampled = root.clone()
-            sampled.deck[pos:] = order
+        for sampled in kn.resample(rng, samples, self.rules):
             for action in candidates:
                 game = sampled.clone()
                 game.step(action)
@@ -459,7 +371,7 @@ class PlannerAgent(Agent):
         self.knowledge = Knowledge()
         self.stats = PlannerStats()
         self._rng = np.random.default_rng(DEFAULT_SEED)
-        self.log: list[DecisionRecord] | None = None
+        self.decisions: list[DecisionRecord] | None = None
         """Set to a list to record every planned decision (analysis, tests)."""
         self._roller = Roller(config.params, self.rules)
         if rules is not None:
@@ -487,11 +399,9 @@ class PlannerAgent(Agent):
             )
         return action
 
-    def act_game(self, game: Game) -> int:
-        """The action for ``game`` from what its player knows (``Knowledge.from_game``)."""
-        if game.rules != self.rules:
-            self.set_rules(game.rules)
-        return self.choose(Knowledge.from_game(game))
+    def act_knowledge(self, kn: Knowledge) -> int:
+        """The action for what the player knows (as :meth:`act`)."""
+        return self.choose(kn)
 
     def choose(self, kn: Knowledge) -> int:
         """The planner's action for knowledge ``kn``."""
@@ -507,15 +417,13 @@ class PlannerAgent(Agent):
         if len(candidates) == 1:
             return base
         self.stats.planned += 1
-        root = game_from_knowledge(kn, self.rules)
-        cards = unseen_cards(kn)
         roller = self._roller
         estimate: Estimate | None = None
         alive = candidates
         done = 0
         while done < config.samples:
             batch = min(config.batch, config.samples - done)
-            estimate = roller.estimate(root, alive, cards, self._rng, batch, estimate)
+            estimate = roller.estimate(kn, alive, self._rng, batch, estimate)
             self.stats.rollouts += batch * len(alive)
             done += batch
             base_wins = estimate.wins[base]
@@ -544,8 +452,8 @@ class PlannerAgent(Agent):
                 choice, best = action, mean
         if choice != base:
             self.stats.switched += 1
-        if self.log is not None:
-            self.log.append(
+        if self.decisions is not None:
+            self.decisions.append(
                 DecisionRecord(
                     kn.turn,
                     kn.phase,
@@ -569,31 +477,29 @@ def make_planner(name: str) -> PlannerAgent:
 
 # --------------------------------------------------------------------------- hints
 def action_win_chances(
-    game: Game,
+    kn: Knowledge,
+    rules: RuleOptions = DEFAULT_RULES,
     actions: Sequence[int] | None = None,
     samples: int = HINT_SAMPLES,
     seed: int = DEFAULT_SEED,
     params: HeuristicParams = DEFAULT_PARAMS,
 ) -> dict[int, float]:
-    """Estimated win chance of each legal action in ``game``, then the heuristic to the end.
+    """Estimated win chance of each legal action, then the heuristic to the end.
 
-    Every legal action is rolled out on the same ``samples`` sampled orders of
-    the unseen cards (from what the player knows, never the real order).
-    ``actions`` (the actions played so far) only varies the sampling seed
-    between positions. Empty when the game is over; a game that can no longer
-    be won gives 0.0 for every action without sampling.
+    Every legal action is rolled out on the same ``samples`` games resampled
+    from what the player knows (``kn``; never the real order). ``actions``
+    (the actions played so far) only varies the sampling seed between
+    positions. Empty when the game is over; a game that can no longer be won
+    gives 0.0 for every action without sampling.
     """
-    if game.phase == PHASE_OVER:
+    if kn.phase == PHASE_OVER:
         return {}
     if isinstance(samples, bool) or not isinstance(samples, int) or samples <= 0:
         raise ValueError(f"samples must be a positive integer, got {samples!r}")
-    kn = Knowledge.from_game(game)
-    legal = list(LEGAL_ACTIONS[game.phase])
-    if kn.phase == PHASE_TURN and hopeless(kn, game.rules):
+    legal = list(LEGAL_ACTIONS[kn.phase])
+    if kn.phase == PHASE_TURN and hopeless(kn, rules):
         return dict.fromkeys(legal, 0.0)
     history = list(actions or ())
     rng = np.random.default_rng([seed, len(history), *history])
-    roller = Roller(params, game.rules)
-    root = game_from_knowledge(kn, game.rules)
-    estimate = roller.estimate(root, legal, unseen_cards(kn), rng, samples)
+    estimate = Roller(params, rules).estimate(kn, legal, rng, samples)
     return {a: estimate.win_chance(a) for a in legal}
