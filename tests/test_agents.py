@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from fractions import Fraction
 from typing import Any
@@ -294,3 +295,51 @@ def test_registry_refuses_a_non_model_file(tmp_path: Any) -> None:
     text.write_text("hello")
     with pytest.raises(ValueError, match=r"notes\.txt"):
         make_agent(str(text))
+
+
+# ------------------------------------------------------------- the information boundary
+class Spy(Agent):
+    """Records what the evaluator hands it, and plays the heuristic."""
+
+    name = "spy"
+
+    def __init__(self) -> None:
+        self.seen: list[object] = []
+
+    def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
+        raise AssertionError("the engine path must not call act")
+
+    def act_knowledge(self, kn: Knowledge) -> int:
+        self.seen.append(kn)
+        return decide(kn)
+
+
+def test_the_evaluator_hands_players_what_they_know_never_the_game() -> None:
+    spy = Spy()
+    decks, seeds = deal_decks(21, 30), agent_seeds(21, 30)
+    result = evaluate_agent(spy, decks, seeds, use_engine=True)
+    assert result.episodes == 30 and len(spy.seen) > 300
+    assert all(type(kn) is Knowledge for kn in spy.seen)
+    # A Knowledge holds masks and counters only: no deck, no order of anything.
+    names = [f.name for f in dataclasses.fields(Knowledge)]
+    assert all(isinstance(getattr(kn, name), int) for kn in spy.seen for name in names)
+
+
+def test_resampled_games_agree_with_what_the_player_knows() -> None:
+    game = Game(deal_decks(4, 1)[0].tolist())
+    for action in (1, 1, 17, 0, 0, 16):
+        if game.is_legal(action):
+            game.step(action)
+    kn = Knowledge.from_game(game)
+    firsts: dict[int, int] = {}
+    for sample in kn.resample(np.random.default_rng(0), 2000):
+        assert Knowledge.from_game(sample) == kn
+        assert sorted(sample.deck[sample.pos :]) == kn.unseen_cards()
+        first = sample.deck[sample.pos]
+        firsts[first] = firsts.get(first, 0) + 1
+    # every unseen card is equally likely to come next (a Joker: either one, relabelled)
+    unseen = kn.unseen_cards()
+    assert set(firsts) <= set(unseen)
+    expected = 2000 / len(unseen)
+    regular = [n for c, n in firsts.items() if c < 52]
+    assert min(regular) > expected * 0.5 and max(regular) < expected * 1.6

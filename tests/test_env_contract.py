@@ -33,6 +33,12 @@ CONFIGS = [
     for (mode, (recall, r), (vid, variant)) in itertools.product(
         ("flat", "dict"), ((False, "norecall"), (True, "recall")), VARIANTS.items()
     )
+] + [
+    pytest.param(
+        {"observation_mode": mode, "counting": True, **variant}, id=f"{mode}-counting-{vid}"
+    )
+    for mode in ("flat", "dict")
+    for vid, variant in VARIANTS.items()
 ]
 PHASES = ("turn", "iron", "bonus", "over")
 
@@ -197,24 +203,27 @@ def test_env_docstring_layout_table_matches_observation_module() -> None:
     assert "{layout}" not in doc
 
 
+@pytest.mark.parametrize("counting", [False, True])
 @pytest.mark.parametrize("recall", [False, True])
-def test_layout_fields_tile_the_flat_vector(recall: bool) -> None:
-    env = ColdIronEnv(recall=recall)
-    fields = observation.flat_fields(recall)
+def test_layout_fields_tile_the_flat_vector(recall: bool, counting: bool) -> None:
+    env = ColdIronEnv(recall=recall, counting=counting)
+    fields = observation.flat_fields(recall, counting)
     assert fields[0].start == 0
     for a, b in itertools.pairwise(fields):
         assert a.stop == b.start
     shape = env.observation_space.shape
-    assert shape == ((102,) if recall else (48,))
-    assert fields[-1].stop == observation.flat_size(recall) == shape[0]
+    assert shape == (48 + 54 * recall + 153 * counting,)
+    assert fields[-1].stop == observation.flat_size(recall, counting) == shape[0]
 
 
-@pytest.mark.parametrize("recall", [False, True])
+@pytest.mark.parametrize(("recall", "counting"), [(False, False), (True, False), (True, True)])
 @pytest.mark.parametrize("variant", list(VARIANTS))
-def test_flat_equals_flat_from_dict_and_decode_round_trips(recall: bool, variant: str) -> None:
+def test_flat_equals_flat_from_dict_and_decode_round_trips(
+    recall: bool, counting: bool, variant: str
+) -> None:
     kw = VARIANTS[variant]
-    flat_env = ColdIronEnv(observation_mode="flat", recall=recall, **kw)
-    dict_env = ColdIronEnv(observation_mode="dict", recall=recall, **kw)
+    flat_env = ColdIronEnv(observation_mode="flat", recall=recall, counting=counting, **kw)
+    dict_env = ColdIronEnv(observation_mode="dict", recall=recall, counting=counting, **kw)
     for seed in range(6):
         flat_run = random_episode(flat_env, seed, seed)
         dict_run = random_episode(dict_env, seed, seed)
