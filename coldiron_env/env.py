@@ -25,7 +25,11 @@ from coldiron_env.options import RuleOptions
 from coldiron_env.picture import draw_table
 from coldiron_env.render import render_text
 
-ILLEGAL_ACTION_POLICIES: Final = ("end", "raise")
+ILLEGAL_ACTION_POLICIES: Final = ("end", "raise", "penalize")
+DEFAULT_ILLEGAL_REWARD: Final = -0.1
+"""Reward of an illegal action under ``illegal_action="penalize"``."""
+DEFAULT_MAX_ILLEGAL: Final = 10
+"""Illegal actions in one episode that truncate it under ``illegal_action="penalize"``."""
 RESET_OPTION_KEYS: Final = ("deck",)
 
 
@@ -92,7 +96,28 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
     ## Rewards
     ``win_reward`` (default 1.0) on the step that wins; ``loss_reward``
     (default 0.0) on the step that loses (slain, deck exhausted, midnight, or
-    an illegal action under ``illegal_action="end"``); 0.0 on every other step.
+    an illegal action under ``illegal_action="end"``); ``illegal_reward``
+    (default -0.1) on an illegal action under ``illegal_action="penalize"``;
+    0.0 on every other step.
+
+    ## Illegal actions
+    Which actions are legal depends on the phase (``info["action_mask"]``).
+    What an action outside the mask does is ``illegal_action``:
+
+    * ``"end"`` (default): the episode ends at once as a loss (``illegal``).
+      For learners that use the mask (sb3-contrib's MaskablePPO, a masked
+      sampler): they never take one, and evaluation counts it as a loss.
+    * ``"raise"``: :class:`~coldiron_env.game.IllegalActionError` naming the
+      action, the phase and the legal actions (nothing changes). For
+      debugging a player.
+    * ``"penalize"``: for learners without masks (SB3's PPO, A2C, DQN, rl-zoo3,
+      CleanRL): nothing happens in the game, the step's reward is
+      ``illegal_reward``, and after ``max_illegal_actions`` illegal actions in
+      one episode it is truncated (``truncated=True``, outcome ``illegal``).
+      Under ``"end"`` such a learner's first illegal action ends the episode
+      with the same reward as any loss, which teaches it nothing.
+
+    An action outside ``Discrete(19)`` always raises.
 
     ## Starting State
     A shuffled deck drawn from ``self.np_random`` (or the deck given as
@@ -103,9 +128,12 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
     Termination: the phrase completes (``won``), Hurt reaches 6 (``slain``),
     the deck empties without the phrase (``deck_exhausted``), the 24th turn
     ends (``midnight``), or an illegal action is taken with
-    ``illegal_action="end"`` (``illegal``). Every episode ends within
-    ``max_episode_steps`` steps (74 for the standard game), so no truncation
-    is needed and ``truncated`` is always False.
+    ``illegal_action="end"`` (``illegal``). Every game ends within 74
+    decisions in the standard game, so no time limit is needed. Truncation
+    happens only under ``illegal_action="penalize"``, at the
+    ``max_illegal_actions``-th illegal action of an episode (outcome
+    ``illegal``); ``max_episode_steps`` bounds an episode's steps, those
+    illegal actions included.
 
     ## Information
     After ``reset`` and every ``step``: ``action_mask`` (``np.int8``, shape
@@ -132,7 +160,9 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         bonus_joker_grants_more=False,  # variant: a Joker among bonus draws grants 3 more
         win_reward=1.0,
         loss_reward=0.0,
-        illegal_action="end",        # or "raise"
+        illegal_action="end",        # or "raise", or "penalize" (learners without masks)
+        illegal_reward=-0.1,         # "penalize": reward of an illegal action
+        max_illegal_actions=10,      # "penalize": truncate the episode at this many
         turns=24,                    # training curricula only: not the real game
         suits_required=4,            # training curricula only: not the real game
     )
@@ -156,6 +186,8 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         win_reward: float = 1.0,
         loss_reward: float = 0.0,
         illegal_action: str = "end",
+        illegal_reward: float = DEFAULT_ILLEGAL_REWARD,
+        max_illegal_actions: int = DEFAULT_MAX_ILLEGAL,
         turns: int = 24,
         suits_required: int = 4,
     ) -> None:
@@ -176,13 +208,26 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
             raise ValueError(
                 f"illegal_action must be one of {ILLEGAL_ACTION_POLICIES}, got {illegal_action!r}"
             )
-        for name, value in (("win_reward", win_reward), ("loss_reward", loss_reward)):
+        rewards = (
+            ("win_reward", win_reward),
+            ("loss_reward", loss_reward),
+            ("illegal_reward", illegal_reward),
+        )
+        for name, value in rewards:
             if (
                 isinstance(value, bool)
                 or not isinstance(value, (int, float))
                 or not np.isfinite(value)
             ):
                 raise ValueError(f"{name} must be a finite number, got {value!r}")
+        if (
+            isinstance(max_illegal_actions, bool)
+            or not isinstance(max_illegal_actions, int)
+            or max_illegal_actions < 1
+        ):
+            raise ValueError(
+                f"max_illegal_actions must be a positive int, got {max_illegal_actions!r}"
+            )
         self.rules = RuleOptions(
             bonus_always=bonus_always,
             bonus_joker_grants_more=bonus_joker_grants_more,
@@ -196,8 +241,15 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         self.win_reward = float(win_reward)
         self.loss_reward = float(loss_reward)
         self.illegal_action = illegal_action
+        self.illegal_reward = float(illegal_reward)
+        self.max_illegal_actions = max_illegal_actions
         self._raise_illegal = illegal_action == "raise"
-        self.max_episode_steps = max_decisions(self.rules)
+        self._penalize = illegal_action == "penalize"
+        self.max_episode_steps = max_decisions(self.rules) + (
+            max_illegal_actions if self._penalize else 0
+        )
+        self.illegal_count = 0
+        """Illegal actions taken in this episode (``penalize``)."""
 
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self.observation_space = obs_layout.observation_space(
@@ -225,6 +277,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
                 )
             codes = options.get("deck")
         self.game.reset(self._dealer.deal(self.np_random, codes))
+        self.illegal_count = 0
         self._needs_reset = False
         self._encoder.clear()
         self._hand_mask = -1
@@ -248,10 +301,20 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
             )
         if self._needs_reset or game.phase == PHASE_OVER:
             raise GameOverError("step() called before reset() or after the episode ended")
+        truncated = False
         if LEGAL_BITS[game.phase] >> a & 1:
             game.step(a)
         elif self._raise_illegal:
             raise IllegalActionError(game.describe_illegal(a))
+        elif self._penalize:
+            self.illegal_count += 1
+            game.drawn = []
+            if self.illegal_count >= self.max_illegal_actions:
+                game.forfeit(a)
+                truncated = True
+            if self.render_mode == "human":
+                self.render()
+            return self._observe(), self.illegal_reward, False, truncated, self._info()
         else:
             game.forfeit(a)
         reward = 0.0
@@ -260,7 +323,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
             reward = self.win_reward if game.outcome == WON else self.loss_reward
         if self.render_mode == "human":
             self.render()
-        return self._observe(), reward, terminated, False, self._info()
+        return self._observe(), reward, terminated, truncated, self._info()
 
     def render(self) -> str | np.ndarray | None:
         if self.render_mode is None:

@@ -30,11 +30,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
-from gymnasium import spaces
 
 from coldiron_env.actions import NUM_PHASES
 from coldiron_env.analysis import IMPOSSIBLE, NUM_COURTS, RACK_COUNT, Counting
@@ -48,6 +47,9 @@ from coldiron_env.cards import (
 )
 from coldiron_env.game import Game
 from coldiron_env.options import IRON_APPLICATIONS_PER_TURN, MAX_HURT, STANDARD_TURNS
+
+if TYPE_CHECKING:
+    from gymnasium import spaces
 
 ObservationMode = Literal["flat", "dict"]
 OBSERVATION_MODES: Final = ("flat", "dict")
@@ -153,6 +155,9 @@ def layout_table(recall: bool = True, counting: bool = True) -> str:
 def observation_space(
     mode: str, recall: bool, turns: int, counting: bool = False
 ) -> spaces.Space[Any]:
+    """The env's observation space (the only part of this module that needs Gymnasium)."""
+    from gymnasium import spaces  # noqa: PLC0415 (the layout and encoders do without it)
+
     if mode == "flat":
         return spaces.Box(0.0, 1.0, shape=(flat_size(recall, counting),), dtype=np.float32)
     if mode == "dict":

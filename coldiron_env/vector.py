@@ -374,8 +374,8 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
       (N, obs size) float32 array; dict observations a dict of arrays.
     * ``step(actions)`` takes N integer actions. An action outside
       ``Discrete(19)`` raises :class:`IllegalActionError` (no game changes); an
-      illegal one ends that game (``outcome="illegal"``) or raises, as
-      ``illegal_action`` says.
+      illegal one ends that game (``outcome="illegal"``), raises, or is
+      penalized, as ``illegal_action`` says (the single env's docstring).
     * ``info`` (Gymnasium's dict-of-arrays convention, each key with its
       ``_key`` mask): ``action_mask`` (N, 19) int8, ``phase`` (a NumPy string
       array of names), ``turn``, ``hurt``, ``deck_count``, ``iron_count``; for
@@ -444,6 +444,8 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         self.win_reward = template.win_reward
         self.loss_reward = template.loss_reward
         self.illegal_action = template.illegal_action
+        self.illegal_reward = template.illegal_reward
+        self.max_illegal_actions = template.max_illegal_actions
         self.max_episode_steps = max_episode_steps
         self.single_observation_space = template.observation_space
         self.single_action_space = spaces.Discrete(NUM_ACTIONS)
@@ -473,6 +475,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         self._turns = np.full(n, self.rules.turns, dtype=np.int64)
         self._suits_required = np.full(n, self.rules.suits_required, dtype=np.int64)
         self._outcome = np.zeros(n, dtype=np.int64)
+        self._illegal_count = np.zeros(n, dtype=np.int64)
         self._pending_reset = np.zeros(n, dtype=np.bool_)  # NEXT_STEP: deal again next step
         # dealing: a generator and a batch of shuffles per game, as ColdIronEnv's Dealer
         self._rngs: list[np.random.Generator | None] = [None] * n
@@ -522,13 +525,21 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             self._start(again, self._deal(again))
             action = np.where(restarting, SKIP, action)
         legal = LEGAL_MASKS[self._phase, np.minimum(action, NUM_ACTIONS - 1)] | restarting
+        penalized: Bools | None = None
+        limit: Bools | None = None
         if not legal.all():
             if self.illegal_action == "raise":
                 i = int(np.flatnonzero(~legal)[0])
                 raise IllegalActionError(
                     f"env {i}: {describe_illegal(int(action[i]), int(self._phase[i]))}"
                 )
-            action = np.where(legal, action, FORFEIT)
+            if self.illegal_action == "penalize":  # nothing happens, until the limit
+                penalized = ~legal
+                self._illegal_count += penalized
+                limit = penalized & (self._illegal_count >= self.max_illegal_actions)
+                action = np.where(penalized, np.where(limit, FORFEIT, SKIP), action)
+            else:
+                action = np.where(legal, action, FORFEIT)
         outcome = self._outcome
         self._step_games(
             action,
@@ -555,6 +566,10 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         else:
             truncated = self._steps >= self.max_episode_steps
         rewards = self._rewards[outcome]
+        if penalized is not None and limit is not None:
+            rewards[penalized] = self.illegal_reward
+            terminated &= ~limit
+            truncated |= limit
         done = terminated | truncated
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
             self._pending_reset = done.copy()
@@ -720,7 +735,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         self._deck[envs] = decks
         for state in (
             self._pos, self._hurt, self._iron, self._source, self._steps, self._hand,
-            self._discarded, self._suits_done, self._outcome,
+            self._discarded, self._suits_done, self._outcome, self._illegal_count,
         ):  # fmt: skip
             state[envs] = 0
         self._phase[envs] = PHASE_TURN

@@ -201,3 +201,52 @@ def test_bad_env_kwargs_refused(kwargs: dict[str, Any], names: list[str]) -> Non
 def test_unknown_env_kwarg_refused() -> None:
     with pytest.raises(TypeError, match="bonus_allways"):
         ColdIronEnv(bonus_allways=True)  # type: ignore[call-arg]
+
+
+def test_illegal_action_under_penalize_policy_changes_nothing_then_truncates() -> None:
+    from coldiron_env.knowledge import Knowledge
+
+    env = ColdIronEnv(illegal_action="penalize", illegal_reward=-0.5, max_illegal_actions=3)
+    assert env.max_episode_steps == ColdIronEnv().max_episode_steps + 3
+    obs, info = env.reset(options={"deck": stack("5H", JOKER)})
+    kn = Knowledge()
+    kn.observe(obs, info)
+    obs, reward, terminated, truncated, info = env.step(IRON)
+    kn.observe(obs, info)
+    game = env.game
+    state = (game.phase, game.turn, game.hurt, game.pos, game.hand, game.discarded, game.steps)
+    for count in (1, 2):
+        obs2, reward, terminated, truncated, info = env.step(BONUS)  # illegal in phase iron
+        assert (reward, terminated, truncated) == (-0.5, False, False)
+        assert env.illegal_count == count
+        assert (game.phase, game.turn, game.hurt, game.pos, game.hand, game.discarded,
+                game.steps) == state  # fmt: skip
+        np.testing.assert_array_equal(obs2, obs)
+        assert info["drawn"] == [] and "outcome" not in info
+        kn.observe(obs2, info)
+        assert kn == Knowledge.from_game(game)  # a player's memory stays right
+    env.step(IRON)  # a legal action in between does not reset the count
+    _, reward, terminated, truncated, info = env.step(THREATEN if game.phase else BONUS)
+    assert (reward, terminated, truncated) == (-0.5, False, True)
+    assert info["outcome"] == "illegal" and info["is_success"] is False
+    with pytest.raises(GameOverError):
+        env.step(IRON)
+    env.reset(seed=1)
+    assert env.illegal_count == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"illegal_action": "forgive"}, "illegal_action must be one of"),
+        ({"illegal_reward": float("nan")}, "illegal_reward must be a finite number"),
+        ({"illegal_reward": "low"}, "illegal_reward must be a finite number"),
+        ({"max_illegal_actions": 0}, "max_illegal_actions must be a positive int"),
+        ({"max_illegal_actions": True}, "max_illegal_actions must be a positive int"),
+    ],
+)
+def test_bad_illegal_action_options_are_refused_by_name(
+    kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        ColdIronEnv(**kwargs)

@@ -6,7 +6,10 @@ import subprocess
 import sys
 import textwrap
 
-ENGINE_MODULES = ("cards", "actions", "options", "judge", "dealer", "game", "render")
+ENGINE_MODULES = (
+    "cards", "actions", "options", "judge", "dealer", "game", "render",
+    "analysis", "observation", "knowledge",
+)  # fmt: skip
 
 # The package's __init__ registers the env with Gymnasium, so the engine modules
 # are loaded from their files as submodules of a stand-in package with no

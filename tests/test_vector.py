@@ -149,17 +149,17 @@ def lockstep(
             [p.act(info["action_mask"]) for p, info in zip(policies, sinfo, strict=True)]
         )
         vobs, vrew, vterm, vtrunc, vinfo = vec.step(actions)
-        assert not vtrunc.any()
         has_final = vinfo.get("_final_obs", np.zeros(n, dtype=bool))
-        assert ("final_obs" in vinfo) == bool(vterm.any())
+        assert ("final_obs" in vinfo) == bool((vterm | vtrunc).any())
         for i, env in enumerate(singles):
             where = f"step {t} env {i} action {actions[i]}"
-            obs, reward, terminated, _, info = env.step(int(actions[i]))
+            obs, reward, terminated, truncated, info = env.step(int(actions[i]))
             assert vrew[i] == reward, where
             assert vterm[i] == terminated, where
-            assert has_final[i] == terminated, where
+            assert vtrunc[i] == truncated, where
+            assert has_final[i] == (terminated or truncated), where
             phases.add(info["phase"])
-            if terminated:
+            if terminated or truncated:
                 final = vinfo["final_obs"][i]
                 assert_same_obs(
                     {k: v[None] for k, v in final.items()}
@@ -213,6 +213,11 @@ CONFIGS: list[tuple[str, dict[str, Any], str, int, float]] = [
     ("long-quiet", {"turns": 99, "recall": True}, "quiet", 0, 0.0),
     ("short-curriculum", {"turns": 6, "suits_required": 1}, "uniform", 0, 0.0),
     ("counting-threaten-rigged", {"counting": True}, "threaten", 12, 0.005),
+    (
+        "penalize-uniform",
+        {"illegal_action": "penalize", "illegal_reward": -0.25, "max_illegal_actions": 3},
+        "uniform", 0, 0.05,
+    ),
     (
         "dict-counting-recall-more",
         {"observation_mode": "dict", "counting": True, "recall": True,
@@ -649,3 +654,27 @@ def test_subproc_vec_env_finds_masks() -> None:
         assert get_action_masks(venv).shape == (2, NUM_ACTIONS)
     finally:
         venv.close()
+
+
+def test_without_numba_the_same_loop_runs_as_python_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from coldiron_env import vector
+
+    default = ColdIronVectorEnv(3)  # compiled when numba is installed
+    monkeypatch.setattr(vector, "NUMBA_AVAILABLE", False)
+    with pytest.warns(RuntimeWarning, match=r"coldiron\[fast\]"):
+        slow = ColdIronVectorEnv(3)
+    assert slow.backend == "python"
+    with pytest.raises(ValueError, match=r"needs numba: pip install 'coldiron\[fast\]'"):
+        ColdIronVectorEnv(3, backend="numba")
+    for env in (slow, default):
+        env.reset(seed=5)
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        masks = default.action_masks()
+        np.testing.assert_array_equal(masks, slow.action_masks())
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        a, b = slow.step(actions), default.step(actions)
+        for x, y in zip(a[:4], b[:4], strict=True):
+            np.testing.assert_array_equal(x, y)
