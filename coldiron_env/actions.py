@@ -63,8 +63,17 @@ LEGAL_MASKS: Final = np.array(
 """``LEGAL_MASKS[phase]``: the legal actions as a bool row of shape (19,) (do not modify)."""
 LEGAL_MASKS.flags.writeable = False
 ENV_MASKS: Final = LEGAL_MASKS.copy()
+ENV_MASKS[PHASE_OVER] = True
 ENV_MASKS.flags.writeable = False
-"""``ENV_MASKS[phase]``: the mask the envs report (``info["action_mask"]``, ``action_masks()``)."""
+"""``ENV_MASKS[phase]``: the mask the envs report (``info["action_mask"]``, ``action_masks()``).
+
+The legal actions while the game goes on. Once it is over no action is legal,
+but the envs mark every action (as pgx does): an empty mask would crash a
+masked sampler, and the only action that can follow is one a vector env
+ignores while it deals the game again (``NEXT_STEP`` autoreset, e.g.
+``gymnasium.make_vec(..., vectorization_mode="sync")``); the single env
+refuses any step after the end.
+"""
 ENV_MASKS_INT8: Final = ENV_MASKS.astype(np.int8)
 """``ENV_MASKS_INT8[phase]``: the same as ``np.int8`` (the env's ``info["action_mask"]``)."""
 ENV_MASKS_INT8.flags.writeable = False

@@ -52,7 +52,7 @@ LEGAL_BY_PHASE: dict[str, tuple[int, ...]] = {
     "turn": TURN_ACTIONS,
     "iron": IRON_ACTIONS,
     "bonus": BONUS_ACTIONS,
-    "over": (),
+    "over": tuple(range(19)),  # no action is legal; the env's mask marks them all (documented)
 }
 
 NON_TENS = tuple(c for c in NUMBERED if not c.startswith("10"))
@@ -824,7 +824,7 @@ def test_illegal_action_ends_the_game_by_default(
     assert terminated and not truncated
     assert info["outcome"] == "illegal" and info["is_success"] is False
     assert reward == -1.0
-    assert info["phase"] == "over" and legal(info) == []
+    assert info["phase"] == "over" and legal(info) == list(range(19))
     with pytest.raises(GameOverError):
         r.env.step(THREATEN)
 
@@ -869,7 +869,7 @@ def test_legality_depends_on_the_phase_only() -> None:
             np.testing.assert_array_equal(env.action_masks(), info["action_mask"].astype(bool))
             acts = legal(info)
             _, _, _, _, info = env.step(acts[(seed * 7 + info["deck_count"]) % len(acts)])
-        assert legal(info) == []
+        assert legal(info) == list(range(19))  # the game is over: every action is marked
 
 
 # ----------------------------------------------------------------------------- R19

@@ -485,7 +485,7 @@ def test_autoreset_same_step() -> None:
     assert info["_final_obs"].all() and info["_final_info"].all()
     assert list(info["outcome"]) == ["slain"] * 3 and not info["is_success"].any()
     assert list(info["final_info"]["phase"]) == ["over"] * 3
-    assert (info["final_info"]["action_mask"] == 0).all()
+    assert (info["final_info"]["action_mask"] == 1).all()  # over: every action is marked
     for final in info["final_obs"]:
         assert final[43 + 3] == 1.0  # phase one-hot: over
     # the returned observation and info are those of the new deal
@@ -678,3 +678,83 @@ def test_without_numba_the_same_loop_runs_as_python_and_says_so(
         a, b = slow.step(actions), default.step(actions)
         for x, y in zip(a[:4], b[:4], strict=True):
             np.testing.assert_array_equal(x, y)
+
+
+# ------------------------------------------------------------------ NEXT_STEP autoreset
+def lockstep_next_step(
+    kwargs: dict[str, Any], n: int, steps: int, seed: int, style: str, illegal_rate: float
+) -> tuple[Counter[str], int]:
+    """The vector env under NEXT_STEP against single envs reset by hand one step later."""
+    vec = ColdIronVectorEnv(n, autoreset_mode="next_step", **kwargs)
+    assert vec.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
+    singles = [ColdIronEnv(**kwargs) for _ in range(n)]
+    policies = [Policy(style, seed * 1000 + i, illegal_rate) for i in range(n)]
+    vobs, vinfo = vec.reset(seed=seed)
+    results = [env.reset(seed=seed + i) for i, env in enumerate(singles)]
+    sobs, sinfo = [r[0] for r in results], [r[1] for r in results]
+    assert_same_obs(vobs, sobs, "reset")
+    pending = [False] * n
+    outcomes: Counter[str] = Counter()
+    resets = 0
+    for t in range(steps):
+        # what a masked sampler does: it always finds an action to draw
+        masks = vinfo["action_mask"]
+        assert masks.any(axis=1).all(), f"step {t}: an empty mask"
+        actions = np.array([p.act(m) for p, m in zip(policies, masks, strict=True)])
+        vobs, vrew, vterm, vtrunc, vinfo = vec.step(actions)
+        assert "final_obs" not in vinfo
+        for i, env in enumerate(singles):
+            where = f"step {t} env {i} action {actions[i]}"
+            if pending[i]:  # the vector env deals again and ignores the action
+                obs, info = env.reset()
+                resets += 1
+                assert (vrew[i], vterm[i], vtrunc[i]) == (0.0, False, False), where
+                pending[i] = False
+            else:
+                obs, reward, terminated, truncated, info = env.step(int(actions[i]))
+                assert (vrew[i], vterm[i], vtrunc[i]) == (reward, terminated, truncated), where
+                if terminated or truncated:
+                    pending[i] = True
+                    assert vinfo["_outcome"][i] and vinfo["outcome"][i] == info["outcome"], where
+                    assert vinfo["is_success"][i] == info["is_success"], where
+                    outcomes[info["outcome"]] += 1
+                else:
+                    assert not vinfo.get("_outcome", np.zeros(n, bool))[i], where
+            sobs[i], sinfo[i] = obs, info
+            assert_same_info_row(vinfo, i, info, where)
+        assert_same_obs(vobs, sobs, f"step {t}")
+        np.testing.assert_array_equal(
+            vec.action_masks(), np.stack([s["action_mask"] for s in sinfo]).astype(bool)
+        )
+    return outcomes, resets
+
+
+def test_lockstep_equivalence_under_next_step_autoreset() -> None:
+    outcomes: Counter[str] = Counter()
+    resets = 0
+    for k, (kwargs, style, illegal) in enumerate(
+        [
+            ({}, "uniform", 0.01),
+            ({"counting": True, "recall": True}, "threaten", 0.0),
+            ({"observation_mode": "dict", "bonus_always": True}, "threaten", 0.0),
+            ({"illegal_action": "penalize", "max_illegal_actions": 2}, "uniform", 0.1),
+        ]
+    ):
+        got, dealt = lockstep_next_step(kwargs, n=10, steps=150, seed=300 + k, style=style,
+                                        illegal_rate=illegal)  # fmt: skip
+        outcomes.update(got)
+        resets += dealt
+    assert resets >= 150, resets
+    for outcome in ("won", "slain", "midnight", "illegal"):
+        assert outcomes[outcome] > 0, (outcome, outcomes)
+
+
+def test_autoreset_mode_by_name_or_enum_and_refused_otherwise() -> None:
+    assert ColdIronVectorEnv(2, autoreset_mode="NEXT_STEP").autoreset_mode == AutoresetMode.NEXT_STEP
+    assert ColdIronVectorEnv(2, autoreset_mode=AutoresetMode.SAME_STEP).autoreset_mode == (
+        AutoresetMode.SAME_STEP
+    )
+    with pytest.raises(ValueError, match="autoreset_mode must be one of"):
+        ColdIronVectorEnv(2, autoreset_mode="disabled")
+    with pytest.raises(ValueError, match="autoreset_mode must be one of"):
+        ColdIronVectorEnv(2, autoreset_mode="sometimes")
