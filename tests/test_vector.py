@@ -750,7 +750,8 @@ def test_lockstep_equivalence_under_next_step_autoreset() -> None:
 
 
 def test_autoreset_mode_by_name_or_enum_and_refused_otherwise() -> None:
-    assert ColdIronVectorEnv(2, autoreset_mode="NEXT_STEP").autoreset_mode == AutoresetMode.NEXT_STEP
+    named = ColdIronVectorEnv(2, autoreset_mode="NEXT_STEP")
+    assert named.autoreset_mode == AutoresetMode.NEXT_STEP
     assert ColdIronVectorEnv(2, autoreset_mode=AutoresetMode.SAME_STEP).autoreset_mode == (
         AutoresetMode.SAME_STEP
     )
