@@ -759,3 +759,44 @@ def test_autoreset_mode_by_name_or_enum_and_refused_otherwise() -> None:
         ColdIronVectorEnv(2, autoreset_mode="disabled")
     with pytest.raises(ValueError, match="autoreset_mode must be one of"):
         ColdIronVectorEnv(2, autoreset_mode="sometimes")
+
+
+def test_gymnasium_vector_observation_wrappers_work_under_next_step() -> None:
+    from gymnasium.wrappers.vector import FlattenObservation, NormalizeObservation
+
+    same = gym.make_vec(coldiron_env.ENV_ID, num_envs=4, vectorization_mode="vector_entry_point")
+    with pytest.raises(ValueError, match="autoreset_mode"):
+        NormalizeObservation(same)  # Gymnasium refuses SAME_STEP, the SB3 convention
+    envs = gym.make_vec(
+        coldiron_env.ENV_ID,
+        num_envs=4,
+        vectorization_mode="vector_entry_point",
+        autoreset_mode="NEXT_STEP",
+    )
+    assert isinstance(envs.unwrapped, ColdIronVectorEnv)
+    normalized = NormalizeObservation(envs)
+    flat_dict = FlattenObservation(
+        gym.make_vec(
+            coldiron_env.ENV_ID,
+            num_envs=4,
+            vectorization_mode="vector_entry_point",
+            autoreset_mode=AutoresetMode.NEXT_STEP,
+            observation_mode="dict",
+            counting=True,
+        )
+    )
+    rng = np.random.default_rng(0)
+    ends = 0
+    for wrapped in (normalized, flat_dict):
+        obs, info = wrapped.reset(seed=1)
+        assert obs.shape[0] == 4 and obs.ndim == 2
+        assert wrapped.observation_space.contains(obs) or wrapped is normalized
+        for _ in range(120):
+            masks = info["action_mask"].astype(bool)
+            actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+            obs, _, terminated, truncated, info = wrapped.step(actions)
+            assert np.isfinite(obs).all()
+            ends += int((terminated | truncated).sum())
+    assert ends > 0
+    dict_space = ColdIronEnv(observation_mode="dict", counting=True).observation_space
+    assert flat_dict.single_observation_space.shape == (gym.spaces.flatdim(dict_space),)
