@@ -41,7 +41,7 @@ from coldiron_env.game import OUTCOMES, Game
 from coldiron_env.knowledge import Knowledge
 from coldiron_env.options import RuleOptions
 
-OBSERVATION_KWARGS: Final = ("observation_mode", "recall")
+OBSERVATION_KWARGS: Final = ("observation_mode", "recall", "counting")
 """Env options that only change what an agent observes (a model brings its own)."""
 RULE_KWARGS: Final = ("bonus_always", "bonus_joker_grants_more", "turns", "suits_required")
 """Env options that change the game (the same for every agent of an evaluation)."""

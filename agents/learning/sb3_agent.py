@@ -45,6 +45,14 @@ ALGORITHM_ATTR: Final = "coldiron_algorithm"
 """Model attribute (saved inside the zip) naming its registry algorithm."""
 ENV_KWARGS_ATTR: Final = "coldiron_env_kwargs"
 """Model attribute (saved inside the zip) holding the env kwargs it was trained for."""
+ZOO_ARGS_FILE: Final = "args.yml"
+ZOO_CONFIG_FILE: Final = "config.yml"
+ZOO_ORDERED_DICT_TAG: Final = "tag:yaml.org,2002:python/object/apply:collections.OrderedDict"
+ZOO_ALGORITHMS: Final = {
+    "ppo": "ppo", "a2c": "a2c", "dqn": "dqn", "qrdqn": "qrdqn", "ppo_lstm": "recurrent_ppo",
+    "ppo_mask": "maskable_ppo",
+}  # fmt: skip
+"""rl-zoo3's algorithm names -> this project's registry names."""
 
 
 class ModelLoadError(ValueError):
@@ -168,6 +176,43 @@ def _env_kwargs_from_config(config_path: Path) -> dict[str, Any]:
     return env
 
 
+class _ZooLoader(yaml.SafeLoader):
+    """SafeLoader that reads the ordered mappings rl-zoo3 writes (nothing else is built)."""
+
+
+def _ordered_pairs(loader: _ZooLoader, node: yaml.Node) -> dict[str, Any]:
+    assert isinstance(node, yaml.SequenceNode)
+    (pairs,) = loader.construct_sequence(node, deep=True)
+    return {str(k): v for k, v in pairs}
+
+
+_ZooLoader.add_constructor(ZOO_ORDERED_DICT_TAG, _ordered_pairs)
+
+
+def zoo_run_of(zip_path: Path) -> tuple[str, dict[str, Any]] | None:
+    """``(algorithm, env_kwargs)`` of a model saved by rl-zoo3, from the ``args.yml`` and
+    ``config.yml`` it writes beside the zip (``LOG/ALGO/ENV_N/ENV.zip``, then the folder
+    ``ENV/``); None when the zip is not rl-zoo3's. :class:`ModelLoadError` on a bad file."""
+    folder = zip_path.parent / zip_path.stem
+    args_file, config_file = folder / ZOO_ARGS_FILE, folder / ZOO_CONFIG_FILE
+    if not (args_file.is_file() and config_file.is_file()):
+        return None
+    try:
+        args = yaml.load(args_file.read_text(encoding="utf-8"), Loader=_ZooLoader)
+        hyper = yaml.load(config_file.read_text(encoding="utf-8"), Loader=_ZooLoader)
+        zoo_algo = str(args["algo"])
+        env_kwargs = dict(args.get("env_kwargs") or hyper.get("env_kwargs") or {})
+    except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
+        raise ModelLoadError(
+            f"{folder}: cannot read rl-zoo3's {ZOO_ARGS_FILE}/{ZOO_CONFIG_FILE}: {exc}"
+        ) from None
+    if zoo_algo not in ZOO_ALGORITHMS:
+        raise ModelLoadError(
+            f"{zip_path}: rl-zoo3 algorithm {zoo_algo!r} is not one of {sorted(ZOO_ALGORITHMS)}"
+        )
+    return ZOO_ALGORITHMS[zoo_algo], env_kwargs
+
+
 def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
     """Load a trained model (run directory or ``.zip``) as an agent.
 
@@ -192,10 +237,16 @@ def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
         cfg = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
         algo_name = algo_name or (cfg.get("algorithm") or {}).get("name")
         env_kwargs = env_kwargs or _env_kwargs_from_config(config_path)
+    if algo_name is None or env_kwargs is None:
+        zoo = zoo_run_of(zip_path)
+        if zoo is not None:
+            algo_name = algo_name or zoo[0]
+            env_kwargs = env_kwargs if env_kwargs is not None else zoo[1]
     if algo_name is None:
         raise ModelLoadError(
             f"{zip_path}: cannot tell which algorithm trained this model "
-            f"(no {ALGORITHM_ATTR!r} in the file and no {CONFIG_FILE} beside it)"
+            f"(no {ALGORITHM_ATTR!r} in the file, no {CONFIG_FILE} beside it, and not an "
+            "rl-zoo3 run)"
         )
     try:
         spec = get_algorithm(str(algo_name))

@@ -1,0 +1,75 @@
+"""rl-zoo3 on Cold Iron: the shipped hyperparameter files, a tiny training, loading its model."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agents.evaluation.arena import agent_seeds, deal_decks, evaluate_agent
+from agents.learning.sb3_agent import ModelLoadError, zoo_run_of
+from agents.registry import make_agent
+from coldiron_env import ENV_ID
+from coldiron_env.env import ColdIronEnv
+
+ROOT = Path(__file__).resolve().parent.parent
+ZOO_DIR = ROOT / "configs" / "rl_zoo3"
+ZOO_ALGOS = ("ppo", "a2c", "dqn", "qrdqn", "ppo_lstm")
+
+
+@pytest.mark.parametrize("algo", ZOO_ALGOS)
+def test_each_shipped_file_holds_valid_settings_for_the_env(algo: str) -> None:
+    data = yaml.safe_load((ZOO_DIR / f"{algo}.yml").read_text())
+    assert set(data) == {ENV_ID}
+    settings = data[ENV_ID]
+    env = ColdIronEnv(**settings["env_kwargs"])  # a bad option would raise, naming it
+    assert env.illegal_action == "penalize", "a learner without masks needs the penalize mode"
+    assert settings["n_envs"] >= 1 and settings["n_timesteps"] > 0
+
+
+def _write_zoo_run(tmp_path: Path, algo: str, env_kwargs: str) -> Path:
+    """The files rl-zoo3 writes beside a model (its own YAML dialect), around an empty zip."""
+    run = tmp_path / "logs" / algo / "coldiron-ColdIron-v0_1"
+    (run / "coldiron-ColdIron-v0").mkdir(parents=True)
+    ordered = "!!python/object/apply:collections.OrderedDict\n"
+    (run / "coldiron-ColdIron-v0" / "args.yml").write_text(
+        ordered + f"- - - algo\n    - {algo}\n  - - env_kwargs\n    - null\n"
+    )
+    (run / "coldiron-ColdIron-v0" / "config.yml").write_text(
+        ordered + f"- - - env_kwargs\n    - {env_kwargs}\n  - - n_envs\n    - 4\n"
+    )
+    zip_path = run / "coldiron-ColdIron-v0.zip"
+    zip_path.write_bytes(b"")
+    return zip_path
+
+
+def test_zoo_run_files_are_read_safely(tmp_path: Path) -> None:
+    zip_path = _write_zoo_run(tmp_path, "ppo_lstm", "{counting: true, illegal_action: penalize}")
+    assert zoo_run_of(zip_path) == (
+        "recurrent_ppo",
+        {"counting": True, "illegal_action": "penalize"},
+    )
+    other = _write_zoo_run(tmp_path / "x", "sac", "{}")
+    with pytest.raises(ModelLoadError, match="rl-zoo3 algorithm 'sac'"):
+        zoo_run_of(other)
+    assert zoo_run_of(tmp_path / "elsewhere.zip") is None
+
+
+@pytest.mark.slow
+def test_tiny_zoo_training_through_the_shipped_file_then_our_evaluation(tmp_path: Path) -> None:
+    pytest.importorskip("rl_zoo3")
+    command = [
+        sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", ENV_ID,
+        "--gym-packages", "coldiron_env", "-conf", str(ZOO_DIR / "ppo.yml"),
+        "-n", "2048", "--eval-freq", "-1", "-f", str(tmp_path / "logs"), "--seed", "3",
+    ]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (zip_path,) = (tmp_path / "logs" / "ppo").glob("*/coldiron-ColdIron-v0.zip")
+    agent = make_agent(str(zip_path))
+    assert agent.env_kwargs["counting"] is True  # type: ignore[attr-defined]
+    result = evaluate_agent(agent, deal_decks(11, 20), agent_seeds(11, 20))
+    assert result.episodes == 20 and result.outcomes["illegal"] == 0  # played masked
