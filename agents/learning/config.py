@@ -12,8 +12,10 @@ each field's type annotation gives the expected YAML type, and its
 :data:`ACTIVATIONS`, schedules are mappings such as
 ``{schedule: linear, start: 3.0e-4, end: 0.0}``.
 
-Extending the schema (for example a ``search:`` section) is adding a field to
-:class:`Config` whose type is another dataclass.
+Extending the schema is adding a field to :class:`Config` whose type is another
+dataclass. The ``search:`` section of a tuning config is kept here as an opaque
+mapping; :mod:`agents.learning.search_space` validates it (this module does not
+import it).
 """
 
 from __future__ import annotations
@@ -197,8 +199,8 @@ class Config:
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     imitation: ImitationConfig = field(default_factory=ImitationConfig)
     search: dict[str, Any] | None = None
-    """Hyperparameter search space of ``scripts/tune.py`` (validated by
-    :func:`agents.learning.search_space.parse_search`); training ignores it."""
+    """Hyperparameter search space of ``scripts/tune.py``, kept as plain data here and
+    validated by :mod:`agents.learning.search_space`; training ignores it."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, in the order a config file is read (top-level keys first)."""
@@ -501,12 +503,6 @@ def validate(cfg: Config, file: str | None = None) -> None:
                 f"observation_mode {cfg.env.observation_mode!r} needs {expected!r}, "
                 f"got {cfg.algorithm.policy!r}",
             )
-    if cfg.search is not None:
-        from agents.learning.search_space import parse_search  # noqa: PLC0415 (it imports this module)
-
-        base = cfg.to_dict()
-        base.pop("search")
-        parse_search(cfg.search, base, cfg, file)
     if cfg.imitation.enabled and not cfg.imitation.teacher.strip():
         raise ConfigError(file, "imitation.teacher", "must name a teacher agent")
     if cfg.imitation.enabled and cfg.training.normalize_obs:
