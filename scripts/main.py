@@ -45,11 +45,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
 
     from agents.learning.config import ConfigError, apply_overrides, load_config
+    from agents.learning.search_space import check_search
     from agents.learning.training import TrainingError, train
 
     config_file = str(args.resume / "config.yaml") if args.resume else args.config
     try:
         cfg = apply_overrides(load_config(config_file), timesteps=args.timesteps, file=config_file)
+        check_search(cfg, config_file)
     except ConfigError as exc:
         print(f"error: invalid config: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(str(exc))
 
     from agents.learning.config import ConfigError, apply_overrides, load_config
+    from agents.learning.search_space import check_search
 
     try:
         if args.resume is not None:
@@ -75,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             config_file = args.config
         cfg = load_config(config_file)
         cfg = apply_overrides(cfg, timesteps=args.timesteps, seed=args.seed, file=config_file)
+        check_search(cfg, config_file)  # a tuning config trains too: its search: must be valid
         if args.no_progress_bar:
             cfg.training.progress_bar = False
     except ConfigError as exc:

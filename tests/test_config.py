@@ -22,6 +22,7 @@ from agents.learning.config import (
     load_config,
     policy_kwargs,
 )
+from coldiron_env.options import MAX_TURNS_OPTION
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
@@ -111,6 +112,41 @@ def test_wrong_type_bool(tmp_path: Path) -> None:
     data = minimal(env={"recall": "yes"})
     err = refused(tmp_path, data)
     assert err.key == "env.recall" and "bool" in err.reason
+
+
+@pytest.mark.parametrize("value", [True, "8", 2.5])
+def test_a_count_takes_no_bool_string_or_fraction(tmp_path: Path, value: Any) -> None:
+    data = minimal()
+    data["training"]["n_envs"] = value
+    err = refused(tmp_path, data)
+    assert err.key == "training.n_envs" and "must be an int" in err.reason
+    assert repr(value) in err.reason  # the value given
+
+
+def test_a_whole_float_is_a_count() -> None:
+    data = minimal()
+    data["training"]["total_timesteps"] = 2.0e3
+    data["algorithm"]["hyperparameters"]["n_epochs"] = 3.0
+    cfg = config_from_dict(data)
+    assert cfg.training.total_timesteps == 2000 and type(cfg.training.total_timesteps) is int
+    assert type(cfg.algorithm.hyperparameters["n_epochs"]) is int
+
+
+def test_error_is_one_line_with_file_key_and_reason(tmp_path: Path) -> None:
+    err = refused(tmp_path, minimal(curriculum=[{"until_fraction": 0.5, "turns": 100}]))
+    assert err.key == "curriculum[0].turns"
+    assert err.reason == f"must be <= {MAX_TURNS_OPTION}, got 100"
+    assert str(err) == f"{err.file}: curriculum[0].turns: {err.reason}"
+    assert "\n" not in str(err)
+
+
+def test_mutation_keeps_working_and_is_type_checked() -> None:
+    cfg = config_from_dict(minimal())
+    cfg.training.progress_bar = False
+    assert cfg.training.progress_bar is False
+    with pytest.raises(ValueError, match="n_envs"):
+        cfg.training.n_envs = "eight"  # type: ignore[assignment]
+    assert cfg.training.n_envs == 4
 
 
 def test_negative_learning_rate(tmp_path: Path) -> None:

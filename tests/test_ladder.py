@@ -1,4 +1,5 @@
-"""scripts/ladder.py on a tiny budget: the table, the JSON and the PNG, and its statistics."""
+"""scripts/ladder.py on a tiny budget: the table, the JSON and the PNG, and its statistics
+(agents/evaluation/ladder.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from agents.evaluation.arena import AgentResult
+from agents.evaluation.ladder import SOLVER_LABEL, deals_for_disjoint, mcnemar
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -51,18 +55,18 @@ def test_ladder_writes_table_json_and_png(tmp_path: Path) -> None:
         "heuristic",
         "heuristic (first 3)",
         "planner-small",
-        ladder.SOLVER_LABEL,
+        SOLVER_LABEL,
     ]
     by_label = {r["label"]: r for r in rows}
     assert by_label["random"]["episodes"] == 6
     assert by_label["planner-small"]["episodes"] == 3
-    assert by_label[ladder.SOLVER_LABEL]["episodes"] == 6
+    assert by_label[SOLVER_LABEL]["episodes"] == 6
     for row in rows:
         assert 0.0 <= row["ci_low"] <= row["win_rate"] <= row["ci_high"] <= 1.0
         assert sum(row["outcomes"].values()) == row["episodes"]
         assert row["seconds_per_game"] > 0
     # The clairvoyant bound is at least every player's win count on the same deals.
-    assert by_label[ladder.SOLVER_LABEL]["wins"] >= by_label["heuristic"]["wins"]
+    assert by_label[SOLVER_LABEL]["wins"] >= by_label["heuristic"]["wins"]
     assert "planner-small" in data["paired"]
     assert any("skipped run" in n for n in data["notes"])
     md = (tmp_path / "out" / "ladder.md").read_text()
@@ -92,16 +96,54 @@ def test_bad_arguments_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_mcnemar_counts_discordant_deals() -> None:
     base = [True, False, False, True, False]
     other = [True, True, True, False, False]
-    result = ladder.mcnemar(base, other)
+    result = mcnemar(base, other)
     assert result["only_other_wins"] == 2
     assert result["only_base_wins"] == 1
     assert result["difference"] == pytest.approx(0.2)
     assert result["p_two_sided"] == pytest.approx(1.0)  # 2 vs 1: no evidence
-    strong = ladder.mcnemar([False] * 20, [True] * 10 + [False] * 10)
+    strong = mcnemar([False] * 20, [True] * 10 + [False] * 10)
     assert strong["p_two_sided"] == pytest.approx(2 / 2**10)
 
 
 def test_deals_for_disjoint() -> None:
-    assert ladder.deals_for_disjoint(0.2, 0.1) == math.inf
-    n = ladder.deals_for_disjoint(0.176, 0.21)
+    assert deals_for_disjoint(0.2, 0.1) == math.inf
+    n = deals_for_disjoint(0.176, 0.21)
     assert 1500 < n < 3000
+
+
+ROW_KEYS = {
+    "label", "kind", "episodes", "wins", "win_rate", "ci_low", "ci_high", "outcomes",
+    "seconds_per_game", "seconds_per_decision", "note",
+}  # fmt: skip
+"""The fields of a row of ladder.json (docs/ladder/ladder.json has them)."""
+
+
+def test_ladder_json_rows_keep_their_fields(tmp_path: Path) -> None:
+    data = run_ladder(tmp_path, "--solver-episodes", "2")
+    assert set(data) >= {"seed", "episodes", "planner_episodes", "solver_episodes", "rows"}
+    assert data["solver_episodes"] == 2
+    for row in data["rows"]:
+        assert set(row) == ROW_KEYS, row["label"]
+        per_decision = row["seconds_per_decision"]
+        assert (per_decision is not None) == (row["kind"] == "planner"), row["label"]
+    bound = data["rows"][-1]
+    assert bound["kind"] == "bound" and bound["episodes"] == 2
+    assert set(bound["outcomes"]) == {"winnable", "unwinnable", "unknown"}
+    assert bound["wins"] == bound["outcomes"]["winnable"] + bound["outcomes"]["unknown"]
+
+
+def test_agent_result_extends_in_deal_order() -> None:
+    first, second = AgentResult("x"), AgentResult("x")
+    first.add("won", 20, 30)
+    first.add("slain", 10, 12)
+    second.add("won", 24, 40)
+    second.seconds = 1.5
+    first.extend(second)
+    assert first.won == [True, False, True]
+    assert (first.episodes, first.wins, first.total_turns, first.total_steps) == (3, 2, 54, 82)
+    assert first.outcomes["slain"] == 1 and first.seconds == 1.5
+    assert first.seconds_per_decision == pytest.approx(1.5 / 82)
+    bound = AgentResult(
+        "b", episodes=3, outcomes={"winnable": 1}, kind="bound", won=[True, False, True]
+    )
+    assert bound.wins == 2  # a bound's wins are its per-deal verdicts, not an outcome tally

@@ -307,6 +307,38 @@ def test_cli_refuses_a_bad_search_with_exit_2(
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
 
 
+def test_train_script_refuses_a_bad_search_section_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main = script_main("train")
+    bad = with_param("policy.widths", {"distribution": "int", "low": 1, "high": 2})
+    path = write_config(tmp_path / "bad.yaml", bad)
+    out = tmp_path / "run"
+    assert main(["--config", str(path), "--out", str(out), "--no-progress-bar"]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and "search.parameters[policy.widths]" in err
+    assert "unknown config key" in err
+    assert not out.exists(), "nothing may run before validation passes"
+
+
+def test_run_config_keeps_search_as_plain_data_without_importing_search_space(
+    tmp_path: Path,
+) -> None:
+    path = write_config(tmp_path / "t.yaml")
+    cfg = load_config(path)  # the run config alone: search: is opaque data
+    assert cfg.search == SEARCH
+    assert cfg.to_dict()["search"] == SEARCH
+    code = (
+        "import sys; from agents.learning.config import load_config; "
+        f"cfg = load_config({str(path)!r}); assert cfg.search is not None; "
+        "assert 'agents.learning.search_space' not in sys.modules, 'import cycle'"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 # ---------------------------------------------------------------- trial accounting (no training)
 @pytest.mark.filterwarnings("ignore:Heartbeat of storage:UserWarning")
 def test_a_trial_created_past_n_is_surplus_and_never_trained(tmp_path: Path) -> None:

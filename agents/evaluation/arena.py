@@ -27,7 +27,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -115,20 +115,33 @@ def rules_of(env_kwargs: Mapping[str, Any]) -> RuleOptions:
     return RuleOptions(**{k: v for k, v in env_kwargs.items() if k in RULE_KWARGS})
 
 
+ResultKind = Literal["agent", "planner", "baseline-subset", "bound"]
+"""What a result is: an agent's play, a planner's, an agent again on a planner's
+first deals (a paired baseline), or the clairvoyant bound (``agents.players.solver``)."""
+
+
 @dataclass
 class AgentResult:
-    """One agent's results over the deals of an evaluation."""
+    """One agent's results over the deals of an evaluation (a row of a table or of the ladder)."""
 
     agent: str
     episodes: int = 0
     outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    """Games per outcome (a ``bound`` tallies the solver's verdicts instead)."""
     total_turns: int = 0
     total_steps: int = 0
+    """Decisions taken, over all games."""
     seconds: float = 0.0
+    kind: ResultKind = "agent"
+    won: list[bool] = field(default_factory=list, repr=False)
+    """Per deal, in deal order: won (for a ``bound``: not proven unwinnable)."""
+    note: str = ""
+    """A remark reported with the result (the ladder's JSON has it)."""
 
     @property
     def wins(self) -> int:
-        return self.outcomes["won"]
+        """Deals won; for a ``bound``, deals that may be won (its per-deal ``won``)."""
+        return sum(self.won) if self.kind == "bound" else self.outcomes["won"]
 
     @property
     def win_rate(self) -> float:
@@ -147,11 +160,27 @@ class AgentResult:
         """Decisions per game."""
         return self.total_steps / self.episodes if self.episodes else math.nan
 
+    @property
+    def seconds_per_decision(self) -> float:
+        return self.seconds / self.total_steps if self.total_steps else math.nan
+
     def add(self, outcome: str, turns: int, steps: int) -> None:
+        """Count the next deal's game."""
         self.episodes += 1
         self.outcomes[outcome] += 1
         self.total_turns += turns
         self.total_steps += steps
+        self.won.append(outcome == "won")
+
+    def extend(self, other: AgentResult) -> None:
+        """Count the deals of ``other``, which follow this result's (e.g. a worker's share)."""
+        self.episodes += other.episodes
+        for outcome, count in other.outcomes.items():
+            self.outcomes[outcome] = self.outcomes.get(outcome, 0) + count
+        self.total_turns += other.total_turns
+        self.total_steps += other.total_steps
+        self.seconds += other.seconds
+        self.won.extend(other.won)
 
     def to_dict(self) -> dict[str, Any]:
         low, high = self.interval

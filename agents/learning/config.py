@@ -1,48 +1,68 @@
-"""Run configurations: a typed schema, YAML loading and validation.
+"""Run configurations: a pydantic schema, YAML loading and validation.
 
 A run is described by one YAML file (see ``configs/``). :func:`load_config`
 parses it and validates every key *before* anything runs; any problem is raised
 as a :class:`ConfigError` naming the file, the key path (for example
-``algorithm.hyperparameters.learning_rate``) and the reason.
+``algorithm.hyperparameters.learning_rate`` or ``curriculum[0].turns``) and the
+reason.
 
-The schema is plain dataclasses walked by a small validator (:func:`_build`):
-each field's type annotation gives the expected YAML type, and its
-``metadata`` the bounds (``min``, ``max``, ``*_exclusive``) or the allowed
-``choices``. Nothing is ``eval``-ed: activations are looked up by name in
-:data:`ACTIVATIONS`, schedules are mappings such as
-``{schedule: linear, start: 3.0e-4, end: 0.0}``.
+The schema is a tree of pydantic v2 models (:class:`Config` at the root), strict
+(a YAML ``true`` is not an int, ``"8"`` is not a number; a whole float such as
+``1.0e6`` is accepted for a count) and closed (an unknown key is refused with
+the known ones). Checks spanning several keys are model validators;
+the hyperparameters are a free mapping checked against the algorithm's SB3
+class and :data:`HYPERPARAMETERS`. Pydantic's errors are translated into one
+:class:`ConfigError` line. Nothing is ``eval``-ed: activations are looked up by
+name, schedules are mappings such as ``{schedule: linear, start: 3.0e-4, end: 0.0}``.
 
-Extending the schema (for example a ``search:`` section) is adding a field to
-:class:`Config` whose type is another dataclass.
+The ``search:`` section of a tuning config is kept here as an opaque mapping;
+:mod:`agents.learning.search_space` validates it (this module does not import it).
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import inspect
-import math
 import re
-import types
-import typing
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, Union
+from typing import Annotated, Any, Final, Literal, get_args
 
 import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
 
 from agents.learning.algorithms import ALGORITHMS, AlgorithmSpec, get_algorithm
+from coldiron_env.cards import NUM_SUITS
+from coldiron_env.observation import ObservationMode
+from coldiron_env.options import MAX_TURNS_OPTION, STANDARD_TURNS
 
-VEC_ENV_KINDS: Final = ("native", "dummy", "subproc")
-OBSERVATION_MODES: Final = ("flat", "dict")
-POTENTIALS: Final = ("run_windows",)
-SCHEDULE_KINDS: Final = ("constant", "linear")
-STANDARD_TURNS: Final = 24
-STANDARD_SUITS: Final = 4
-MAX_TURNS: Final = 99  # as coldiron_env.options.MAX_TURNS_OPTION
+VecEnvKind = Literal["native", "dummy", "subproc"]
+Device = Literal["cpu", "cuda", "auto"]
+Potential = Literal["run_windows"]
+ScheduleKind = Literal["constant", "linear"]
+Activation = Literal["tanh", "relu", "elu", "leaky_relu", "gelu", "silu", "selu"]
 
-ACTIVATION_NAMES: Final = ("tanh", "relu", "elu", "leaky_relu", "gelu", "silu", "selu")
+SCHEDULE_KINDS: Final = get_args(ScheduleKind)
+ACTIVATION_NAMES: Final = get_args(Activation)
 """Activation names accepted by ``policy.activation`` (mapped by :func:`activation_class`)."""
+DEFAULT_LAYERS: Final = (64, 64)
+DEFAULT_GAMMA: Final = 0.99
+"""SB3's default ``gamma``: the shaping discount when neither ``shaping.gamma`` nor the
+hyperparameters set one."""
 
 
 class ConfigError(ValueError):
@@ -55,158 +75,269 @@ class ConfigError(ValueError):
         super().__init__(f"{self.file}: {self.key}: {reason}")
 
 
+class _Refusal(ValueError):
+    """Raised by a validator: the ``reason`` and the key path (``key``) below the value checked.
+
+    Pydantic reports it as a ``value_error`` at the validated value, keeping this
+    exception in the error's context; :func:`_located` appends ``key`` to that place.
+    """
+
+    def __init__(self, reason: str, *key: str | int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.key = key
+
+
+# ---------------------------------------------------------------- value types
+def _whole_number(value: Any) -> Any:
+    """A float with an integral value (``1.0e6`` written for a count) as an int."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _registered_algorithm(name: str) -> str:
+    if name not in ALGORITHMS:
+        raise _Refusal(f"must be one of {sorted(ALGORITHMS)}, got {name!r}")
+    return name
+
+
+Count = Annotated[int, BeforeValidator(_whole_number)]
+"""An int (strict: no bool, no string); a whole float is accepted."""
+Number = Annotated[float, Field(allow_inf_nan=False)]
+"""A finite number (an int is accepted, a bool is not)."""
+LayerSizes = list[Annotated[Count, Field(ge=1)]]
+
+
+def _tag(name: str) -> str:
+    """The tag of one member of a union; tags appear in pydantic's error locations."""
+    return f"<{name}>"
+
+
+def _is_tag(part: str | int) -> bool:
+    return isinstance(part, str) and part.startswith("<") and part.endswith(">")
+
+
 # ---------------------------------------------------------------- schema
-def _c(default: Any = dataclasses.MISSING, **meta: Any) -> Any:
-    """A dataclass field with a default and validation metadata."""
-    if isinstance(default, (list, dict)):
-        value = default
-        return field(default_factory=lambda: type(value)(value), metadata=meta)
-    return field(default=default, metadata=meta)
+class _Section(BaseModel):
+    """A mapping of the config file: closed, strict, validated again on assignment."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, validate_assignment=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys_only(cls, data: Any) -> Any:
+        """An empty section (``env:`` alone, YAML null) takes the defaults; unknown keys
+        are refused listing the known ones (``extra="forbid"`` would not name them)."""
+        if data is None:
+            return {}
+        if isinstance(data, Mapping):
+            for key in data:
+                if key not in cls.model_fields:
+                    raise _Refusal(f"unknown key; known keys here: {sorted(cls.model_fields)}", key)
+        return data
 
 
-@dataclass
-class EnvConfig:
+class EnvConfig(_Section):
     """Options passed to ``coldiron/ColdIron-v0`` (training and evaluation alike)."""
 
-    observation_mode: str = _c("flat", choices=OBSERVATION_MODES)
+    observation_mode: ObservationMode = "flat"
     recall: bool = False
     bonus_always: bool = False
     bonus_joker_grants_more: bool = False
-    win_reward: float = 1.0
-    loss_reward: float = 0.0
+    win_reward: Number = 1.0
+    loss_reward: Number = 0.0
 
     def kwargs(self) -> dict[str, Any]:
         """The env keyword arguments (the real game: no curriculum options)."""
-        return dataclasses.asdict(self)
+        return self.model_dump()
 
 
-@dataclass
-class ShapingConfig:
+class ShapingConfig(_Section):
     """Potential-based reward shaping, training only (see :mod:`agents.learning.shaping`)."""
 
     enabled: bool = False
-    potential: str = _c("run_windows", choices=POTENTIALS)
-    coefficient: float = _c(0.01, min=0.0)
-    gamma: float | None = _c(None, min=0.0, min_exclusive=True, max=1.0)
+    potential: Potential = "run_windows"
+    coefficient: Number = Field(default=0.01, ge=0.0)
+    gamma: Number | None = Field(default=None, gt=0.0, le=1.0)
     """Discount in F = gamma * Phi(s') - Phi(s); ``null`` = the algorithm's gamma."""
 
 
-@dataclass
-class CurriculumStage:
+class CurriculumStage(_Section):
     """Training-only rule options used until a fraction of the timestep budget."""
 
-    until_fraction: float = _c(min=0.0, max=1.0, min_exclusive=True, max_exclusive=True)
-    turns: int = _c(STANDARD_TURNS, min=1, max=MAX_TURNS)
-    suits_required: int = _c(STANDARD_SUITS, min=1, max=STANDARD_SUITS)
+    until_fraction: Number = Field(gt=0.0, lt=1.0)
+    turns: Count = Field(default=STANDARD_TURNS, ge=1, le=MAX_TURNS_OPTION)
+    suits_required: Count = Field(default=NUM_SUITS, ge=1, le=NUM_SUITS)
+
+    @model_validator(mode="after")
+    def _changes_the_rules(self) -> CurriculumStage:
+        if self.turns == STANDARD_TURNS and self.suits_required == NUM_SUITS:
+            raise _Refusal("is the real game: a stage must change turns or suits")
+        return self
 
 
-@dataclass
-class NetArch:
+class NetArch(_Section):
     """Separate layer sizes for the actor (``pi``) and the critic (``vf``)."""
 
-    pi: list[int] = _c([64, 64], item_min=1)  # noqa: RUF009 (a field)
-    vf: list[int] = _c([64, 64], item_min=1)  # noqa: RUF009 (a field)
+    pi: LayerSizes = Field(default_factory=lambda: list(DEFAULT_LAYERS))
+    vf: LayerSizes = Field(default_factory=lambda: list(DEFAULT_LAYERS))
 
 
-@dataclass
-class PolicyConfig:
+def _net_arch_shape(value: Any) -> str | None:
+    if isinstance(value, list):
+        return _tag("layers")
+    if isinstance(value, (Mapping, NetArch)):
+        return _tag("pi_vf")
+    return None
+
+
+NetArchField = Annotated[
+    Annotated[LayerSizes, Tag(_tag("layers"))] | Annotated[NetArch, Tag(_tag("pi_vf"))],
+    Discriminator(
+        _net_arch_shape,
+        custom_error_type="net_arch_shape",
+        custom_error_message="must be a list of layer sizes or a mapping {pi: [...], vf: [...]}",
+    ),
+]
+
+
+class PolicyConfig(_Section):
     """The policy network (SB3 ``policy_kwargs``), structured."""
 
-    net_arch: list[int] | NetArch = _c([64, 64], item_min=1)  # noqa: RUF009 (a field)
-    activation: str = _c("tanh", choices=ACTIVATION_NAMES)
+    net_arch: NetArchField = Field(default_factory=lambda: list(DEFAULT_LAYERS))
+    activation: Activation = "tanh"
     ortho_init: bool | None = None
-    lstm_hidden_size: int | None = _c(None, min=1)
-    n_lstm_layers: int | None = _c(None, min=1)
+    lstm_hidden_size: Count | None = Field(default=None, ge=1)
+    n_lstm_layers: Count | None = Field(default=None, ge=1)
     shared_lstm: bool | None = None
     enable_critic_lstm: bool | None = None
-    n_quantiles: int | None = _c(None, min=1)
+    n_quantiles: Count | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _lstm_sharing(self) -> PolicyConfig:
+        if self.shared_lstm and self.enable_critic_lstm:
+            raise _Refusal("must be false when shared_lstm is true", "enable_critic_lstm")
+        return self
 
 
-@dataclass
-class AlgorithmConfig:
-    name: str = _c(choices=tuple(ALGORITHMS))
+class AlgorithmConfig(_Section):
+    name: Annotated[str, AfterValidator(_registered_algorithm)]
     policy: str | None = None
     """SB3 policy name; ``null`` = the registry's default for the observation mode."""
-    hyperparameters: dict[str, Any] = _c({})  # noqa: RUF009 (a field)
+    hyperparameters: dict[str, Any] = Field(default_factory=dict)
+    """Keyword arguments of the algorithm's class, checked (and normalised, e.g. an int
+    learning rate becomes a float) against :data:`HYPERPARAMETERS`."""
 
     @property
     def spec(self) -> AlgorithmSpec:
         return get_algorithm(self.name)
 
+    @model_validator(mode="after")
+    def _check_hyperparameters(self) -> AlgorithmConfig:
+        spec = self.spec
+        accepted = hyperparameters_of(spec)
+        hp = self.hyperparameters
+        for key, value in list(hp.items()):
+            if key in MANAGED_ARGUMENTS:
+                raise _Refusal(
+                    f"not a hyperparameter: {MANAGED_ARGUMENTS[key]}", "hyperparameters", key
+                )
+            if key not in accepted:
+                raise _Refusal(
+                    f"unknown hyperparameter for {spec.name}; known: {sorted(accepted)}",
+                    "hyperparameters",
+                    key,
+                )
+            try:
+                hp[key] = _hyper_value(HYPERPARAMETERS[key], value)
+            except ValidationError as exc:
+                parts, reason = _located(exc.errors()[0])
+                raise _Refusal(reason, "hyperparameters", key, *parts) from None
+        lo = hp.get("exploration_final_eps")
+        hi = hp.get("exploration_initial_eps")
+        if lo is not None and hi is not None and lo > hi:
+            raise _Refusal(
+                f"{lo} is above exploration_initial_eps {hi}",
+                "hyperparameters",
+                "exploration_final_eps",
+            )
+        return self
 
-@dataclass
-class TrainingConfig:
-    total_timesteps: int = _c(min=1)
-    n_envs: int = _c(8, min=1)
-    vec_env: str = _c("dummy", choices=VEC_ENV_KINDS)
+
+class TrainingConfig(_Section):
+    total_timesteps: Count = Field(ge=1)
+    n_envs: Count = Field(default=8, ge=1)
+    vec_env: VecEnvKind = "dummy"
     normalize_obs: bool = False
     normalize_reward: bool = False
-    device: str = _c("cpu", choices=("cpu", "cuda", "auto"))
-    torch_threads: int = _c(1, min=1)
+    device: Device = "cpu"
+    torch_threads: Count = Field(default=1, ge=1)
     progress_bar: bool = True
-    log_interval: int = _c(1, min=1)
+    log_interval: Count = Field(default=1, ge=1)
 
 
-@dataclass
-class EvaluationConfig:
+class EvaluationConfig(_Section):
     """Periodic evaluation on a fixed set of deals (seeds ``seed .. seed+episodes-1``)."""
 
-    freq: int = _c(50_000, min=1)
-    episodes: int = _c(500, min=1)
-    seed: int = _c(1_000_000, min=0)
+    freq: Count = Field(default=50_000, ge=1)
+    episodes: Count = Field(default=500, ge=1)
+    seed: Count = Field(default=1_000_000, ge=0)
     deterministic: bool = True
 
 
-@dataclass
-class CheckpointConfig:
-    freq: int = _c(100_000, min=1)
+class CheckpointConfig(_Section):
+    freq: Count = Field(default=100_000, ge=1)
 
 
-@dataclass
-class ImitationConfig:
+class ImitationConfig(_Section):
     """Behaviour-cloning warm start (see :mod:`agents.learning.imitation`)."""
 
     enabled: bool = False
     teacher: str = "heuristic"
-    episodes: int = _c(2_000, min=1)
-    epochs: int = _c(10, min=1)
-    batch_size: int = _c(256, min=1)
-    learning_rate: float = _c(1e-3, min=0.0, min_exclusive=True)
+    episodes: Count = Field(default=2_000, ge=1)
+    epochs: Count = Field(default=10, ge=1)
+    batch_size: Count = Field(default=256, ge=1)
+    learning_rate: Number = Field(default=1e-3, gt=0.0)
     value_pretrain: bool = True
-    seed: int = _c(50_000_000, min=0)
-    dagger_rounds: int = _c(0, min=0)
+    seed: Count = Field(default=50_000_000, ge=0)
+    dagger_rounds: Count = Field(default=0, ge=0)
     """DAgger rounds after cloning: the student plays, the teacher labels its states."""
-    dagger_episodes: int = _c(2_000, min=1)
-    dagger_epochs: int = _c(3, min=1)
+    dagger_episodes: Count = Field(default=2_000, ge=1)
+    dagger_epochs: Count = Field(default=3, ge=1)
+
+    @model_validator(mode="after")
+    def _names_a_teacher(self) -> ImitationConfig:
+        if self.enabled and not self.teacher.strip():
+            raise _Refusal("must name a teacher agent", "teacher")
+        return self
 
 
-@dataclass
-class Config:
-    """One training run."""
+class Config(_Section):
+    """One training run (fields in the order a config file is written)."""
 
-    algorithm: AlgorithmConfig
-    training: TrainingConfig
     name: str | None = None
     description: str | None = None
-    seed: int = _c(0, min=0)
-    env: EnvConfig = field(default_factory=EnvConfig)
-    shaping: ShapingConfig = field(default_factory=ShapingConfig)
-    curriculum: list[CurriculumStage] = _c([])  # noqa: RUF009 (a field)
-    policy: PolicyConfig = field(default_factory=PolicyConfig)
-    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
-    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
-    imitation: ImitationConfig = field(default_factory=ImitationConfig)
+    seed: Count = Field(default=0, ge=0)
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    shaping: ShapingConfig = Field(default_factory=ShapingConfig)
+    curriculum: list[CurriculumStage] = Field(default_factory=list)
+    algorithm: AlgorithmConfig
+    training: TrainingConfig
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    imitation: ImitationConfig = Field(default_factory=ImitationConfig)
     search: dict[str, Any] | None = None
-    """Hyperparameter search space of ``scripts/tune.py`` (validated by
-    :func:`agents.learning.search_space.parse_search`); training ignores it."""
+    """Hyperparameter search space of ``scripts/tune.py``, kept as plain data here and
+    validated by :mod:`agents.learning.search_space`; training ignores it."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data, in the order a config file is read (top-level keys first)."""
-        plain: dict[str, Any] = _to_plain(self)
+        """Plain data (a deep copy), in the order a config file is written."""
+        plain = self.model_dump()
         if plain.get("search") is None:
             plain.pop("search", None)
-        first = ("name", "description", "seed", "env", "shaping", "curriculum", "algorithm")
-        return {k: plain[k] for k in first} | {k: v for k, v in plain.items() if k not in first}
+        return plain
 
     def env_kwargs(self) -> dict[str, Any]:
         return self.env.kwargs()
@@ -224,14 +355,34 @@ class Config:
     def shaping_gamma(self) -> float:
         if self.shaping.gamma is not None:
             return self.shaping.gamma
-        gamma = self.algorithm.hyperparameters.get("gamma", 0.99)
+        gamma = self.algorithm.hyperparameters.get("gamma", DEFAULT_GAMMA)
         return float(gamma)
+
+    @model_validator(mode="after")
+    def _check_across_sections(self) -> Config:
+        spec = self.algorithm.spec
+        _check_rollout(self, spec)
+        _check_policy(self.policy, spec)
+        _check_curriculum(self.curriculum, self.env.observation_mode)
+        _check_policy_name(self.algorithm.policy, spec, self.env.observation_mode)
+        if self.imitation.enabled and self.training.normalize_obs:
+            raise _Refusal(
+                "cannot be combined with imitation (the clone is trained on raw observations)",
+                "training",
+                "normalize_obs",
+            )
+        return self
 
 
 # ---------------------------------------------------------------- hyperparameters
 @dataclass(frozen=True)
 class HyperSpec:
-    """Type and bounds of one hyperparameter."""
+    """Type and bounds of one hyperparameter.
+
+    A ``schedule`` is a number or a mapping ``{schedule: constant, value}`` /
+    ``{schedule: linear, start, end}`` whose numbers have the bounds (a linear
+    schedule may end on ``low`` even when ``low`` is exclusive: decaying to 0).
+    """
 
     kind: Literal["float", "int", "bool", "schedule"]
     low: float | None = None
@@ -287,6 +438,223 @@ def hyperparameters_of(spec: AlgorithmSpec) -> set[str]:
     return set(params) & set(HYPERPARAMETERS)
 
 
+def _default_of(spec: AlgorithmSpec, name: str) -> Any:
+    return inspect.signature(spec.load_class().__init__).parameters[name].default
+
+
+def _bounded(base: Any, low: float | None, high: float | None, low_exclusive: bool) -> Any:
+    """``base`` annotated with pydantic bounds."""
+    exclusive = low if low_exclusive else None
+    inclusive = None if low_exclusive else low
+    return Annotated[base, Field(gt=exclusive, ge=inclusive, le=high)]
+
+
+def _schedule_shape(value: Any) -> str | None:
+    if not isinstance(value, Mapping):
+        return _tag("number")
+    kind = value.get("schedule")
+    return _tag(str(kind)) if kind in SCHEDULE_KINDS else None
+
+
+def _known_schedule_kind(value: Any) -> Any:
+    if isinstance(value, Mapping) and value.get("schedule") not in SCHEDULE_KINDS:
+        raise _Refusal(
+            f"must be one of {list(SCHEDULE_KINDS)}, got {value.get('schedule')!r}", "schedule"
+        )
+    return value
+
+
+_LINEAR_KIND: Final[Any] = Literal["linear"]
+_CONSTANT_KIND: Final[Any] = Literal["constant"]
+
+
+@functools.cache
+def _hyper_adapter(hs: HyperSpec) -> TypeAdapter[Any]:
+    """The pydantic validator of one hyperparameter's values."""
+    number = _bounded(Number, hs.low, hs.high, hs.low_exclusive)
+    tp: Any
+    if hs.kind == "bool":
+        tp = bool
+    elif hs.kind == "int":
+        tp = _bounded(Count, hs.low, hs.high, hs.low_exclusive)
+    elif hs.kind == "float":
+        tp = number
+    else:
+        end = _bounded(Number, hs.low, hs.high, low_exclusive=False)  # decaying to exactly 0
+        linear = create_model(
+            "LinearSchedule",
+            __base__=_Section,
+            schedule=(_LINEAR_KIND, ...),
+            start=(number, ...),
+            end=(end, ...),
+        )
+        constant = create_model(
+            "ConstantSchedule",
+            __base__=_Section,
+            schedule=(_CONSTANT_KIND, ...),
+            value=(number, ...),
+        )
+        tp = Annotated[
+            Annotated[number, Tag(_tag("number"))]
+            | Annotated[linear, Tag(_tag("linear"))]
+            | Annotated[constant, Tag(_tag("constant"))],
+            Discriminator(_schedule_shape),
+            BeforeValidator(_known_schedule_kind),
+        ]
+    return TypeAdapter(tp | None if hs.nullable else tp)
+
+
+def _hyper_value(hs: HyperSpec, value: Any) -> Any:
+    """The validated value (a schedule as a plain mapping); ``ValidationError`` if invalid."""
+    out = _hyper_adapter(hs).validate_python(value, strict=True)
+    return out.model_dump() if isinstance(out, BaseModel) else out
+
+
+# ---------------------------------------------------------------- cross-section checks
+def _check_rollout(cfg: Config, spec: AlgorithmSpec) -> None:
+    """An on-policy batch must fit in, and divide, one rollout of ``n_steps * n_envs``."""
+    accepted = hyperparameters_of(spec)
+    if "n_steps" not in accepted or "batch_size" not in accepted or spec.off_policy:
+        return  # DQN's n_steps is its n-step return, not a rollout
+    hp = cfg.algorithm.hyperparameters
+    n_steps = int(hp.get("n_steps", _default_of(spec, "n_steps")))
+    n_total = n_steps * cfg.training.n_envs
+    batch = int(hp.get("batch_size", _default_of(spec, "batch_size")))
+    where = ("algorithm", "hyperparameters", "batch_size")
+    if batch > n_total:
+        raise _Refusal(f"{batch} is larger than n_steps * n_envs = {n_total} (one rollout)", *where)
+    if n_total % batch:
+        raise _Refusal(
+            f"n_steps * n_envs = {n_total} is not divisible by batch_size {batch}", *where
+        )
+
+
+def _check_policy(pol: PolicyConfig, spec: AlgorithmSpec) -> None:
+    if spec.family == "q_value":
+        if isinstance(pol.net_arch, NetArch):
+            raise _Refusal(
+                f"{spec.name} takes one list of layer sizes, not pi/vf", "policy", "net_arch"
+            )
+        if pol.ortho_init is not None:
+            raise _Refusal(f"not used by {spec.name}", "policy", "ortho_init")
+    if pol.n_quantiles is not None and spec.name != "qrdqn":
+        raise _Refusal("only for qrdqn", "policy", "n_quantiles")
+    for key in ("lstm_hidden_size", "n_lstm_layers", "shared_lstm", "enable_critic_lstm"):
+        if getattr(pol, key) is not None and not spec.recurrent:
+            raise _Refusal(f"only for a recurrent algorithm, not {spec.name}", "policy", key)
+
+
+def _check_curriculum(stages: Sequence[CurriculumStage], observation_mode: str) -> None:
+    last = 0.0
+    for i, stage in enumerate(stages):
+        if stage.until_fraction <= last:
+            raise _Refusal(
+                f"must increase from stage to stage ({last} before)",
+                "curriculum",
+                i,
+                "until_fraction",
+            )
+        last = stage.until_fraction
+        if observation_mode == "dict" and stage.turns > STANDARD_TURNS:
+            raise _Refusal(
+                f"dict observations encode the turn as Discrete({STANDARD_TURNS + 1}): "
+                f"more than {STANDARD_TURNS} turns needs observation_mode flat",
+                "curriculum",
+                i,
+                "turns",
+            )
+
+
+def _check_policy_name(policy: str | None, spec: AlgorithmSpec, observation_mode: str) -> None:
+    if policy is None:
+        return
+    allowed = {spec.flat_policy, spec.dict_policy}
+    if policy not in allowed:
+        raise _Refusal(
+            f"must be one of {sorted(allowed)} (or null) for {spec.name}, got {policy!r}",
+            "algorithm",
+            "policy",
+        )
+    expected = spec.policy_name(observation_mode)
+    if policy != expected:
+        raise _Refusal(
+            f"observation_mode {observation_mode!r} needs {expected!r}, got {policy!r}",
+            "algorithm",
+            "policy",
+        )
+
+
+# ---------------------------------------------------------------- pydantic errors -> ConfigError
+_TYPE_REASONS: Final[dict[str, str]] = {
+    "int_type": "must be an int",
+    "int_from_float": "must be an int",
+    "int_parsing": "must be an int",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "bool_type": "must be a bool (true/false)",
+    "bool_parsing": "must be a bool (true/false)",
+    "string_type": "must be a string",
+    "list_type": "must be a list",
+    "dict_type": "must be a mapping",
+    "model_type": "must be a mapping",
+    "model_attributes_type": "must be a mapping",
+}
+"""Wrong-type errors: the reason, then the value and its YAML-side (Python) type."""
+
+_BOUND_OPERATORS: Final[dict[str, tuple[str, str]]] = {
+    "greater_than": (">", "gt"),
+    "greater_than_equal": (">=", "ge"),
+    "less_than": ("<", "lt"),
+    "less_than_equal": ("<=", "le"),
+}
+
+
+def _describe(value: Any) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _located(error: ErrorDetails) -> tuple[tuple[str | int, ...], str]:
+    """The key path (union tags dropped) and the one-line reason of one pydantic error."""
+    parts = tuple(part for part in error["loc"] if not _is_tag(part))
+    kind, ctx, value = error["type"], error.get("ctx") or {}, error.get("input")
+    cause = ctx.get("error")
+    if kind == "value_error" and isinstance(cause, _Refusal):
+        return parts + cause.key, cause.reason
+    if kind == "value_error" and cause is not None:
+        return parts, str(cause)
+    if kind == "missing":
+        return parts, "required key is missing"
+    if kind == "extra_forbidden":
+        return parts, "unknown key"
+    if kind in _TYPE_REASONS:
+        return parts, f"{_TYPE_REASONS[kind]}, got {_describe(value)}"
+    if kind == "finite_number":
+        return parts, f"must be a finite number, got {value!r}"
+    if kind == "literal_error":
+        return parts, f"must be one of {ctx['expected']}, got {value!r}"
+    if kind in _BOUND_OPERATORS:
+        op, name = _BOUND_OPERATORS[kind]
+        return parts, f"must be {op} {ctx[name]}, got {value!r}"
+    return parts, f"{error['msg']}, got {value!r}"
+
+
+def _key_path(parts: Sequence[str | int]) -> str:
+    """``("curriculum", 0, "turns")`` as ``curriculum[0].turns``."""
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _config_error(exc: ValidationError, file: str | None) -> ConfigError:
+    """The first of pydantic's errors as a :class:`ConfigError` (file, key path, reason)."""
+    errors = exc.errors()
+    parts, reason = _located(errors[0])
+    if len(errors) > 1:
+        reason += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return ConfigError(file, _key_path(parts), reason)
+
+
 # ---------------------------------------------------------------- YAML loading
 class _Loader(yaml.SafeLoader):
     """SafeLoader that also reads ``3e-4`` as a float (YAML 1.2; PyYAML needs a dot)."""
@@ -326,9 +694,10 @@ def load_config(path: str | Path) -> Config:
 
 def config_from_dict(data: Any, file: str | None = None) -> Config:
     """Validate a parsed mapping into a :class:`Config` (``file`` is named in errors)."""
-    cfg: Config = _build(Config, data, "", file)
-    validate(cfg, file)
-    return cfg
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(exc, file) from None
 
 
 def apply_overrides(
@@ -346,300 +715,6 @@ def apply_overrides(
 def dump_config(cfg: Config) -> str:
     """The resolved config as YAML text (loads back to an equal config)."""
     return yaml.safe_dump(cfg.to_dict(), sort_keys=False, default_flow_style=None)
-
-
-# ---------------------------------------------------------------- generic validator
-_PLAIN_TYPES: Final = {bool: "a bool", int: "an int", float: "a number", str: "a string"}
-
-
-def _describe(value: Any) -> str:
-    return f"{value!r} ({type(value).__name__})"
-
-
-def _build(cls: type[Any], data: Any, path: str, file: str | None) -> Any:
-    if data is None:
-        data = {}
-    if not isinstance(data, Mapping):
-        raise ConfigError(file, path, f"must be a mapping, got {_describe(data)}")
-    hints = typing.get_type_hints(cls)
-    fields_ = {f.name: f for f in dataclasses.fields(cls)}
-    for key in data:
-        if key not in fields_:
-            where = f"{path}.{key}" if path else str(key)
-            raise ConfigError(file, where, f"unknown key; known keys here: {sorted(fields_)}")
-    values: dict[str, Any] = {}
-    for name, f in fields_.items():
-        where = f"{path}.{name}" if path else name
-        if name in data:
-            values[name] = _coerce(data[name], hints[name], dict(f.metadata), where, file)
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise ConfigError(file, where, "required key is missing")
-    return cls(**values)
-
-
-def _coerce(value: Any, tp: Any, meta: dict[str, Any], path: str, file: str | None) -> Any:
-    origin = typing.get_origin(tp)
-    if origin in (Union, types.UnionType):
-        options = typing.get_args(tp)
-        if value is None:
-            if type(None) in options:
-                return None
-            raise ConfigError(file, path, "must not be null")
-        non_null = [o for o in options if o is not type(None)]
-        errors = []
-        for option in non_null:
-            try:
-                return _coerce(value, option, meta, path, file)
-            except ConfigError as exc:
-                errors.append(exc)
-        if len(non_null) == 1:
-            raise errors[0]
-        # Report the alternative matching the YAML shape (mapping vs list vs scalar).
-        for error, option in zip(errors, non_null, strict=True):
-            shape = typing.get_origin(option) or option
-            if (isinstance(value, Mapping) and dataclasses.is_dataclass(shape)) or (
-                isinstance(value, list) and shape is list
-            ):
-                raise error
-        names = " or ".join(_type_name(o) for o in non_null)
-        raise ConfigError(file, path, f"must be {names}, got {_describe(value)}")
-    if dataclasses.is_dataclass(tp):
-        return _build(tp, value, path, file)  # type: ignore[arg-type]
-    if origin is list:
-        if not isinstance(value, list):
-            raise ConfigError(file, path, f"must be a list, got {_describe(value)}")
-        (item_tp,) = typing.get_args(tp)
-        item_meta = {k[5:]: v for k, v in meta.items() if k.startswith("item_")}
-        return [_coerce(v, item_tp, item_meta, f"{path}[{i}]", file) for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, Mapping):
-            raise ConfigError(file, path, f"must be a mapping, got {_describe(value)}")
-        return dict(value)
-    return _scalar(value, tp, meta, path, file)
-
-
-def _type_name(tp: Any) -> str:
-    if dataclasses.is_dataclass(tp):
-        return "a mapping"
-    if typing.get_origin(tp) is list:
-        return "a list"
-    return str(_PLAIN_TYPES.get(tp, getattr(tp, "__name__", str(tp))))
-
-
-def _scalar(value: Any, tp: Any, meta: dict[str, Any], path: str, file: str | None) -> Any:
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(file, path, f"must be a bool (true/false), got {_describe(value)}")
-    elif tp is int:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)  # 1.0e6 written for a count
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(file, path, f"must be an int, got {_describe(value)}")
-    elif tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(file, path, f"must be a number, got {_describe(value)}")
-        value = float(value)
-        if not math.isfinite(value):
-            raise ConfigError(file, path, f"must be a finite number, got {value!r}")
-    elif tp is str:
-        if not isinstance(value, str):
-            raise ConfigError(file, path, f"must be a string, got {_describe(value)}")
-    else:  # pragma: no cover (schema bug)
-        raise TypeError(f"unsupported schema type {tp!r} at {path}")
-    _check_bounds(value, meta, path, file)
-    return value
-
-
-def _check_bounds(value: Any, meta: Mapping[str, Any], path: str, file: str | None) -> None:
-    choices = meta.get("choices")
-    if choices is not None and value not in choices:
-        raise ConfigError(file, path, f"must be one of {list(choices)}, got {value!r}")
-    low, high = meta.get("min"), meta.get("max")
-    if low is not None:
-        bad = value <= low if meta.get("min_exclusive") else value < low
-        if bad:
-            op = ">" if meta.get("min_exclusive") else ">="
-            raise ConfigError(file, path, f"must be {op} {low}, got {value!r}")
-    if high is not None:
-        bad = value >= high if meta.get("max_exclusive") else value > high
-        if bad:
-            op = "<" if meta.get("max_exclusive") else "<="
-            raise ConfigError(file, path, f"must be {op} {high}, got {value!r}")
-
-
-def _to_plain(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, list):
-        return [_to_plain(v) for v in obj]
-    if isinstance(obj, dict):
-        return {k: _to_plain(v) for k, v in obj.items()}
-    return obj
-
-
-# ---------------------------------------------------------------- cross-field validation
-def validate(cfg: Config, file: str | None = None) -> None:
-    """Checks that span several keys (and the per-algorithm hyperparameters)."""
-    spec = cfg.algorithm.spec
-    _validate_hyperparameters(cfg, spec, file)
-    _validate_policy(cfg, spec, file)
-    _validate_curriculum(cfg, file)
-    if cfg.algorithm.policy is not None:
-        allowed = {spec.flat_policy, spec.dict_policy}
-        if cfg.algorithm.policy not in allowed:
-            raise ConfigError(
-                file,
-                "algorithm.policy",
-                f"must be one of {sorted(allowed)} (or null) for {spec.name}, "
-                f"got {cfg.algorithm.policy!r}",
-            )
-        expected = spec.policy_name(cfg.env.observation_mode)
-        if cfg.algorithm.policy != expected:
-            raise ConfigError(
-                file,
-                "algorithm.policy",
-                f"observation_mode {cfg.env.observation_mode!r} needs {expected!r}, "
-                f"got {cfg.algorithm.policy!r}",
-            )
-    if cfg.search is not None:
-        from agents.learning.search_space import parse_search  # noqa: PLC0415 (it imports this module)
-
-        base = cfg.to_dict()
-        base.pop("search")
-        parse_search(cfg.search, base, cfg, file)
-    if cfg.imitation.enabled and not cfg.imitation.teacher.strip():
-        raise ConfigError(file, "imitation.teacher", "must name a teacher agent")
-    if cfg.imitation.enabled and cfg.training.normalize_obs:
-        raise ConfigError(
-            file,
-            "training.normalize_obs",
-            "cannot be combined with imitation (the clone is trained on raw observations)",
-        )
-
-
-def _validate_hyperparameters(cfg: Config, spec: AlgorithmSpec, file: str | None) -> None:
-    base = "algorithm.hyperparameters"
-    accepted = hyperparameters_of(spec)
-    hp = cfg.algorithm.hyperparameters
-    for key, value in list(hp.items()):
-        path = f"{base}.{key}"
-        if key in MANAGED_ARGUMENTS:
-            raise ConfigError(file, path, f"not a hyperparameter: {MANAGED_ARGUMENTS[key]}")
-        if key not in accepted:
-            raise ConfigError(
-                file, path, f"unknown hyperparameter for {spec.name}; known: {sorted(accepted)}"
-            )
-        hp[key] = _hyper_value(value, HYPERPARAMETERS[key], path, file)
-    n_total = None
-    if "n_steps" in accepted and not spec.off_policy:  # DQN's n_steps is its n-step return
-        n_steps = int(hp.get("n_steps", _default_of(spec, "n_steps")))
-        n_total = n_steps * cfg.training.n_envs
-    if "batch_size" in accepted and n_total is not None:
-        batch = int(hp.get("batch_size", _default_of(spec, "batch_size")))
-        if batch > n_total:
-            raise ConfigError(
-                file,
-                f"{base}.batch_size",
-                f"{batch} is larger than n_steps * n_envs = {n_total} (one rollout)",
-            )
-        if n_total % batch:
-            raise ConfigError(
-                file,
-                f"{base}.batch_size",
-                f"n_steps * n_envs = {n_total} is not divisible by batch_size {batch}",
-            )
-    lo = hp.get("exploration_final_eps")
-    hi = hp.get("exploration_initial_eps")
-    if lo is not None and hi is not None and lo > hi:
-        raise ConfigError(
-            file, f"{base}.exploration_final_eps", f"{lo} is above exploration_initial_eps {hi}"
-        )
-
-
-def _default_of(spec: AlgorithmSpec, name: str) -> Any:
-    return inspect.signature(spec.load_class().__init__).parameters[name].default
-
-
-def _hyper_value(value: Any, hs: HyperSpec, path: str, file: str | None) -> Any:
-    if value is None:
-        if hs.nullable:
-            return None
-        raise ConfigError(file, path, "must not be null")
-    meta = {"min": hs.low, "max": hs.high, "min_exclusive": hs.low_exclusive}
-    if hs.kind == "schedule":
-        if isinstance(value, Mapping):
-            return _schedule(value, meta, path, file)
-        return _scalar(value, float, meta, path, file)
-    tp = {"float": float, "int": int, "bool": bool}[hs.kind]
-    return _scalar(value, tp, meta, path, file)
-
-
-def _schedule(
-    value: Mapping[str, Any], meta: dict[str, Any], path: str, file: str | None
-) -> dict[str, Any]:
-    kind = value.get("schedule")
-    if kind not in SCHEDULE_KINDS:
-        raise ConfigError(
-            file, f"{path}.schedule", f"must be one of {list(SCHEDULE_KINDS)}, got {kind!r}"
-        )
-    keys = ("schedule", "value") if kind == "constant" else ("schedule", "start", "end")
-    for key in value:
-        if key not in keys:
-            raise ConfigError(
-                file, f"{path}.{key}", f"unknown key for a {kind} schedule; known: {list(keys)}"
-            )
-    out: dict[str, Any] = {"schedule": kind}
-    for key in keys[1:]:
-        if key not in value:
-            raise ConfigError(file, f"{path}.{key}", "required key is missing")
-        bounds = dict(meta)
-        if kind == "linear" and key == "end":
-            bounds["min_exclusive"] = False  # decaying to exactly 0 is common
-        out[key] = _scalar(value[key], float, bounds, f"{path}.{key}", file)
-    return out
-
-
-def _validate_policy(cfg: Config, spec: AlgorithmSpec, file: str | None) -> None:
-    pol = cfg.policy
-    if spec.family == "q_value":
-        if isinstance(pol.net_arch, NetArch):
-            raise ConfigError(
-                file, "policy.net_arch", f"{spec.name} takes one list of layer sizes, not pi/vf"
-            )
-        if pol.ortho_init is not None:
-            raise ConfigError(file, "policy.ortho_init", f"not used by {spec.name}")
-    if pol.n_quantiles is not None and spec.name != "qrdqn":
-        raise ConfigError(file, "policy.n_quantiles", "only for qrdqn")
-    lstm_keys = ("lstm_hidden_size", "n_lstm_layers", "shared_lstm", "enable_critic_lstm")
-    for key in lstm_keys:
-        if getattr(pol, key) is not None and not spec.recurrent:
-            raise ConfigError(
-                file, f"policy.{key}", f"only for a recurrent algorithm, not {spec.name}"
-            )
-    if pol.shared_lstm and pol.enable_critic_lstm:
-        raise ConfigError(
-            file, "policy.enable_critic_lstm", "must be false when shared_lstm is true"
-        )
-
-
-def _validate_curriculum(cfg: Config, file: str | None) -> None:
-    last = 0.0
-    for i, stage in enumerate(cfg.curriculum):
-        path = f"curriculum[{i}]"
-        if stage.until_fraction <= last:
-            raise ConfigError(
-                file, f"{path}.until_fraction", f"must increase from stage to stage ({last} before)"
-            )
-        last = stage.until_fraction
-        if stage.turns == STANDARD_TURNS and stage.suits_required == STANDARD_SUITS:
-            raise ConfigError(file, path, "is the real game: a stage must change turns or suits")
-        if cfg.env.observation_mode == "dict" and stage.turns > STANDARD_TURNS:
-            raise ConfigError(
-                file,
-                f"{path}.turns",
-                f"dict observations encode the turn as Discrete({STANDARD_TURNS + 1}): "
-                f"more than {STANDARD_TURNS} turns needs observation_mode flat",
-            )
 
 
 # ---------------------------------------------------------------- building SB3 arguments

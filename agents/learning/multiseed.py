@@ -45,7 +45,6 @@ META_FILE: Final = "meta.json"  # as agents.learning.training.META_FILE
 EVAL_JSON: Final = "evaluations.json"  # as agents.learning.training.EVAL_JSON
 MAX_SEEDS: Final = 1000
 """A guard against typos such as ``0-10000``."""
-_BISECT_STEPS: Final = 200
 _RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
 
 
@@ -93,42 +92,15 @@ def parse_seeds(text: str) -> list[int]:
 
 
 # ---------------------------------------------------------------- statistics
-def _two_sided_t_cdf(t: float, df: int) -> float:
-    """``P(|T| <= t)`` for Student's t with integer ``df`` (closed form, A&S 26.7.3-4)."""
-    theta = math.atan(t / math.sqrt(df))
-    c2 = math.cos(theta) ** 2
-    s = math.sin(theta)
-    if df % 2 == 1:
-        if df == 1:
-            return 2 * theta / math.pi
-        term, total = 1.0, 1.0
-        for k in range(2, df - 1, 2):  # 1 + 2/3 c^2 + 2*4/(3*5) c^4 + ...
-            term *= c2 * k / (k + 1)
-            total += term
-        return 2 / math.pi * (theta + s * math.cos(theta) * total)
-    term, total = 1.0, 1.0
-    for k in range(1, df - 2, 2):  # 1 + 1/2 c^2 + 1*3/(2*4) c^4 + ...
-        term *= c2 * k / (k + 1)
-        total += term
-    return s * total
-
-
 def t_critical(df: int, confidence: float = CONFIDENCE) -> float:
-    """The two-sided Student-t critical value (``t(0.975, df)`` for 95%), by bisection."""
+    """The two-sided Student-t critical value (``t(0.975, df)`` for 95%), from SciPy."""
     if isinstance(df, bool) or not isinstance(df, int) or df < 1:
         raise ValueError(f"degrees of freedom must be a positive integer, got {df!r}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    lo, hi = 0.0, 1.0
-    while _two_sided_t_cdf(hi, df) < confidence:
-        hi *= 2
-    for _ in range(_BISECT_STEPS):
-        mid = (lo + hi) / 2
-        if _two_sided_t_cdf(mid, df) < confidence:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+    from scipy.stats import t as student_t  # noqa: PLC0415 (about 1 s to import: on use)
+
+    return float(student_t.ppf((1.0 + confidence) / 2.0, df))
 
 
 @dataclass(frozen=True)

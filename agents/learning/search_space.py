@@ -16,6 +16,9 @@ A tuning config is an ordinary run config (:mod:`agents.learning.config`) plus a
 :func:`agents.learning.config.config_from_dict` and the search space with
 :func:`parse_search`: every problem is a :class:`~agents.learning.config.ConfigError`
 naming the file and the key (``search.parameters[PATH].low``, ...).
+:mod:`agents.learning.config` keeps ``search:`` as an opaque mapping and does not
+import this module (the dependency goes one way): a script that trains from a
+config holding a ``search:`` section validates it with :func:`check_search`.
 The Optuna side (objective, workers, reports) is :mod:`agents.learning.tuning`.
 """
 
@@ -220,9 +223,21 @@ def load_tuning_config(path: str | Path) -> TuningConfig:
         )
     base = config_from_dict(copy.deepcopy(rest), file)
     base_data = base.to_dict()
-    base_data.pop(SEARCH_KEY, None)  # when agents.learning.config knows the section itself
     search = parse_search(data[SEARCH_KEY], base_data, base, file)
     return TuningConfig(file, base, base_data, search, data[SEARCH_KEY])
+
+
+def check_search(cfg: Config, file: str | None = None) -> SearchSpace | None:
+    """Validate the ``search:`` section a run config holds (``None`` without one).
+
+    Training ignores the section but refuses a config whose section is invalid,
+    as tuning does (``ConfigError`` naming the file and the key).
+    """
+    if cfg.search is None:
+        return None
+    base_data = cfg.to_dict()
+    base_data.pop(SEARCH_KEY)
+    return parse_search(cfg.search, base_data, cfg, file)
 
 
 def _under(key: str, path: str) -> bool:

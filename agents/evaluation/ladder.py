@@ -1,0 +1,443 @@
+"""The strength ladder: every player of Cold Iron on the same deals, up to the clairvoyant bound.
+
+    nice -n 10 python scripts/ladder.py --episodes 10000 --planner-episodes 2000 \\
+        --seed 0 --workers 2 --out-dir docs/ladder
+
+Rows, all on the deals of ``agents.evaluation.arena.deal_decks(SEED, EPISODES)``:
+
+* ``random``, ``threaten``, ``heuristic`` on all ``EPISODES`` deals;
+* every trained run (``--runs DIR...``, or each directory under ``runs/``
+  holding a model), loaded with ``agents.registry.make_agent``; a run that
+  cannot be loaded is skipped with a note;
+* the planner at two budgets (``--planner NAME``, default ``planner-small`` and
+  ``planner``) on the **first** ``PLANNER_EPISODES`` deals, with ``heuristic``
+  again on those same deals for a paired comparison (McNemar: deals won by one
+  and lost by the other);
+* the clairvoyant bound (``agents.players.solver``: the share of deals that can be won
+  at all with the deck order known) on the first ``SOLVER_EPISODES`` deals
+  (default: all).
+
+Each agent is reset with the evaluation's per-deal seed (``agent_seeds``), so a
+row is the same whether it is played by one process or split over
+``--workers``. "s/game" is the processing time per game (summed over workers).
+Writes ``ladder.md`` (Markdown table), ``ladder.json`` and ``ladder.png`` in
+``--out-dir`` (atomic writes). Ctrl-C writes the rows finished so far.
+
+Every row is an :class:`~agents.evaluation.arena.AgentResult` (``kind`` says
+which sort of row; the bound tallies the solver's verdicts). :func:`run_ladder`
+plays them, :func:`write_outputs` writes the files; ``scripts/ladder.py`` is the
+command line.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+from agents.atomic import atomic_target, atomic_write_json, atomic_write_text
+from agents.evaluation.arena import (
+    AgentResult,
+    ResultKind,
+    agent_seeds,
+    deal_decks,
+    evaluate_agent,
+)
+from agents.evaluation.stats import Z_95, intervals_disjoint
+from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
+from agents.registry import make_agent
+from coldiron_env.game import OUTCOMES
+
+BASE_AGENTS: Final = ("random", "threaten", "heuristic")
+DEFAULT_PLANNERS: Final = ("planner-small", "planner")
+PLANNER_BASELINE: Final = "heuristic"
+RUNS_DIR: Final = Path("runs")
+MODEL_NAMES: Final = ("model.zip",)  # sb3_agent.MODEL_FILE (not imported: SB3 is heavy)
+CHUNK: Final = 25
+"""Deals per task handed to a worker."""
+SOLVER_LABEL: Final = "clairvoyant bound"
+PERCENT: Final = 100.0
+PUBLIC_FILE_MODE: Final = 0o644
+OUTPUT_FILES: Final = ("ladder.md", "ladder.json", "ladder.png")
+DEFAULT_EPISODES: Final = 10_000
+DEFAULT_PLANNER_EPISODES: Final = 1000
+DEFAULT_WORKERS: Final = 2
+DEFAULT_OUT_DIR: Final = Path("docs/ladder")
+CHART_MARGIN: Final = 1.15
+"""The chart's x axis reaches this factor past the highest interval."""
+KIND_COLOURS: Final[dict[str, str]] = {
+    "agent": "#4C72B0",
+    "planner": "#DD8452",
+    "baseline-subset": "#8C8C8C",
+    "bound": "#55A868",
+}
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class LadderSettings:
+    """What a ladder plays: the deals, the planners and runs, the solver's share, workers."""
+
+    seed: int = 0
+    episodes: int = DEFAULT_EPISODES
+    planner_episodes: int = DEFAULT_PLANNER_EPISODES
+    solver_episodes: int = DEFAULT_EPISODES
+    planners: tuple[str, ...] = DEFAULT_PLANNERS
+    runs: tuple[str, ...] | None = None
+    """Trained run directories; ``None``: every directory under ``runs/`` holding a model."""
+    workers: int = DEFAULT_WORKERS
+    solver_max_nodes: int = 0
+    """Search-node cap of the solver per deal (0: none)."""
+
+
+@dataclass
+class Ladder:
+    """The rows played (in table order), the paired planner comparisons and notes."""
+
+    rows: list[AgentResult] = field(default_factory=list)
+    comparisons: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    interrupted: bool = False
+
+
+# --------------------------------------------------------------------------- workers
+def _agent_chunk(task: tuple[str, int, int, int, int]) -> tuple[int, AgentResult]:
+    """Play agent ``spec`` on deals ``start:stop`` of (seed, episodes)."""
+    spec, seed, episodes, start, stop = task
+    decks = deal_decks(seed, episodes)[start:stop]
+    seeds = agent_seeds(seed, episodes)[start:stop]
+    return start, evaluate_agent(make_agent(spec), decks, seeds)
+
+
+def _solver_chunk(task: tuple[int, int, int, int, int]) -> tuple[int, tuple[list[str], float]]:
+    """The solver's verdicts on deals ``start:stop`` of (seed, episodes), and the seconds taken."""
+    seed, episodes, start, stop, max_nodes = task
+    decks = deal_decks(seed, episodes)[start:stop].tolist()
+    begin = time.perf_counter()
+    verdicts = [solve_deck(deck, max_nodes=max_nodes).verdict for deck in decks]
+    return start, (verdicts, time.perf_counter() - begin)
+
+
+def _chunks(count: int) -> list[tuple[int, int]]:
+    return [(s, min(s + CHUNK, count)) for s in range(0, count, CHUNK)]
+
+
+def _in_deal_order(
+    pool: Any, func: Callable[[Any], tuple[int, _T]], tasks: Iterable[Any]
+) -> list[_T]:
+    """The results of ``func`` over ``tasks`` (on ``pool`` if any), ordered by first deal."""
+    mapper = pool.imap_unordered if pool is not None else map
+    return [part for _, part in sorted(mapper(func, tasks), key=lambda item: item[0])]
+
+
+def play_row(
+    pool: Any, spec: str, label: str, kind: ResultKind, seed: int, episodes: int, count: int
+) -> AgentResult:
+    """``spec`` on the first ``count`` of the ``episodes`` deals of ``seed``."""
+    tasks = [(spec, seed, episodes, a, b) for a, b in _chunks(count)]
+    row = AgentResult(label, kind=kind)
+    for part in _in_deal_order(pool, _agent_chunk, tasks):
+        row.extend(part)
+    return row
+
+
+def solver_row(pool: Any, seed: int, episodes: int, count: int, max_nodes: int) -> AgentResult:
+    """The clairvoyant bound on the first ``count`` deals (its ``outcomes`` tally verdicts)."""
+    tasks = [(seed, episodes, a, b, max_nodes) for a, b in _chunks(count)]
+    verdicts: list[str] = []
+    seconds = 0.0
+    for part, secs in _in_deal_order(pool, _solver_chunk, tasks):
+        verdicts += part
+        seconds += secs
+    tally = {v: verdicts.count(v) for v in (WINNABLE, UNWINNABLE, UNKNOWN)}
+    # A deal the search could not settle counts as won: the figure stays an upper bound.
+    won = [v != UNWINNABLE for v in verdicts]
+    return AgentResult(
+        SOLVER_LABEL, episodes=count, outcomes=tally, seconds=seconds, kind="bound", won=won
+    )
+
+
+# --------------------------------------------------------------------------- runs
+def find_runs(explicit: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """Run directories to evaluate and notes on what was skipped."""
+    notes: list[str] = []
+    if explicit:
+        return list(explicit), notes
+    if not RUNS_DIR.is_dir():
+        notes.append(f"no trained runs: {RUNS_DIR}/ does not exist (pass --runs DIR...)")
+        return [], notes
+    runs = sorted(
+        str(p)
+        for p in RUNS_DIR.iterdir()
+        if p.is_dir() and any((p / m).exists() for m in MODEL_NAMES)
+    )
+    if not runs:
+        notes.append(f"no trained runs: no directory under {RUNS_DIR}/ holds a model")
+    return runs, notes
+
+
+def loadable(spec: str) -> str | None:
+    """None if ``spec`` loads as an agent, else why not."""
+    try:
+        make_agent(spec)
+    except (ValueError, OSError) as err:
+        return str(err)
+    return None
+
+
+# --------------------------------------------------------------------------- paired
+def mcnemar(base: Sequence[bool], other: Sequence[bool]) -> dict[str, Any]:
+    """Paired comparison on the same deals: discordant counts and the exact two-sided p-value."""
+    only_other = sum(1 for b, o in zip(base, other, strict=True) if o and not b)
+    only_base = sum(1 for b, o in zip(base, other, strict=True) if b and not o)
+    n = only_other + only_base
+    k = min(only_other, only_base)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n if n else 1.0
+    diff = (only_other - only_base) / len(base)
+    se = math.sqrt(n / len(base) - diff * diff) / math.sqrt(len(base)) if n else 0.0
+    return {
+        "deals": len(base),
+        "only_other_wins": only_other,
+        "only_base_wins": only_base,
+        "difference": diff,
+        "difference_ci95": [diff - Z_95 * se, diff + Z_95 * se],
+        "p_two_sided": min(1.0, 2 * tail),
+    }
+
+
+def deals_for_disjoint(p_base: float, p_other: float) -> float:
+    """Deals needed for two Wilson 95% intervals at these rates to stop overlapping (approx.)."""
+    gap = p_other - p_base
+    if gap <= 0:
+        return math.inf
+    spread = math.sqrt(p_base * (1 - p_base)) + math.sqrt(p_other * (1 - p_other))
+    return (Z_95 * spread / gap) ** 2
+
+
+# --------------------------------------------------------------------------- playing
+def print_progress(row: AgentResult) -> None:
+    """One line per finished row on stderr."""
+    low, high = row.interval
+    print(
+        f"  {row.agent}: {PERCENT * row.win_rate:.2f}% [{PERCENT * low:.2f}%, "
+        f"{PERCENT * high:.2f}%] on {row.episodes} deals, "
+        f"{row.seconds / row.episodes:.4f} s/game",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def run_ladder(
+    settings: LadderSettings, progress: Callable[[AgentResult], None] | None = None
+) -> Ladder:
+    """Play every row of the ladder; Ctrl-C stops it with the rows finished so far."""
+    runs, notes = find_runs(settings.runs)
+    ladder = Ladder(notes=notes)
+    rows = ladder.rows
+    seed, n, m = settings.seed, settings.episodes, settings.planner_episodes
+    report = progress or (lambda _row: None)
+    pool = mp.get_context("spawn").Pool(settings.workers) if settings.workers > 1 else None
+    try:
+        for spec in BASE_AGENTS:
+            rows.append(play_row(pool, spec, spec, "agent", seed, n, n))
+            report(rows[-1])
+        for run in runs:
+            why = loadable(run)
+            if why is not None:
+                ladder.notes.append(f"skipped run {run}: {why}")
+                continue
+            rows.append(play_row(pool, run, Path(run).name, "agent", seed, n, n))
+            report(rows[-1])
+        base = next(r for r in rows if r.agent == PLANNER_BASELINE)
+        if m < n:
+            label = f"{PLANNER_BASELINE} (first {m})"
+            base = play_row(pool, PLANNER_BASELINE, label, "baseline-subset", seed, n, m)
+            rows.append(base)
+        for name in settings.planners:
+            row = play_row(pool, name, name, "planner", seed, n, m)
+            rows.append(row)
+            report(row)
+            pair = mcnemar(base.won, row.won)
+            pair["disjoint"] = intervals_disjoint(base.interval, row.interval)
+            pair["deals_for_disjoint"] = deals_for_disjoint(base.win_rate, row.win_rate)
+            pair["seconds_per_decision"] = row.seconds / max(row.total_steps, 1)
+            ladder.comparisons[name] = pair
+        if settings.solver_episodes:
+            rows.append(
+                solver_row(pool, seed, n, settings.solver_episodes, settings.solver_max_nodes)
+            )
+            report(rows[-1])
+    except KeyboardInterrupt:
+        ladder.interrupted = True
+        print("interrupted: writing the rows finished so far", file=sys.stderr)
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+    return ladder
+
+
+# --------------------------------------------------------------------------- output
+def row_dict(row: AgentResult) -> dict[str, Any]:
+    """A ladder row in ``ladder.json`` (a planner's row also gives its seconds per decision)."""
+    low, high = row.interval
+    return {
+        "label": row.agent,
+        "kind": row.kind,
+        "episodes": row.episodes,
+        "wins": row.wins,
+        "win_rate": row.win_rate,
+        "ci_low": low,
+        "ci_high": high,
+        "outcomes": row.outcomes,
+        "seconds_per_game": row.seconds / row.episodes,
+        "seconds_per_decision": row.seconds_per_decision if row.kind == "planner" else None,
+        "note": row.note,
+    }
+
+
+def table_markdown(rows: Sequence[AgentResult], seed: int, episodes: int) -> str:
+    head = ["player", "deals", "win rate", "95% interval", *OUTCOMES, "s/game"]
+    lines = [
+        "| " + " | ".join(head) + " |",
+        "|" + "|".join(" --- " for _ in head) + "|",
+    ]
+    for r in rows:
+        low, high = r.interval
+        if r.kind == "bound":
+            breakdown = [
+                f"winnable {r.outcomes[WINNABLE]}",
+                f"unwinnable {r.outcomes[UNWINNABLE]}",
+                f"unknown {r.outcomes[UNKNOWN]}",
+                "",
+                "",
+            ]
+        else:
+            breakdown = [str(r.outcomes[o]) for o in OUTCOMES]
+        deals = f"{r.episodes}" + ("" if r.episodes == episodes else f" (first {r.episodes})")
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    r.agent,
+                    deals,
+                    f"{PERCENT * r.win_rate:.2f}%",
+                    f"[{PERCENT * low:.2f}%, {PERCENT * high:.2f}%]",
+                    *breakdown,
+                    f"{r.seconds / r.episodes:.4f}",
+                ]
+            )
+            + " |"
+        )
+    lines.append("")
+    lines.append(
+        f"Deals: row i of `shuffled_decks(numpy.random.default_rng({seed}), {episodes})`; "
+        "'first M' rows use the first M of those deals. Intervals: Wilson score, 95%. "
+        "s/game: processing seconds per game (summed over workers)."
+    )
+    return "\n".join(lines)
+
+
+def plot_ladder(rows: Sequence[AgentResult], path: Path) -> Path:
+    import matplotlib  # noqa: PLC0415 (optional dependency, loaded on use)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415 (after choosing the Agg backend)
+
+    labels = [f"{r.agent}\n({r.episodes} deals)" for r in rows]
+    rates = [PERCENT * r.win_rate for r in rows]
+    err_low = [PERCENT * (r.win_rate - r.interval[0]) for r in rows]
+    err_high = [PERCENT * (r.interval[1] - r.win_rate) for r in rows]
+    fig, ax = plt.subplots(figsize=(8.0, 0.55 * len(rows) + 1.5))
+    try:
+        ys = list(range(len(rows)))[::-1]
+        ax.barh(
+            ys,
+            rates,
+            xerr=[err_low, err_high],
+            capsize=4,
+            color=[KIND_COLOURS.get(r.kind, KIND_COLOURS["agent"]) for r in rows],
+            edgecolor="black",
+        )
+        for y, rate, high in zip(ys, rates, err_high, strict=True):
+            ax.annotate(
+                f"{rate:.2f}%",
+                (rate + high, y),
+                xytext=(4, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=8,
+            )
+        ax.set_yticks(ys, labels, fontsize=8)
+        ax.set_xlabel("win rate (%), Wilson 95% interval")
+        reach = max(r + h for r, h in zip(rates, err_high, strict=True))
+        ax.set_xlim(0, min(PERCENT, reach * CHART_MARGIN + 1))
+        ax.set_title("Cold Iron strength ladder (same deals)")
+        ax.grid(axis="x", alpha=0.3)
+        fig.tight_layout()
+        with atomic_target(path, suffix=".png") as tmp:
+            fig.savefig(tmp, format="png", dpi=110)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def write_outputs(
+    out_dir: Path, ladder: Ladder, settings: LadderSettings, command: str
+) -> list[Path]:
+    """Write ``ladder.md``, ``ladder.json`` and (with rows) ``ladder.png`` into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = ladder.rows
+    md = ["# Cold Iron strength ladder", ""]
+    if ladder.interrupted:
+        md += ["**Interrupted: only the rows finished are shown.**", ""]
+    md += [table_markdown(rows, settings.seed, settings.episodes), ""]
+    if ladder.comparisons:
+        md += ["## Planner vs heuristic on the same deals (paired)", ""]
+        md += [
+            "| planner | deals | planner-only wins | heuristic-only wins | difference [95%] | "
+            "McNemar p | intervals disjoint | deals for disjoint (projected) | s/decision |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for name, c in ladder.comparisons.items():
+            low, high = c["difference_ci95"]
+            md.append(
+                f"| {name} | {c['deals']} | {c['only_other_wins']} | {c['only_base_wins']} | "
+                f"{PERCENT * c['difference']:+.2f} pts "
+                f"[{PERCENT * low:+.2f}, {PERCENT * high:+.2f}] | "
+                f"{c['p_two_sided']:.3g} | {'yes' if c['disjoint'] else 'no'} | "
+                f"{c['deals_for_disjoint']:.0f} | {c['seconds_per_decision']:.4f} |"
+            )
+        md.append("")
+    if ladder.notes:
+        md += ["Notes:", "", *(f"- {n}" for n in ladder.notes), ""]
+    md += ["Reproduce:", "", "```", command, "```", ""]
+    paths = [out_dir / name for name in OUTPUT_FILES]
+    atomic_write_text(paths[0], "\n".join(md))
+    atomic_write_json(
+        paths[1],
+        {
+            "seed": settings.seed,
+            "episodes": settings.episodes,
+            "planner_episodes": settings.planner_episodes,
+            "solver_episodes": settings.solver_episodes,
+            "rows": [row_dict(r) for r in rows],
+            "paired": ladder.comparisons,
+            "notes": list(ladder.notes),
+            "interrupted": ladder.interrupted,
+            "command": command,
+            "interval": "Wilson score, 95% (z = 1.96)",
+        },
+    )
+    if rows:
+        plot_ladder(rows, paths[2])
+    for path in paths:
+        if path.exists():
+            path.chmod(PUBLIC_FILE_MODE)  # temporary files are created private
+    return paths
