@@ -5,31 +5,18 @@ trained model: a run directory or a ``.zip`` file, loaded by
 :func:`agents.learning.sb3_agent.load_sb3_agent` (imported only when needed, so the
 built-in players work without the training stack).
 
-To add a built-in player, add one entry to :data:`BUILTIN_AGENTS`.
+The built-in players are :mod:`agents.players.roster`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Final
 
 from agents.players.base import Agent
-from agents.players.baselines import RandomAgent, ThreatenAgent
-from agents.players.heuristic import HeuristicAgent
-from agents.players.planner import BUDGETS, make_planner
+from agents.players.roster import BUILTIN_AGENTS, AgentFactory
 
-AgentFactory = Callable[[], Agent]
-
-BUILTIN_AGENTS: Final[dict[str, AgentFactory]] = {
-    "random": RandomAgent,
-    "threaten": ThreatenAgent,
-    "heuristic": HeuristicAgent,
-    # The rollout planner at its budgets: planner-small, planner, planner-large.
-    **{name: partial(make_planner, name) for name in BUDGETS},
-}
-"""Built-in player names -> factories (each call makes a fresh agent)."""
+__all__ = ["BUILTIN_AGENTS", "MODEL_SUFFIX", "AgentFactory", "is_builtin", "make_agent"]
 
 MODEL_SUFFIX: Final = ".zip"
 

@@ -1,4 +1,4 @@
-"""The strength ladder on the command line (the ladder itself: ``agents.evaluation.ladder``).
+"""The strength ladder on the command line (the ladder itself: ``agents.ladder``).
 
     nice -n 10 python scripts/ladder.py --episodes 10000 --planner-episodes 2000 \\
         --seed 0 --workers 2 --out-dir docs/ladder
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Final
 
-from agents.evaluation import ladder
+from agents import ladder
 from agents.registry import make_agent
 
 EXIT_ERROR: Final = 2

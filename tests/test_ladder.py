@@ -1,5 +1,5 @@
 """scripts/ladder.py on a tiny budget: the table, the JSON and the PNG, and its statistics
-(agents/evaluation/ladder.py)."""
+(agents/ladder.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agents.evaluation.arena import AgentResult
-from agents.evaluation.ladder import SOLVER_LABEL, deals_for_disjoint, mcnemar
+from agents.ladder import SOLVER_LABEL, deals_for_disjoint, mcnemar
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))

@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from agents.learning.algorithms import algorithm_of
 from agents.learning.sb3_agent import MaskedPolicy
 from agents.players.base import Agent
+from agents.players.roster import make_player
 from coldiron_env.env import ColdIronEnv
 
 if TYPE_CHECKING:
@@ -430,15 +431,8 @@ def _recurrent_epoch(
 
 
 def default_teacher(name: str) -> Agent:
-    """A built-in agent by name, from :mod:`agents.registry`."""
-    try:
-        from agents.registry import make_agent  # noqa: PLC0415  # type: ignore[import-not-found,unused-ignore]
-    except ImportError as exc:
-        raise RuntimeError(
-            f"imitation teacher {name!r}: agents.registry is not available ({exc})"
-        ) from None
-    agent: Agent = make_agent(name)
-    return agent
+    """A built-in player by name (:mod:`agents.players.roster`)."""
+    return make_player(name)
 
 
 def warm_start(
