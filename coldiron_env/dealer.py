@@ -10,6 +10,7 @@ in the same order whatever else happens.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import IntEnum
 from typing import Final
 
 import numpy as np
@@ -62,3 +63,61 @@ class Dealer:
             self._decks = shuffled_decks(rng, self.batch).tolist()
             self._decks.reverse()
         return self._decks.pop()
+
+
+# --------------------------------------------------------------------------- seed streams
+class DealStream(IntEnum):
+    """What a deal is for. Each purpose draws its decks from its own range of seeds.
+
+    ``EVALUATION`` seeds are the small ints of ``scripts/evaluate.py --seed S``
+    (deal ``i`` is row ``i`` of ``shuffled_decks(numpy.random.default_rng(S), N)``),
+    below :data:`EVALUATION_SEED_LIMIT`. Every other stream's seeds are at or
+    above ``stream * STREAM_SPAN`` (:func:`stream_seed`), so no training,
+    imitation or validation deal is ever dealt from an evaluation seed: the
+    decks a result is reported on are held out by construction.
+    """
+
+    EVALUATION = 0
+    """Reported results: evaluate.py, the ladder, the main job."""
+    VALIDATION = 1
+    """Model selection: periodic evaluation during training, the tuning objective."""
+    TRAINING = 2
+    """The training envs' deals."""
+    IMITATION = 3
+    """Teacher demonstrations and DAgger rounds."""
+
+
+STREAM_SPAN: Final = 1 << 40
+"""Seeds per stream."""
+STREAM_SEED_BITS: Final = 16
+"""A stream's seeds: ``seed`` (the config's) in [0, 2**16), then an index in [0, 2**24)."""
+STREAM_INDEX_BITS: Final = 24
+EVALUATION_SEED_LIMIT: Final = 1 << 32
+"""Evaluation seeds are below this (the other streams start at ``STREAM_SPAN``)."""
+
+
+def stream_seed(stream: DealStream, seed: int, index: int = 0) -> int:
+    """The env seed of deal (or env) ``index`` for run seed ``seed`` in ``stream``.
+
+    ``reset(seed=stream_seed(...))`` deals from a generator that no other stream
+    and no evaluation seed uses. Refuses a seed or index outside its range.
+    """
+    if stream == DealStream.EVALUATION:
+        raise ValueError("evaluation deals are shuffled_decks(default_rng(seed)); seed them so")
+    if not 0 <= seed < 1 << STREAM_SEED_BITS:
+        limit = (1 << STREAM_SEED_BITS) - 1
+        raise ValueError(f"a {stream.name.lower()} seed must be in 0..{limit}, got {seed}")
+    if not 0 <= index < 1 << STREAM_INDEX_BITS:
+        limit = (1 << STREAM_INDEX_BITS) - 1
+        raise ValueError(f"a deal index must be in 0..{limit}, got {index}")
+    return int(stream) * STREAM_SPAN + (seed << STREAM_INDEX_BITS) + index
+
+
+def check_evaluation_seed(seed: int) -> int:
+    """``seed`` if it is an evaluation seed (0 <= seed < 2**32), else a ``ValueError``."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < EVALUATION_SEED_LIMIT:
+        raise ValueError(
+            f"an evaluation seed must be an int in 0..{EVALUATION_SEED_LIMIT - 1}, got {seed!r} "
+            "(larger seeds belong to the training, imitation and validation deals)"
+        )
+    return seed

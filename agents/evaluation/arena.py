@@ -35,7 +35,7 @@ from agents.evaluation.stats import wilson_interval
 from agents.players.base import Agent, KnowledgeActor
 from coldiron_env.actions import LEGAL_BITS, NUM_ACTIONS, PHASE_OVER
 from coldiron_env.cards import deck_codes
-from coldiron_env.dealer import shuffled_decks
+from coldiron_env.dealer import check_evaluation_seed, shuffled_decks
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import OUTCOMES, Game
 from coldiron_env.knowledge import Knowledge
@@ -81,9 +81,10 @@ class RuleAware(Protocol):
 
 
 def deal_decks(seed: int, episodes: int) -> np.ndarray:
-    """The ``episodes`` decks (card ids, shape (episodes, 54)) of an evaluation with ``seed``."""
+    """The ``episodes`` decks (card ids, shape (episodes, 54)) of an evaluation with ``seed``
+    (an evaluation seed: below 2**32, apart from every training and validation deal)."""
     _check_count(episodes)
-    return shuffled_decks(np.random.default_rng(seed), episodes)
+    return shuffled_decks(np.random.default_rng(check_evaluation_seed(seed)), episodes)
 
 
 def agent_seeds(seed: int, episodes: int) -> list[int]:

@@ -47,6 +47,7 @@ from pydantic_core import ErrorDetails
 
 from agents.learning.algorithms import ALGORITHMS, AlgorithmSpec, get_algorithm
 from coldiron_env.cards import NUM_SUITS
+from coldiron_env.dealer import STREAM_SEED_BITS
 from coldiron_env.observation import ObservationMode
 from coldiron_env.options import MAX_TURNS_OPTION, STANDARD_TURNS
 
@@ -103,6 +104,8 @@ def _registered_algorithm(name: str) -> str:
 
 
 Count = Annotated[int, BeforeValidator(_whole_number)]
+STREAM_SEED_LIMIT: Final = 1 << STREAM_SEED_BITS
+"""Seeds of the training, imitation and validation deal streams are below this."""
 """An int (strict: no bool, no string); a whole float is accepted."""
 Number = Annotated[float, Field(allow_inf_nan=False)]
 """A finite number (an int is accepted, a bool is not)."""
@@ -278,11 +281,12 @@ class TrainingConfig(_Section):
 
 
 class EvaluationConfig(_Section):
-    """Periodic evaluation on a fixed set of deals (seeds ``seed .. seed+episodes-1``)."""
+    """Periodic evaluation on a fixed set of deals: the first ``episodes`` deals of the
+    validation stream of ``seed`` (:class:`coldiron_env.dealer.DealStream`)."""
 
     freq: Count = Field(default=50_000, ge=1)
     episodes: Count = Field(default=500, ge=1)
-    seed: Count = Field(default=1_000_000, ge=0)
+    seed: Count = Field(default=0, ge=0, lt=STREAM_SEED_LIMIT)
     deterministic: bool = True
 
 
@@ -300,7 +304,8 @@ class ImitationConfig(_Section):
     batch_size: Count = Field(default=256, ge=1)
     learning_rate: Number = Field(default=1e-3, gt=0.0)
     value_pretrain: bool = True
-    seed: Count = Field(default=50_000_000, ge=0)
+    seed: Count = Field(default=0, ge=0, lt=STREAM_SEED_LIMIT)
+    """Seed of the teacher's deals in the imitation stream (apart from every other deal)."""
     dagger_rounds: Count = Field(default=0, ge=0)
     """DAgger rounds after cloning: the student plays, the teacher labels its states."""
     dagger_episodes: Count = Field(default=2_000, ge=1)
@@ -318,7 +323,7 @@ class Config(_Section):
 
     name: str | None = None
     description: str | None = None
-    seed: Count = Field(default=0, ge=0)
+    seed: Count = Field(default=0, ge=0, lt=STREAM_SEED_LIMIT)
     env: EnvConfig = Field(default_factory=EnvConfig)
     shaping: ShapingConfig = Field(default_factory=ShapingConfig)
     curriculum: list[CurriculumStage] = Field(default_factory=list)

@@ -38,6 +38,7 @@ from agents.learning.algorithms import algorithm_of
 from agents.learning.sb3_agent import MaskedPolicy
 from agents.players.base import Agent
 from agents.players.roster import make_player
+from coldiron_env.dealer import DealStream, stream_seed
 from coldiron_env.env import ColdIronEnv
 
 if TYPE_CHECKING:
@@ -449,7 +450,8 @@ def warm_start(
     win, lose = cfg.env.win_reward, cfg.env.loss_reward
     if log is not None:
         log(f"imitation: {im.teacher!r} plays {im.episodes} deals (win {win}, loss {lose})")
-    demos = collect_demonstrations(teacher, cfg.env_kwargs(), im.episodes, im.seed, gamma)
+    first = stream_seed(DealStream.IMITATION, im.seed)
+    demos = collect_demonstrations(teacher, cfg.env_kwargs(), im.episodes, first, gamma)
     t1 = time.perf_counter()
     stats = behaviour_clone(
         model,
@@ -480,7 +482,7 @@ def warm_start(
         t2 = time.perf_counter()
         extra = collect_dagger(
             model, lambda: factory(im.teacher), cfg.env_kwargs(), im.dagger_episodes,
-            im.seed + im.episodes + r * im.dagger_episodes, gamma,
+            first + im.episodes + r * im.dagger_episodes, gamma,
         )  # fmt: skip
         demos = concat([demos, extra])
         round_stats = behaviour_clone(

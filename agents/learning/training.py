@@ -69,6 +69,7 @@ from agents.learning.sb3_agent import (
     tag_model,
 )
 from agents.learning.shaping import ShapingVecEnv
+from coldiron_env.dealer import DealStream, stream_seed
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import OUTCOMES
 
@@ -195,7 +196,8 @@ def make_training_env(
 ) -> VecEnv:
     """The training env stack for ``cfg`` at ``timesteps`` (curriculum stage)."""
     kwargs = cfg.stage_env_kwargs(timesteps)
-    venv = build_vec_env(cfg.training.vec_env, cfg.training.n_envs, kwargs, cfg.seed)
+    seed = stream_seed(DealStream.TRAINING, cfg.seed)  # env i deals from seed + i
+    venv = build_vec_env(cfg.training.vec_env, cfg.training.n_envs, kwargs, seed)
     venv = VecMonitor(venv)
     if cfg.shaping.enabled:
         venv = ShapingVecEnv(
@@ -242,8 +244,10 @@ def evaluate_model(
 
 
 def eval_seeds(cfg: Config) -> list[int]:
-    """The fixed deals of periodic evaluation: seeds ``seed .. seed + episodes - 1``."""
-    return list(range(cfg.evaluation.seed, cfg.evaluation.seed + cfg.evaluation.episodes))
+    """The fixed deals of periodic evaluation: the first ``episodes`` deals of the validation
+    stream of ``evaluation.seed`` (never a training, imitation or reported deal)."""
+    ev = cfg.evaluation
+    return [stream_seed(DealStream.VALIDATION, ev.seed, k) for k in range(ev.episodes)]
 
 
 # ---------------------------------------------------------------- run directory
