@@ -34,6 +34,7 @@ import argparse
 import gc
 import random
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -64,6 +65,10 @@ SINGLE_CHECK_EVERY = 500  # steps between clock checks
 VECTOR_CHECK_EVERY = 5
 ROUNDS = 5  # interleaved measuring rounds per row (the best is reported)
 TORCH_THREADS = 1  # the machine is shared: one torch thread keeps the timing steady
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "maskable_ppo.yaml"
+DEFAULT_CONFIG_STEPS = 1_000_000  # timed RL steps of the default config (whole rollouts)
+QUICK_ENV_DIVISOR = 4
+TARGET_DEFAULT_CONFIG = 20_000.0  # env steps/s of the default config's RL phase on 2 cores
 
 
 @dataclass
@@ -345,7 +350,8 @@ def training_rows(budget: Budget, seed: int) -> list[TrainRow]:
             self.seconds += time.perf_counter() - t0
             return out
 
-    rows: list[TrainRow] = []
+    rows: list[TrainRow] = [default_config_row(budget, TimedVecEnv)]
+    torch.set_num_threads(TORCH_THREADS)
     for kind in ("native", "dummy"):
         venv = TimedVecEnv(make_vec_env(kind, PPO_ENVS, {}, seed=seed))
         model = MaskablePPO(
@@ -373,6 +379,47 @@ def training_rows(budget: Budget, seed: int) -> list[TrainRow]:
         row.env_share = venv.seconds / wall
         rows.append(row)
     return rows
+
+
+def default_config_row(budget: Budget, timed: Callable[[Any], Any]) -> TrainRow:
+    """The RL phase of ``configs/maskable_ppo.yaml`` as shipped: its algorithm, network,
+    envs, torch threads and hyperparameters, for whole rollouts (no imitation: its speed is
+    the learner's). Quick: one rollout of a 4x smaller env count."""
+    import torch
+
+    from agents.learning.config import load_config
+    from agents.learning.training import RunDir, build_model, make_training_env
+
+    cfg = load_config(DEFAULT_CONFIG)
+    hyper = cfg.algorithm.hyperparameters
+    if budget is QUICK:  # a smoke test: the same config, one small rollout
+        cfg.training.n_envs = max(1, cfg.training.n_envs // QUICK_ENV_DIVISOR)
+        hyper["batch_size"] = min(int(hyper.get("batch_size", 64)), cfg.training.n_envs * 2)
+        hyper["n_steps"] = 2
+    rollout = int(hyper.get("n_steps", 2048)) * cfg.training.n_envs
+    rollouts = 1 if budget is QUICK else max(1, DEFAULT_CONFIG_STEPS // rollout)
+    torch.set_num_threads(cfg.training.torch_threads)
+    venv = timed(make_training_env(cfg))
+    with tempfile.TemporaryDirectory() as tmp:
+        model = build_model(cfg, venv, RunDir(Path(tmp)))
+        model.tensorboard_log = None
+        model.learn(total_timesteps=rollout)  # warm-up: compiles, first allocations
+        venv.seconds = 0.0
+        t0 = time.perf_counter()
+        model.learn(total_timesteps=rollouts * rollout, reset_num_timesteps=False)
+        wall = time.perf_counter() - t0
+    venv.close()
+    steps = rollouts * rollout
+    threads = cfg.training.torch_threads
+    row = TrainRow(
+        name=f"default config x{cfg.training.n_envs:,}, {threads} thread{'s' * (threads > 1)}",
+        timesteps=steps,
+        wall_seconds=wall,
+        env_seconds=venv.seconds,
+    )
+    row.steps_per_s = steps / wall
+    row.env_share = venv.seconds / wall
+    return row
 
 
 # ------------------------------------------------------------------ output
@@ -415,6 +462,13 @@ def targets(rows: list[Row], train: list[TrainRow], largest: int) -> dict[str, d
             "met": native >= TARGET_NATIVE,
         },
     }
+    defaults = [t for t in train if t.name.startswith("default config")]
+    if defaults:
+        out["default_config_steps_per_s"] = {
+            "value": defaults[0].steps_per_s,
+            "target": TARGET_DEFAULT_CONFIG,
+            "met": defaults[0].steps_per_s >= TARGET_DEFAULT_CONFIG,
+        }
     if train:
         share = max(t.env_share for t in train)
         out["training_env_share"] = {

@@ -71,6 +71,7 @@ def test_quick_benchmark_prints_the_table_and_writes_json(
         assert row["name"] in printed
     assert figures["throughput"][0]["ratio"] == pytest.approx(1.0)
     assert [t["name"].split(" x")[0] for t in figures["training"]] == [
+        "default config",
         "MaskablePPO + native vector env",
         "MaskablePPO + DummyVecEnv",
     ]
@@ -80,6 +81,7 @@ def test_quick_benchmark_prints_the_table_and_writes_json(
         "single_vs_blackjack",
         f"native_{backends[0]}_{bench.QUICK.native_sizes[-1]}_vs_blackjack",
         "training_env_share",
+        "default_config_steps_per_s",
     }
     assert "target single_vs_blackjack" in printed
     assert not list(out.parent.glob("*.tmp"))  # the write was atomic
