@@ -36,7 +36,7 @@ from agents.learning.multiseed import (
     twin_seed_groups,
     unfinished_runs,
 )
-from agents.registry import BUILTIN_AGENTS, make_agent
+from agents.registry import BUILTIN_AGENTS, PLAY_TORCH_THREADS, make_agent, set_torch_threads
 
 EXIT_ERROR = 2
 
@@ -78,6 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
     parser.add_argument("--plot", metavar="FILE", help="write a bar chart PNG")
     parser.add_argument(
+        "--torch-threads",
+        type=int,
+        default=PLAY_TORCH_THREADS,
+        metavar="N",
+        help=f"torch threads for trained models (default {PLAY_TORCH_THREADS}: fastest on a "
+        "busy machine)",
+    )
+    parser.add_argument(
         "--env-kwarg",
         action="append",
         default=[],
@@ -93,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.episodes <= 0:
             raise ValueError(f"--episodes must be positive, got {args.episodes}")
         env_kwargs = parse_env_kwargs(args.env_kwarg)
+        set_torch_threads(args.torch_threads)
         agents = []
         specs = [run for spec in args.agent for run in expand_seed_root(spec)]
         for twins in twin_seed_groups(specs):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from agents import ladder
-from agents.registry import make_agent
+from agents.registry import make_agent, set_torch_threads
 
 EXIT_ERROR: Final = 2
 EXIT_INTERRUPTED: Final = 130
@@ -97,6 +97,7 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    set_torch_threads()  # trained rows play fastest on one thread (workers inherit it)
     command = "python scripts/ladder.py " + " ".join(sys.argv[1:] if argv is None else argv)
     try:
         settings = settings_of(args)

@@ -74,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     from agents.atomic import atomic_write_json
     from agents.evaluation.arena import evaluate, format_table, report
     from agents.evaluation.plots import plot_win_rates
-    from agents.registry import make_agent
+    from agents.registry import make_agent, set_torch_threads
+
+    set_torch_threads()  # training may use more; evaluation plays fastest on one
 
     trained = make_agent(str(result.run_dir))
     agents = [(cfg.name or "trained", trained), *((name, make_agent(name)) for name in BASELINES)]

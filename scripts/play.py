@@ -220,6 +220,7 @@ def agent_loop(
         registry = importlib.import_module("agents.registry")
     except ImportError:
         raise UserError("agents.registry is not available: cannot load an agent") from None
+    registry.set_torch_threads()
     try:
         agent = registry.make_agent(spec)
     except (ValueError, KeyError, FileNotFoundError) as err:

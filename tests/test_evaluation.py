@@ -177,3 +177,25 @@ def test_cli_unknown_agent_and_bad_kwarg(tmp_path: Path) -> None:
     assert proc.returncode != 0 and "loss_reward" in proc.stderr
     proc = run_cli("--agent", "random", "--episodes", "0", cwd=tmp_path)
     assert proc.returncode != 0 and "--episodes" in proc.stderr
+
+
+def test_trained_models_play_on_one_torch_thread_unless_told() -> None:
+    torch = pytest.importorskip("torch")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "coldiron_evaluate_cli", Path(__file__).resolve().parent.parent / "scripts" / "evaluate.py"
+    )
+    assert spec is not None and spec.loader is not None
+    cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli)
+    previous = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert cli.main(["--agent", "threaten", "--episodes", "3"]) == 0
+        assert torch.get_num_threads() == 1
+        assert cli.main(["--agent", "threaten", "--episodes", "3", "--torch-threads", "2"]) == 0
+        assert torch.get_num_threads() == 2
+        assert cli.main(["--agent", "threaten", "--episodes", "3", "--torch-threads", "0"]) == 2
+    finally:
+        torch.set_num_threads(previous)
