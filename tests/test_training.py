@@ -111,10 +111,13 @@ def play(agent: Agent, seeds: list[int]) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
 def test_tiny_run_saves_reloads_and_evaluates(path: Path, tmp_path: Path) -> None:
+    from agents.learning.training import steps_to_train
+
     cfg = tiny(load_config(path), imitation=True)
     result = train(cfg, tmp_path / "run", teacher_factory=scripted_factory, log=lambda _: None)
     run = result.run_dir
     assert not result.interrupted and result.timesteps >= TINY_STEPS
+    assert result.timesteps == steps_to_train(cfg, 0)  # whole rollouts, as announced
     for name in (
         "model.zip",
         "best_model.zip",
@@ -496,3 +499,29 @@ def test_resolved_config_yaml_is_plain(tmp_path: Path) -> None:
 
     text = dump_config(cfg)
     assert "!!python" not in text and yaml.safe_load(text)["algorithm"]["name"] == "ppo"
+
+
+def test_budgets_round_up_to_whole_rollouts_and_say_so() -> None:
+    from agents.learning.config import config_from_dict
+    from agents.learning.training import rollout_size, steps_to_train
+
+    on = config_from_dict(
+        {
+            "algorithm": {"name": "maskable_ppo", "hyperparameters": {"n_steps": 512,
+                                                                       "batch_size": 64}},
+            "training": {"total_timesteps": 2048, "n_envs": 8},
+        }
+    )  # fmt: skip
+    assert rollout_size(on) == 4096
+    assert steps_to_train(on, 0) == 4096  # the README's example: 2,048 asked, 4,096 trained
+    assert steps_to_train(on, 4096) == 0
+    on.training.total_timesteps = 8192
+    assert steps_to_train(on, 4096) == 4096
+    off = config_from_dict(
+        {
+            "algorithm": {"name": "dqn", "hyperparameters": {"train_freq": 4}},
+            "training": {"total_timesteps": 1001, "n_envs": 3},
+        }
+    )
+    assert rollout_size(off) == 12
+    assert steps_to_train(off, 0) == 1008

@@ -443,7 +443,8 @@ def hyperparameters_of(spec: AlgorithmSpec) -> set[str]:
     return set(params) & set(HYPERPARAMETERS)
 
 
-def _default_of(spec: AlgorithmSpec, name: str) -> Any:
+def default_hyperparameter(spec: AlgorithmSpec, name: str) -> Any:
+    """The default of hyperparameter ``name`` in the algorithm's class."""
     return inspect.signature(spec.load_class().__init__).parameters[name].default
 
 
@@ -522,9 +523,9 @@ def _check_rollout(cfg: Config, spec: AlgorithmSpec) -> None:
     if "n_steps" not in accepted or "batch_size" not in accepted or spec.off_policy:
         return  # DQN's n_steps is its n-step return, not a rollout
     hp = cfg.algorithm.hyperparameters
-    n_steps = int(hp.get("n_steps", _default_of(spec, "n_steps")))
+    n_steps = int(hp.get("n_steps", default_hyperparameter(spec, "n_steps")))
     n_total = n_steps * cfg.training.n_envs
-    batch = int(hp.get("batch_size", _default_of(spec, "batch_size")))
+    batch = int(hp.get("batch_size", default_hyperparameter(spec, "batch_size")))
     where = ("algorithm", "hyperparameters", "batch_size")
     if batch > n_total:
         raise _Refusal(f"{batch} is larger than n_steps * n_envs = {n_total} (one rollout)", *where)

@@ -60,7 +60,14 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvWrapper
 import coldiron_env
 from agents.atomic import atomic_save, atomic_write_bytes, atomic_write_json, atomic_write_text
 from agents.evaluation.arena import AgentResult, play_lockstep
-from agents.learning.config import Config, algorithm_kwargs, dump_config, load_config, policy_kwargs
+from agents.learning.config import (
+    Config,
+    algorithm_kwargs,
+    default_hyperparameter,
+    dump_config,
+    load_config,
+    policy_kwargs,
+)
 from agents.learning.sb3_agent import (
     CONFIG_FILE,
     MODEL_FILE,
@@ -528,6 +535,28 @@ class TrainResult:
     history: list[dict[str, Any]]
 
 
+def rollout_size(cfg: Config) -> int:
+    """Steps an algorithm collects between two checks of its budget: ``n_steps * n_envs``
+    for on-policy algorithms, ``train_freq * n_envs`` for off-policy ones."""
+    spec = cfg.algorithm.spec
+    hyper = cfg.algorithm.hyperparameters
+    if spec.off_policy:
+        per_env = int(hyper.get("train_freq", default_hyperparameter(spec, "train_freq")))
+    else:
+        per_env = int(hyper.get("n_steps", default_hyperparameter(spec, "n_steps")))
+    return per_env * cfg.training.n_envs
+
+
+def steps_to_train(cfg: Config, done: int) -> int:
+    """The steps ``learn`` takes from ``done`` to reach ``training.total_timesteps``: rounded
+    up to whole rollouts (SB3 never stops inside one), so the progress bar ends at its total."""
+    left = cfg.training.total_timesteps - done
+    if left <= 0:
+        return 0
+    size = rollout_size(cfg)
+    return -(-left // size) * size
+
+
 def build_model(cfg: Config, venv: VecEnv, run: RunDir) -> BaseAlgorithm:
     spec = cfg.algorithm.spec
     cls = spec.load_class()
@@ -652,7 +681,14 @@ def train(
 
     title = f"{cfg.name or cfg.algorithm.name} (seed {cfg.seed})"
     callback = RunCallback(cfg, run, state, title)
-    remaining = cfg.training.total_timesteps - model.num_timesteps
+    remaining = steps_to_train(cfg, model.num_timesteps)
+    if remaining > 0:
+        log(
+            f"training {remaining:,} steps: {cfg.training.total_timesteps:,} rounded up to whole "
+            f"rollouts of {rollout_size(cfg):,} steps (the algorithm's unit of collection)"
+            if model.num_timesteps + remaining != cfg.training.total_timesteps
+            else f"training {remaining:,} steps"
+        )
     interrupted = False
     try:
         if remaining > 0:
