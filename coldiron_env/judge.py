@@ -41,18 +41,19 @@ def phrase_complete(hand: int, suits_required: int = NUM_SUITS) -> bool:
     return suits_with_run(hand) >= suits_required
 
 
-def run_cards(field: int) -> int:
-    """Ranks of ``field`` (as a field) that form or advance the suit's run.
+def run_cards(field: int, unseen: int = SUIT_FIELD_MASK) -> int:
+    """Ranks of ``field`` (as a field) that form or advance the suit's run: one window's.
 
-    A complete run's cards when there is one; otherwise the held cards of every
+    A complete run's cards when there is one; otherwise the held cards of one
     window holding the most cards, when that is at least two (a pair one card
-    from a run). An empty field or lone cards give ``0``.
+    from a run): the lowest such window whose missing card is still ``unseen``
+    (a rank field; by default every card is), else the lowest. Marking a single
+    window keeps ``*A *3 *5`` from reading like a run. Lone cards give ``0``.
     """
-    best = BEST_WINDOW[field & SUIT_FIELD_MASK]
+    field &= SUIT_FIELD_MASK
+    best = BEST_WINDOW[field]
     if best < RUN_LENGTH - 1:
         return 0
-    out = 0
-    for mask in WINDOW_MASKS:
-        if (field & mask).bit_count() == best:
-            out |= field & mask
-    return out
+    windows = [mask for mask in WINDOW_MASKS if (field & mask).bit_count() == best]
+    live = [mask for mask in windows if not mask & ~field & ~unseen]
+    return field & (live or windows)[0]

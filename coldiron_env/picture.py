@@ -234,7 +234,7 @@ def draw_table(game: Game) -> np.ndarray:
     for suit in range(NUM_SUITS):
         y = HAND_Y + suit * ROW_HEIGHT
         field = suit_field(game.hand, suit)
-        marked = run_cards(field)
+        marked = run_cards(field, suit_field(~(game.hand | game.discarded), suit))
         done = HAS_RUN[field]
         fill(img, 0, y - 2, FRAME_WIDTH, ROW_HEIGHT - 4, FELT_DARK if suit % 2 else FELT)
         label_ink = CLOCK_ON if done else INK_LIGHT

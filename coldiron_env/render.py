@@ -13,7 +13,15 @@ from coldiron_env.actions import (
     REST,
     is_rack,
 )
-from coldiron_env.cards import CARD_CODES, NUM_RANKS, NUM_SUITS, RANK_CODES, SUIT_NAMES, suit_field
+from coldiron_env.cards import (
+    CARD_CODES,
+    NUM_RANKS,
+    NUM_SUITS,
+    RANK_CODES,
+    SUIT_FIELD_MASK,
+    SUIT_NAMES,
+    suit_field,
+)
 from coldiron_env.game import Game
 from coldiron_env.judge import BEST_WINDOW, HAS_RUN, run_cards
 from coldiron_env.options import IRON_APPLICATIONS_PER_TURN, MAX_HURT
@@ -41,10 +49,13 @@ def hurt_bar(hurt: int) -> str:
     return "[" + "#" * hurt + "." * (MAX_HURT - hurt) + f"] {hurt}/{MAX_HURT}"
 
 
-def suit_line(hand: int, suit: int) -> str:
-    """One suit of the hand; cards that form or advance the run are marked ``*``."""
+def suit_line(hand: int, suit: int, unseen: int = SUIT_FIELD_MASK) -> str:
+    """One suit of the hand; the cards of its best run window (``run_cards``) are marked ``*``.
+
+    ``unseen`` is the suit's rank field of cards not seen yet (by default all).
+    """
     field = suit_field(hand, suit)
-    marked = run_cards(field)
+    marked = run_cards(field, unseen)
     cards = [
         (RUN_MARK if marked >> r & 1 else "") + RANK_CODES[r]
         for r in range(NUM_RANKS)
@@ -84,7 +95,8 @@ def render_text(game: Game) -> str:
         ),
         f"Hurt  {hurt_bar(game.hurt)}   Deck {game.deck_count} cards",
     ]
-    lines += [suit_line(game.hand, s) for s in range(NUM_SUITS)]
+    unseen = ~(game.hand | game.discarded)
+    lines += [suit_line(game.hand, s, suit_field(unseen, s)) for s in range(NUM_SUITS)]
     if game.last_action >= 0:
         drew = ", ".join(CARD_CODES[c] for c in game.drawn) or "nothing"
         lines.append(f"Last: {ACTION_LABELS[game.last_action]}; drew {drew}")

@@ -15,7 +15,6 @@ At the prompt type an action by number or name (``threaten``, ``iron``,
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import time
@@ -26,7 +25,9 @@ from typing import Any, Final
 import numpy as np
 
 from agents.atomic import atomic_target, atomic_write_text
-from coldiron_env.actions import ACTION_NAMES, LEGAL_ACTIONS, parse_action
+from agents.players.planner import HINT_SAMPLES, action_win_chances, why_hopeless
+from agents.registry import make_agent, set_torch_threads
+from coldiron_env.actions import ACTION_NAMES, LEGAL_ACTIONS, PHASE_TURN, parse_action
 from coldiron_env.cards import deck_codes, parse_deck
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import Game
@@ -36,7 +37,6 @@ from coldiron_env.render import legal_summary, render_text
 SAVE_VERSION: Final = 1
 ENV_KWARG_KEYS: Final = ("bonus_always", "bonus_joker_grants_more")
 QUIT_WORDS: Final = ("quit", "exit", "q")
-PLANNER_UNAVAILABLE: Final = "planner not available (agents/players/planner.py is not there yet)"
 
 HELP: Final = (
     "Type an action by number or name: threaten, iron, rack 7, rack hearts, rest, stop, bonus.\n"
@@ -141,18 +141,22 @@ def save_picture(game: Game, path: Path) -> None:
 
 
 def planner_hints(session: Session) -> str:
-    """The planner's estimated win chance for each legal action, or why there is none."""
-    try:
-        planner = importlib.import_module("agents.players.planner")
-    except ImportError:
-        return PLANNER_UNAVAILABLE
-    estimate: Callable[..., dict[int, float]] | None = getattr(planner, "action_win_chances", None)
-    if estimate is None:
-        return PLANNER_UNAVAILABLE
+    """The planner's estimated win chance for each legal action, and why when none can win."""
     game = session.game
-    chances = estimate(Knowledge.from_game(game), game.rules, session.actions)
+    kn = Knowledge.from_game(game)
+    chances = action_win_chances(kn, game.rules, session.actions)
+    if not chances:
+        return "the game is over: no action to estimate"
     lines = [f"  {a:2d} {ACTION_NAMES[a]:<14} {p:6.1%}" for a, p in sorted(chances.items())]
-    return "planner's estimated win chance:\n" + "\n".join(lines)
+    text = "planner's estimated win chance:\n" + "\n".join(lines)
+    if any(chances.values()):
+        return text
+    why = why_hopeless(kn, game.rules) if game.phase == PHASE_TURN else None
+    return text + "\n" + (
+        why
+        or f"no action won any of the {HINT_SAMPLES} sampled orders of the deck: "
+        "a win is rare from here, if it is possible at all"
+    )
 
 
 def show(session: Session, out: Callable[[str], None]) -> None:
@@ -209,20 +213,15 @@ def human_loop(session: Session, hint: bool, out: Callable[[str], None]) -> int:
             continue
         session.step(action)
         show(session, out)
-    out(f"outcome: {session.info['outcome']}")
     return 0
 
 
 def agent_loop(
     session: Session, spec: str, delay: float | None, seed: int | None, out: Callable[[str], None]
 ) -> int:
+    set_torch_threads()
     try:
-        registry = importlib.import_module("agents.registry")
-    except ImportError:
-        raise UserError("agents.registry is not available: cannot load an agent") from None
-    registry.set_torch_threads()
-    try:
-        agent = registry.make_agent(spec)
+        agent = make_agent(spec)
     except (ValueError, KeyError, FileNotFoundError) as err:
         raise UserError(f"--agent {spec!r}: {err}") from None
     agent.reset(seed)
@@ -244,7 +243,6 @@ def agent_loop(
                 return 0
         elif delay:
             time.sleep(delay)
-    out(f"outcome: {session.info['outcome']}")
     return 0
 
 

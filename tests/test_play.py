@@ -33,7 +33,7 @@ def test_threatening_the_run_cards_wins_and_names_are_accepted() -> None:
     moves = ["threaten", "0", "Threaten", " threaten "] + ["0"] * 8
     result = play(["--deck", " ".join(WIN_DECK)], "\n".join(moves) + "\n")
     assert result.returncode == 0, result.stderr
-    assert "outcome: won" in result.stdout
+    assert "Game over: won" in result.stdout
     assert result.stdout.count("Cold Iron") == 13  # the table before and after each move
 
 
@@ -105,3 +105,33 @@ def test_picture_command_writes_png(tmp_path: Path) -> None:
     result = play(["--seed", "2", "--picture", str(target)], "iron\nquit\n")
     assert result.returncode == 0, result.stderr
     assert target.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_end_is_announced_once() -> None:
+    moves = ["0"] * 12
+    out = play(["--deck", " ".join(WIN_DECK)], "\n".join(moves) + "\n").stdout
+    assert out.count("Game over") == 1 and "outcome:" not in out
+
+
+def test_hints_say_why_when_no_action_can_win() -> None:
+    """Rest three times over 2H, 5H and 8H: every Hearts window has lost a card, so the
+    phrase can no longer be completed and every action shows 0.0%, with the reason."""
+    top = ["2H", "5H", "8H"]
+    deck = " ".join(top + [c for c in CARD_CODES if c not in top])
+    out = play(["--deck", deck], "rest\n" * 3 + "hint\nquit\n").stdout
+    hints = out[out.index("planner's estimated win chance") :]
+    assert "0.0%" in hints and "%" not in hints.replace("0.0%", "")
+    assert "can no longer be completed" in hints  # the reason, not only the zeros
+
+
+def test_run_markers_mark_one_window() -> None:
+    from coldiron_env.cards import SUIT_FIELD_MASK
+    from coldiron_env.judge import run_cards
+    from coldiron_env.render import suit_line
+
+    spread = 0b0001010101  # A 3 5 7 of Hearts: four windows hold two cards each
+    line = suit_line(spread, 0)
+    assert line.split()[1:5] == ["*A", "*3", "5", "7"] and "run 2/3" in line
+    # the lowest window whose missing card is still in the deck: 2H seen, 4H not
+    assert run_cards(spread, SUIT_FIELD_MASK & ~0b10) == 0b0000010100  # *3 *5 (4 unseen)
+    assert run_cards(0b111) == 0b111 and run_cards(0b1) == 0

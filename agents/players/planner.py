@@ -181,6 +181,23 @@ def _keep_bound(kn: Knowledge, rules: RuleOptions) -> int:
     )
 
 
+def why_hopeless(kn: Knowledge, rules: RuleOptions = DEFAULT_RULES) -> str | None:
+    """Why a position can no longer be won, in words (None when it still can be)."""
+    need, _ = knowledge_need(kn)
+    if need >= IMPOSSIBLE:
+        return (
+            "the phrase can no longer be completed: a suit has no run window left whose "
+            "missing cards are all still in the deck"
+        )
+    bound = _keep_bound(kn, rules)
+    if need > bound:
+        return (
+            f"the phrase can no longer be completed: it needs {need} more cards and at most "
+            f"{bound} can still be kept, whatever the order of the deck"
+        )
+    return None
+
+
 HOPELESS: Final = -1
 """What :func:`turn_decision` returns for a position that can no longer be won."""
 
