@@ -65,6 +65,25 @@ NUMBERED_MASK: Final = (1 << NUM_NUMBERED) - 1
 COURT_MASK: Final = ((1 << NUM_COURTS) - 1) << FIRST_COURT
 JOKER_MASK: Final = ((1 << NUM_JOKERS) - 1) << FIRST_JOKER
 
+_M1: Final = np.uint64(0x5555555555555555)
+_M2: Final = np.uint64(0x3333333333333333)
+_M4: Final = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01: Final = np.uint64(0x0101010101010101)
+_SHIFTS: Final = tuple(np.uint64(k) for k in (1, 2, 4, 56))
+
+
+def popcount(values: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    """Set bits of each (up to 64-bit, non-negative) integer: ``np.bitwise_count`` where
+    NumPy has it (2.0+), else the same by the classic bit-parallel sum."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(values).astype(np.int64)  # type: ignore[no-any-return]
+    x = np.asarray(values).astype(np.uint64)
+    x = x - ((x >> _SHIFTS[0]) & _M1)
+    x = (x & _M2) + ((x >> _SHIFTS[1]) & _M2)
+    x = (x + (x >> _SHIFTS[2])) & _M4
+    return ((x * _H01) >> _SHIFTS[3]).astype(np.int64)
+
+
 U16 = npt.NDArray[np.uint16]
 U8 = npt.NDArray[np.uint8]
 F64 = npt.NDArray[np.float64]
@@ -86,7 +105,7 @@ def suit_tables() -> tuple[U8, U16, U16]:
     for window in WINDOW_MASKS:
         missing = window & ~held
         alive = np.broadcast_to((missing & ~unseen) == 0, shape)
-        count = np.broadcast_to(np.bitwise_count(missing).astype(np.int64), shape)
+        count = np.broadcast_to(popcount(missing), shape)
         missing_b = np.broadcast_to(missing, shape)
         better = alive & (count < need)
         equal = alive & (count == need)
@@ -282,8 +301,8 @@ class Counting:
         hand = np.asarray(hand, dtype=np.uint64)
         unseen = _FULL_U64 & ~np.asarray(seen, dtype=np.uint64)
         self.unseen = unseen
-        self.courts = np.bitwise_count(unseen & _COURTS_U64).astype(np.int64)
-        self.jokers = np.bitwise_count(unseen & _JOKERS_U64).astype(np.int64)
+        self.courts = popcount(unseen & _COURTS_U64)
+        self.jokers = popcount(unseen & _JOKERS_U64)
         shifts = (np.arange(NUM_SUITS, dtype=np.uint64) * np.uint64(NUM_RANKS))[None, :]
         held_f = ((hand[:, None] >> shifts) & _U64_FIELD).astype(np.intp)
         avail_f = ((unseen[:, None] >> shifts) & _U64_FIELD).astype(np.intp)
@@ -304,8 +323,8 @@ class Counting:
         deck_count = np.asarray(deck_count, dtype=np.int64)
         self.keep_bound = np.minimum(turns_left + iron_extra + bonus, deck_count)
         targets = unseen[:, None] & RACK_TARGET_MASKS[None, :]
-        self.rack_targets = np.bitwise_count(targets).astype(np.intp)
-        self.rack_hits = np.bitwise_count(targets & self.useful[:, None]).astype(np.int64)
+        self.rack_targets = popcount(targets).astype(np.intp)
+        self.rack_hits = popcount(targets & self.useful[:, None])
         alive_t, courts_t = rack_tables()
         hurt_left = np.clip(MAX_HURT - hurt, 0, MAX_HURT)[:, None]
         index = (self.rack_targets, self.jokers[:, None], self.courts[:, None], hurt_left)

@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from coldiron_env.actions import NUM_PHASES
-from coldiron_env.analysis import IMPOSSIBLE, NUM_COURTS, RACK_COUNT, Counting
+from coldiron_env.analysis import IMPOSSIBLE, NUM_COURTS, RACK_COUNT, Counting, popcount
 from coldiron_env.cards import (
     DECK_SIZE,
     NUM_JOKERS,
@@ -201,7 +201,7 @@ def counting_block(
     dead = c.suit_need >= IMPOSSIBLE
     hopeless = (c.need >= IMPOSSIBLE) | (c.need > c.keep_bound)
     deck = np.maximum(deck_count, 1)
-    useful_left = np.bitwise_count(c.useful & c.unseen)
+    useful_left = popcount(c.useful & c.unseen)
     targets = np.maximum(c.rack_targets, 1)
     put("unseen", bits(c.unseen, NUM_NUMBERED))
     put("courts_left", c.courts / NUM_COURTS)

@@ -57,8 +57,17 @@ import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
 from gymnasium.utils import seeding
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space
+
+try:
+    from gymnasium.vector import AutoresetMode, VectorEnv
+    from gymnasium.vector.utils import batch_space
+except ImportError as _old:  # pragma: no cover - exercised on gymnasium 0.29
+    import gymnasium
+
+    raise ImportError(
+        f"the native vector env needs gymnasium>=1.0 (installed: {gymnasium.__version__}); "
+        "the single env coldiron/ColdIron-v0 also works with gymnasium 0.29.1"
+    ) from _old
 
 from coldiron_env.actions import (
     BONUS,

@@ -171,3 +171,14 @@ def test_counting_never_reads_the_deck_order() -> None:
     obs_b = env_b._observe()
     np.testing.assert_array_equal(obs_a, obs_b)
     assert deck != list(game.deck)
+
+
+def test_popcount_without_numpy_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    from coldiron_env.analysis import popcount
+
+    rng = np.random.default_rng(0)
+    values = rng.integers(0, 2**63, size=5000, dtype=np.uint64) | np.uint64(1 << 63)
+    expected = [bin(int(v)).count("1") for v in values]
+    assert popcount(values).tolist() == expected
+    monkeypatch.delattr(np, "bitwise_count", raising=False)  # NumPy 1.x has none
+    assert popcount(values).tolist() == expected
