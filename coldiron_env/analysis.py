@@ -76,7 +76,7 @@ def popcount(values: npt.ArrayLike) -> npt.NDArray[np.int64]:
     """Set bits of each (up to 64-bit, non-negative) integer: ``np.bitwise_count`` where
     NumPy has it (2.0+), else the same by the classic bit-parallel sum."""
     if hasattr(np, "bitwise_count"):
-        return np.bitwise_count(values).astype(np.int64)  # type: ignore[no-any-return]
+        return np.bitwise_count(values).astype(np.int64)
     x = np.asarray(values).astype(np.uint64)
     x = x - ((x >> _SHIFTS[0]) & _M1)
     x = (x & _M2) + ((x >> _SHIFTS[1]) & _M2)

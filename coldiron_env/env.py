@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Any, Final, SupportsFloat
+from typing import Any, Final, Literal, SupportsFloat, get_args
 
 import gymnasium as gym
 import numpy as np
@@ -25,7 +25,8 @@ from coldiron_env.options import RuleOptions
 from coldiron_env.picture import draw_table
 from coldiron_env.render import render_text
 
-ILLEGAL_ACTION_POLICIES: Final = ("end", "raise", "penalize")
+IllegalAction = Literal["end", "raise", "penalize"]
+ILLEGAL_ACTION_POLICIES: Final = get_args(IllegalAction)
 DEFAULT_ILLEGAL_REWARD: Final = -0.1
 """Reward of an illegal action under ``illegal_action="penalize"``."""
 DEFAULT_MAX_ILLEGAL: Final = 10

@@ -48,6 +48,7 @@ from pydantic_core import ErrorDetails
 from agents.learning.algorithms import ALGORITHMS, AlgorithmSpec, get_algorithm
 from coldiron_env.cards import NUM_SUITS
 from coldiron_env.dealer import STREAM_SEED_BITS
+from coldiron_env.env import DEFAULT_ILLEGAL_REWARD, DEFAULT_MAX_ILLEGAL, IllegalAction
 from coldiron_env.observation import ObservationMode
 from coldiron_env.options import MAX_TURNS_OPTION, STANDARD_TURNS
 
@@ -146,10 +147,16 @@ class EnvConfig(_Section):
 
     observation_mode: ObservationMode = "flat"
     recall: bool = False
+    counting: bool = False
+    """Also observe what a card-counting player computes (``coldiron_env.observation``)."""
     bonus_always: bool = False
     bonus_joker_grants_more: bool = False
     win_reward: Number = 1.0
     loss_reward: Number = 0.0
+    illegal_action: IllegalAction = "end"
+    """``end`` (masked learners), ``penalize`` (learners without masks), ``raise``."""
+    illegal_reward: Number = DEFAULT_ILLEGAL_REWARD
+    max_illegal_actions: Count = Field(default=DEFAULT_MAX_ILLEGAL, ge=1)
 
     def kwargs(self) -> dict[str, Any]:
         """The env keyword arguments (the real game: no curriculum options)."""
