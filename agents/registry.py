@@ -1,7 +1,9 @@
-"""Agent names and specs: ``make_agent("heuristic")``, ``make_agent("runs/ppo")``.
+"""Agent names and specs: ``make_agent("heuristic")``, ``"trained"`` or ``"runs/ppo"``.
 
-A spec is either a built-in name (:data:`BUILTIN_AGENTS`) or a path to a
-trained model: a run directory or a ``.zip`` file, loaded by
+A spec is a built-in player's name (:data:`BUILTIN_AGENTS`), the name of a
+model shipped with the package (:data:`SHIPPED_MODELS`: ``trained``, the
+strongest trained network), or a path to a trained model: a run directory
+(this project's or rl-zoo3's) or a ``.zip`` file, loaded by
 :func:`agents.learning.sb3_agent.load_sb3_agent` (imported only when needed, so the
 built-in players work without the training stack).
 
@@ -17,11 +19,19 @@ from agents.players.base import Agent
 from agents.players.roster import BUILTIN_AGENTS, AgentFactory
 
 __all__ = [
-    "BUILTIN_AGENTS", "MODEL_SUFFIX", "AgentFactory", "is_builtin", "make_agent",
-    "set_torch_threads",
+    "BUILTIN_AGENTS", "MODEL_SUFFIX", "SHIPPED_MODELS", "AgentFactory", "agent_names",
+    "is_builtin", "make_agent", "set_torch_threads",
 ]  # fmt: skip
 
+
+def agent_names() -> list[str]:
+    """Every agent that has a name: the built-in players, then the shipped models."""
+    return [*BUILTIN_AGENTS, *SHIPPED_MODELS]
+
 MODEL_SUFFIX: Final = ".zip"
+MODELS_DIR: Final = Path(__file__).resolve().parent / "models"
+SHIPPED_MODELS: Final[dict[str, Path]] = {"trained": MODELS_DIR / "trained"}
+"""Names of the trained models in the package -> their run directories (``docs/models.md``)."""
 PLAY_TORCH_THREADS: Final = 1
 """Torch threads for playing trained models: on a busy 2-core machine two threads made
 evaluation ten times slower (10,000 deals in 60 s against 3.4 s)."""
@@ -54,8 +64,9 @@ def make_agent(spec: str) -> Agent:
     factory = BUILTIN_AGENTS.get(spec)
     if factory is not None:
         return factory()
-    path = Path(spec)
-    names = ", ".join(BUILTIN_AGENTS)
+    shipped = SHIPPED_MODELS.get(spec)
+    path = Path(spec) if shipped is None else shipped
+    names = ", ".join([*BUILTIN_AGENTS, *SHIPPED_MODELS])
     if not path.exists():
         if path.suffix == MODEL_SUFFIX or len(path.parts) > 1:
             raise ValueError(f"model path {spec!r} does not exist")
@@ -72,4 +83,4 @@ def make_agent(spec: str) -> Agent:
         from agents.learning.sb3_agent import load_sb3_agent  # noqa: PLC0415 (training stack, lazily)
     except ImportError as err:
         raise ValueError(f"cannot load model {spec!r}: SB3 support is unavailable ({err})") from err
-    return load_sb3_agent(path)
+    return load_sb3_agent(path, name=spec if shipped is not None else None)

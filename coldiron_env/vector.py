@@ -48,6 +48,7 @@ deals after ``reset(seed=s + i)``, on the first deal and on every automatic one.
 from __future__ import annotations
 
 import importlib
+import inspect
 import operator
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -444,6 +445,12 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             warnings.warn(SLOW_WARNING, RuntimeWarning, stacklevel=2)
         self._step_games = step_games if self.backend == "numba" else step_games.py_func
         template = ColdIronEnv(**kwargs)  # validates every option, with its messages
+        self._env_kwargs = {
+            name: getattr(template, name, None)
+            for name in inspect.signature(ColdIronEnv).parameters
+            if name != "render_mode"
+        }
+        self._env_kwargs.update(template.rules.to_dict())
         self.num_envs = num_envs
         self.render_mode = None
         self.rules = template.rules
@@ -617,17 +624,17 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         For training curricula; any other option must keep its value (the spaces
         and rewards are fixed at construction). Games in progress keep their rules.
         """
-        current = self.rules.to_dict()
-        changed = {k: v for k, v in env_kwargs.items() if current.get(k, v) != v}
-        other = sorted(k for k in changed if k not in CURRICULUM_KEYS)
-        unknown = sorted(set(env_kwargs) - set(current) - {"observation_mode", "recall"}
-                         - {"counting", "win_reward", "loss_reward", "illegal_action"})  # fmt: skip
+        known = self._env_kwargs
+        unknown = sorted(set(env_kwargs) - set(known))
         if unknown:
-            raise ValueError(f"unknown env option(s) {unknown}")
-        if other:
+            raise ValueError(f"unknown env option(s) {unknown}; known: {sorted(known)}")
+        fixed = sorted(
+            k for k, v in env_kwargs.items() if k not in CURRICULUM_KEYS and v != known[k]
+        )
+        if fixed:
             raise ValueError(
                 f"the vector env can change only {list(CURRICULUM_KEYS)} between deals, "
-                f"not {other}"
+                f"not {fixed}"
             )
         values = {k: env_kwargs[k] for k in CURRICULUM_KEYS if k in env_kwargs}
         self._next_rules = RuleOptions(**{**self._next_rules.to_dict(), **values})

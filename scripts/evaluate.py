@@ -36,7 +36,7 @@ from agents.learning.multiseed import (
     twin_seed_groups,
     unfinished_runs,
 )
-from agents.registry import BUILTIN_AGENTS, PLAY_TORCH_THREADS, make_agent, set_torch_threads
+from agents.registry import PLAY_TORCH_THREADS, agent_names, make_agent, set_torch_threads
 
 EXIT_ERROR = 2
 
@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         required=True,
         metavar="NAME|RUN_DIR|MODEL.zip",
-        help=f"agent to evaluate (repeatable); built-in: {', '.join(BUILTIN_AGENTS)}",
+        help=f"agent to evaluate (repeatable); by name: {', '.join(agent_names())}",
     )
     parser.add_argument("--episodes", type=int, default=10_000, help="deals (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the deals (default 0)")
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         for spec in specs:
             agent = make_agent(spec)
-            label = spec if spec in BUILTIN_AGENTS else run_label(spec, agent.name)
+            label = spec if spec in agent_names() else run_label(spec, agent.name)
             agents.append((label, agent))
         for run, status in unfinished_runs(specs):
             state = f"status {status}" if status else "no meta.json"

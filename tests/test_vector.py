@@ -800,3 +800,25 @@ def test_gymnasium_vector_observation_wrappers_work_under_next_step() -> None:
     assert ends > 0
     dict_space = ColdIronEnv(observation_mode="dict", counting=True).observation_space
     assert flat_dict.single_observation_space.shape == (gym.spaces.flatdim(dict_space),)
+
+
+def test_curriculum_rules_apply_from_each_games_next_deal() -> None:
+    vec = ColdIronVectorEnv(3, counting=True)
+    vec.reset(seed=4)
+    vec.set_env_kwargs({"turns": 2, "suits_required": 1, "counting": True})
+    assert vec._turns.tolist() == [24, 24, 24]  # games in progress keep their rules
+    finished = np.zeros(3, dtype=bool)
+    for _ in range(80):  # threaten until every game has been dealt again
+        actions = np.array([0 if m[0] else int(np.flatnonzero(m)[0]) for m in vec.action_masks()])
+        _, _, terminated, truncated, _ = vec.step(actions)
+        finished |= terminated | truncated
+        if finished.all():
+            break
+    assert finished.all() and vec._turns.tolist() == [2, 2, 2]
+    assert vec._suits_required.tolist() == [1, 1, 1]
+    with pytest.raises(ValueError, match=r"only \['turns', 'suits_required'\]"):
+        vec.set_env_kwargs({"recall": True})
+    with pytest.raises(ValueError, match="unknown env option"):
+        vec.set_env_kwargs({"colour": "red"})
+    with pytest.raises(ValueError, match="turns"):
+        vec.set_env_kwargs({"turns": 0})

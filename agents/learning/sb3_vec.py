@@ -118,6 +118,10 @@ class ColdIronSB3VecEnv(VecEnv):
         """Legal actions of every env, an (N, 19) bool array."""
         return self.vector_env.action_masks()
 
+    def set_env_kwargs(self, env_kwargs: dict[str, Any]) -> None:
+        """Deal the next games with these ``turns`` / ``suits_required`` (training curricula)."""
+        self.vector_env.set_env_kwargs(env_kwargs)
+
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         value = getattr(self.vector_env, attr_name)  # AttributeError when missing
         return [value for _ in self._get_indices(indices)]
