@@ -24,7 +24,7 @@ number of envs. Then MaskablePPO (default hyperparameters, ``n_steps`` 256,
 is the part of the training wall time spent in the VecEnv (reset, step,
 action masks).
 
-Usage: ``python scripts/benchmark.py [--quick] [--json FILE]``. The machine may
+Usage: ``.venv/bin/python scripts/benchmark.py [--quick] [--json FILE]``. The machine may
 be shared: quote the ratios of one run, not absolute figures.
 """
 

@@ -1,6 +1,6 @@
 """Evaluate agents on the same seeded deals of Cold Iron: win rates with Wilson 95% intervals.
 
-    python scripts/evaluate.py --agent heuristic --agent threaten --agent runs/ppo \\
+    .venv/bin/python scripts/evaluate.py --agent heuristic --agent threaten --agent runs/ppo \\
         --episodes 20000 --seed 0 --json eval.json --plot eval.png
 
 An agent is a built-in name (random, threaten, heuristic), a run directory or a

@@ -1,6 +1,6 @@
 """The strength ladder on the command line (the ladder itself: ``agents.ladder``).
 
-    nice -n 10 python scripts/ladder.py --episodes 10000 --planner-episodes 2000 \\
+    nice -n 10 .venv/bin/python scripts/ladder.py --episodes 10000 --planner-episodes 2000 \\
         --seed 0 --workers 2 --out-dir docs/ladder
 
 Exit status: 0 done, 2 bad arguments, 130 interrupted (the rows finished are written).
@@ -98,7 +98,8 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     set_torch_threads()  # trained rows play fastest on one thread (workers inherit it)
-    command = "python scripts/ladder.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    arguments = sys.argv[1:] if argv is None else argv
+    command = ".venv/bin/python scripts/ladder.py " + " ".join(arguments)
     try:
         settings = settings_of(args)
     except ValueError as err:

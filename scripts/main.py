@@ -1,7 +1,7 @@
 """The main job: train the default agent, then evaluate it against the built-in players.
 
-    python scripts/main.py                      # configs/maskable_ppo.yaml, 10,000 deals
-    python scripts/main.py --timesteps 20000 --episodes 2000    # a quicker look
+    .venv/bin/python scripts/main.py                      # configs/maskable_ppo.yaml, 10,000 deals
+    .venv/bin/python scripts/main.py --timesteps 20000 --episodes 2000    # a quicker look
 
 1. Trains ``--config`` (default ``configs/maskable_ppo.yaml``) into ``--out``
    (default ``runs/<config name>-<time>``), exactly as ``scripts/train.py`` would.
@@ -68,7 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         f"run directory: {result.run_dir}  ({result.timesteps} steps, {result.wall_seconds:.0f} s)"
     )
     if result.interrupted:
-        print(f"interrupted; continue with: python scripts/main.py --resume {result.run_dir}")
+        print(
+            "interrupted; continue with: .venv/bin/python scripts/main.py "
+            f"--resume {result.run_dir}"
+        )
         return EXIT_INTERRUPTED
 
     from agents.atomic import atomic_write_json

@@ -6,10 +6,10 @@ At the prompt type an action by number or name (``threaten``, ``iron``,
 (the table as a PNG, needs matplotlib), ``hint`` (the planner's win chances),
 ``help``, ``quit``. Input is read from standard input, so a game can be scripted.
 
-    python scripts/play.py --seed 7                 # a seeded deal
-    python scripts/play.py --deck deck.txt          # 54 codes from a file (or inline)
-    python scripts/play.py --agent heuristic --delay 0.5
-    python scripts/play.py --load game.json         # resume a saved game
+    .venv/bin/python scripts/play.py --seed 7                 # a seeded deal
+    .venv/bin/python scripts/play.py --deck deck.txt          # 54 codes from a file (or inline)
+    .venv/bin/python scripts/play.py --agent heuristic --delay 0.5
+    .venv/bin/python scripts/play.py --load game.json         # resume a saved game
 """
 
 from __future__ import annotations

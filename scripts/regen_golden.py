@@ -17,8 +17,8 @@ dict observation and ``recall``; every outcome code occurs at least once
 
 Usage::
 
-    python scripts/regen_golden.py           # rewrite tests/golden/*.json
-    python scripts/regen_golden.py --check   # exit 1 if regeneration would change anything
+    .venv/bin/python scripts/regen_golden.py           # rewrite tests/golden/*.json
+    .venv/bin/python scripts/regen_golden.py --check   # exit 1 if anything would change
 
 Run it after an *intended* change of the rules, the observation or the info
 contract, then review ``git diff tests/golden`` before committing: every changed

@@ -7,7 +7,7 @@ the search effort and the time. Work is split over ``--workers`` processes.
 ``--out FILE`` writes the figures as JSON (atomic write). Ctrl-C prints and
 saves what was solved so far.
 
-    nice -n 10 python scripts/solve.py --deals 10000 --workers 2 --out runs/solver.json
+    nice -n 10 .venv/bin/python scripts/solve.py --deals 10000 --workers 2 --out runs/solver.json
 """
 
 from __future__ import annotations

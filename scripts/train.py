@@ -1,10 +1,11 @@
 """Train an agent for Cold Iron from a YAML config.
 
-    python scripts/train.py --config configs/maskable_ppo.yaml
-    python scripts/train.py --config configs/ppo.yaml --timesteps 200000 --seed 3 --out runs/ppo-3
-    python scripts/train.py --resume runs/ppo-3            # continue after Ctrl-C
-    python scripts/train.py --resume runs/ppo-3 --timesteps 400000   # or extend the budget
-    python scripts/train.py --config configs/ppo.yaml --seeds 0-4 --out runs/ppo-seeds  # 5 runs
+    .venv/bin/python scripts/train.py --config configs/maskable_ppo.yaml
+    .venv/bin/python scripts/train.py --config configs/ppo.yaml --timesteps 200000 --seed 3 \\
+        --out runs/ppo-3
+    .venv/bin/python scripts/train.py --resume runs/ppo-3            # continue after Ctrl-C
+    .venv/bin/python scripts/train.py --resume runs/ppo-3 --timesteps 400000  # extend the budget
+    .venv/bin/python scripts/train.py --config configs/ppo.yaml --seeds 0-4 --out runs/ppo-seeds
 
 The config is validated before anything runs; a bad one is refused with the
 file, the key and the reason (exit status 2). Ctrl-C saves a resumable
@@ -131,7 +132,8 @@ def train_several(
         print(format_aggregates([agg]))
     if any(r.interrupted for r in results):
         print(
-            f"continue with: python scripts/train.py --config {config_file} --seeds {seeds_arg} "
+            "continue with: .venv/bin/python scripts/train.py "
+            f"--config {config_file} --seeds {seeds_arg} "
             f"--out {root}"
         )
         return EXIT_INTERRUPTED

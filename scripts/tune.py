@@ -1,8 +1,8 @@
 """Search hyperparameters with Optuna over the ``search:`` section of a config.
 
-    python scripts/tune.py --config configs/tune_maskable_ppo.yaml --trials 40
-    python scripts/tune.py --config FILE --trials 40 --workers 2          # 2 processes here
-    python scripts/tune.py --config FILE --trials 40 --workers 2 \\
+    .venv/bin/python scripts/tune.py --config configs/tune_maskable_ppo.yaml --trials 40
+    .venv/bin/python scripts/tune.py --config FILE --trials 40 --workers 2   # 2 processes here
+    .venv/bin/python scripts/tune.py --config FILE --trials 40 --workers 2 \\
         --storage postgresql://USER:PASSWORD@HOST/DB --study NAME --out runs/tune-NAME
 
 ``--trials N`` is the number of finished (complete or pruned) trials the study
@@ -75,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     if result.best_number is not None:
         print(
             f"best: trial {result.best_number}, win rate {result.best_value:.2%}; "
-            f"train it with: python scripts/train.py --config {result.files['best_config']}"
+            "train it with: .venv/bin/python scripts/train.py "
+            f"--config {result.files['best_config']}"
         )
     if result.interrupted:
         print("interrupted: rerun the same command to continue the study", file=sys.stderr)

@@ -33,6 +33,9 @@ import yaml
 from agents.learning.algorithms import AlgorithmSpec, algorithm_of, get_algorithm
 from agents.players.base import Agent
 from coldiron_env import ENV_ID
+from coldiron_env.actions import ENV_MASKS
+from coldiron_env.knowledge import Knowledge
+from coldiron_env.observation import knowledge_observation
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -150,6 +153,30 @@ class SB3Agent(Agent):
         starts = np.array([self._episode_start])
         self._episode_start = False
         return int(self.policy.act(batch, np.asarray(action_mask)[None], starts)[0])
+
+
+class KnowledgePolicy:
+    """A trained memoryless model deciding from a :class:`~coldiron_env.knowledge.Knowledge`:
+    the observation it would get is built from what the player knows (for example as the
+    planner's base policy). Recurrent models are refused: they need the whole episode."""
+
+    def __init__(self, agent: SB3Agent) -> None:
+        if agent.policy.spec.recurrent:
+            raise ValueError(f"{agent.name}: a recurrent model cannot decide from a Knowledge")
+        self.agent = agent
+        self.name = agent.name
+        kwargs = agent.env_kwargs
+        self._obs_kwargs = {
+            "mode": kwargs.get("observation_mode", "flat"),
+            "recall": bool(kwargs.get("recall", False)),
+            "counting": bool(kwargs.get("counting", False)),
+            "joker_grants_more": bool(kwargs.get("bonus_joker_grants_more", False)),
+        }
+
+    def act_knowledge(self, kn: Knowledge) -> int:
+        obs = knowledge_observation(kn, **self._obs_kwargs)
+        mask = ENV_MASKS[kn.phase][None].copy()
+        return int(self.agent.policy.act(obs, mask)[0])
 
 
 def _zip_data(path: Path) -> dict[str, Any]:

@@ -674,7 +674,7 @@ def train(
                     env.close()
             log("\ninterrupted before learning began (nothing trained yet)")
             if resume_hint:
-                log(f"start it over with: python scripts/train.py --resume {run.root}")
+                log(f"start it over with: .venv/bin/python scripts/train.py --resume {run.root}")
             return TrainResult(run.root, 0, True, time.perf_counter() - t_start, [])
     meta.update(status="running", package_version=coldiron_env.__version__)
     atomic_write_json(run.meta, meta)
@@ -725,7 +725,7 @@ def train(
     )
     atomic_write_json(run.meta, meta)
     if interrupted and resume_hint:
-        log(f"resume with: python scripts/train.py --resume {run.root}")
+        log(f"resume with: .venv/bin/python scripts/train.py --resume {run.root}")
     return TrainResult(run.root, int(model.num_timesteps), interrupted, wall, state.history)
 
 

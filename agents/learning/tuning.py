@@ -904,7 +904,7 @@ def export_best(study: optuna.Study, tcfg: TuningConfig, path: Path) -> FrozenTr
         f"# One training seed ({cfg.seed}) and the tuning budget ({cfg.training.total_timesteps} "
         "timesteps, name from the tuning config):\n"
         "# raise training.total_timesteps for a real run, and compare seeds before trusting it:\n"
-        f"# python scripts/train.py --config {path} --seeds 0-2\n"
+        f"# .venv/bin/python scripts/train.py --config {path} --seeds 0-2\n"
     )
     atomic_write_text(path, header + dump_config(cfg))
     return best

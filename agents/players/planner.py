@@ -78,7 +78,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from agents.players.base import Agent
+from agents.players.base import Agent, KnowledgeActor
 from agents.players.heuristic import (
     DEFAULT_PARAMS,
     HeuristicParams,
@@ -371,7 +371,13 @@ def paired(base: list[int], other: list[int]) -> tuple[float, float, int]:
 
 # --------------------------------------------------------------------------- the agent
 class PlannerAgent(Agent):
-    """Rollout planner over the heuristic (see the module doc). Deterministic given the seed."""
+    """Rollout planner over a base policy (see the module doc). Deterministic given the seed.
+
+    The base policy proposes the action the planner keeps unless an alternative's
+    rollouts (the heuristic to the end) are significantly better: by default the
+    heuristic; any :class:`~agents.players.base.KnowledgeActor` (a trained network,
+    for one) can be the ``base``.
+    """
 
     name = "planner"
 
@@ -380,8 +386,10 @@ class PlannerAgent(Agent):
         config: PlannerConfig = PLANNER_DEFAULT,
         rules: RuleOptions | None = None,
         name: str | None = None,
+        base: KnowledgeActor | None = None,
     ) -> None:
         self.config = config
+        self.base = base
         if name is not None:
             self.name = name
         self.rules = DEFAULT_RULES
@@ -425,7 +433,7 @@ class PlannerAgent(Agent):
         start = time.perf_counter()
         self.stats.decisions += 1
         config = self.config
-        base = decide(kn, config.params)
+        base = decide(kn, config.params) if self.base is None else self.base.act_knowledge(kn)
         if len(LEGAL_ACTIONS[kn.phase]) == 1 or kn.turn < config.plan_from_turn:
             return base
         if kn.phase == PHASE_TURN and hopeless(kn, self.rules):
