@@ -525,3 +525,53 @@ def test_budgets_round_up_to_whole_rollouts_and_say_so() -> None:
     )
     assert rollout_size(off) == 12
     assert steps_to_train(off, 0) == 1008
+
+
+@pytest.mark.parametrize(
+    "env_kwargs",
+    [{"counting": True}, {"observation_mode": "dict", "recall": True, "counting": True}],
+)
+def test_a_network_decides_from_what_a_player_knows_as_from_the_env(
+    env_kwargs: dict[str, Any], tmp_path: Path
+) -> None:
+    """KnowledgePolicy (a model deciding from a Knowledge: the planner's base) picks the
+    action the model picks from the env's observation, at every step of real games."""
+    import torch
+
+    from agents.learning.sb3_agent import KnowledgePolicy
+    from agents.learning.training import RunDir, build_model
+    from agents.players.planner import PlannerAgent, PlannerConfig
+    from coldiron_env.knowledge import Knowledge
+
+    torch.manual_seed(3)
+    cfg = config_from_dict(
+        {
+            "env": env_kwargs,
+            "algorithm": {"name": "maskable_ppo", "hyperparameters": {"n_steps": 64}},
+            "policy": {"net_arch": [32]},
+            "training": {"total_timesteps": 1000, "n_envs": 1, "progress_bar": False},
+        }
+    )
+    model = build_model(cfg, build_vec_env("dummy", 1, env_kwargs, seed=0), RunDir(tmp_path))
+    with torch.no_grad():  # sharpen the untrained policy so that its choices vary
+        for p in model.policy.parameters():
+            p.mul_(6.0)
+    tag_model(model, "maskable_ppo", env_kwargs)
+    model.save(tmp_path / "m.zip")
+    agent = load_sb3_agent(tmp_path / "m.zip")
+    policy = KnowledgePolicy(agent)
+    env = ColdIronEnv(**env_kwargs)
+    chosen: set[int] = set()
+    for seed in range(8):
+        obs, info = env.reset(seed=seed)
+        agent.reset()
+        done = False
+        while not done:
+            action = agent.act(obs, info["action_mask"], info)
+            assert policy.act_knowledge(Knowledge.from_game(env.game)) == action
+            chosen.add(action)
+            obs, _, done, _, info = env.step(action)
+    assert len(chosen) >= 3, "the policy must make choices for this to test anything"
+    planner = PlannerAgent(PlannerConfig(samples=8, batch=4, min_samples=4), base=policy)
+    result = evaluate_agent(planner, deal_decks(3, 6), agent_seeds(3, 6))
+    assert result.episodes == 6 and result.outcomes["illegal"] == 0
