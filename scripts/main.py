@@ -19,6 +19,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from agents.evaluation.arena import REPORT_SEED
+
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 DEFAULT_CONFIG = "configs/maskable_ppo.yaml"
@@ -38,7 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", type=Path, metavar="DIR", help="continue an interrupted run")
     parser.add_argument("--timesteps", type=int, help="override training.total_timesteps")
     parser.add_argument("--episodes", type=int, default=10_000, help="evaluation deals")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the evaluation deals")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=REPORT_SEED,
+        help=f"seed of the evaluation deals (default {REPORT_SEED}: held out, nothing was tuned "
+        "on them)",
+    )
     parser.add_argument("--no-progress-bar", action="store_true")
     args = parser.parse_args(argv)
     if args.episodes < 1:
