@@ -50,7 +50,7 @@ from agents.evaluation.arena import (
 )
 from agents.evaluation.stats import Z_95, intervals_disjoint
 from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
-from agents.registry import make_agent
+from agents.registry import make_agent, set_torch_threads
 from coldiron_env.game import OUTCOMES
 
 BASE_AGENTS: Final = ("random", "threaten", "heuristic")
@@ -59,7 +59,9 @@ PLANNER_BASELINE: Final = "heuristic"
 RUNS_DIR: Final = Path("runs")
 MODEL_NAMES: Final = ("model.zip",)  # sb3_agent.MODEL_FILE (not imported: SB3 is heavy)
 CHUNK: Final = 25
-"""Deals per task handed to a worker."""
+"""Deals per task handed to a worker for a planner (slow per deal: small tasks balance)."""
+FAST_CHUNK: Final = 1000
+"""Deals per task for every other player (a trained model is loaded once per task)."""
 SOLVER_LABEL: Final = "clairvoyant bound"
 PERCENT: Final = 100.0
 PUBLIC_FILE_MODE: Final = 0o644
@@ -124,8 +126,8 @@ def _solver_chunk(task: tuple[int, int, int, int, int]) -> tuple[int, tuple[list
     return start, (verdicts, time.perf_counter() - begin)
 
 
-def _chunks(count: int) -> list[tuple[int, int]]:
-    return [(s, min(s + CHUNK, count)) for s in range(0, count, CHUNK)]
+def _chunks(count: int, size: int = CHUNK) -> list[tuple[int, int]]:
+    return [(s, min(s + size, count)) for s in range(0, count, size)]
 
 
 def _in_deal_order(
@@ -140,7 +142,8 @@ def play_row(
     pool: Any, spec: str, label: str, kind: ResultKind, seed: int, episodes: int, count: int
 ) -> AgentResult:
     """``spec`` on the first ``count`` of the ``episodes`` deals of ``seed``."""
-    tasks = [(spec, seed, episodes, a, b) for a, b in _chunks(count)]
+    size = CHUNK if kind == "planner" else FAST_CHUNK
+    tasks = [(spec, seed, episodes, a, b) for a, b in _chunks(count, size)]
     row = AgentResult(label, kind=kind)
     for part in _in_deal_order(pool, _agent_chunk, tasks):
         row.extend(part)
@@ -242,7 +245,11 @@ def run_ladder(
     rows = ladder.rows
     seed, n, m = settings.seed, settings.episodes, settings.planner_episodes
     report = progress or (lambda _row: None)
-    pool = mp.get_context("spawn").Pool(settings.workers) if settings.workers > 1 else None
+    pool = (  # each worker plays trained models on one torch thread, as the scripts do
+        mp.get_context("spawn").Pool(settings.workers, initializer=set_torch_threads)
+        if settings.workers > 1
+        else None
+    )
     try:
         for spec in BASE_AGENTS:
             rows.append(play_row(pool, spec, spec, "agent", seed, n, n))
