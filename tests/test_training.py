@@ -275,7 +275,7 @@ def test_observation_normalizer_is_saved_and_used_by_the_loaded_agent(tmp_path: 
     normalizer = agent.policy.obs_normalizer
     assert normalizer is not None and not normalizer.training
     assert normalizer.obs_rms.count > result.timesteps / 2, "statistics were gathered"
-    obs, _ = ColdIronEnv().reset(seed=0)
+    obs, _ = ColdIronEnv(**cfg.env_kwargs()).reset(seed=0)  # the observation it trained on
     assert not np.allclose(normalizer.normalize_obs(obs), obs), "the agent sees normalized input"
     # The loaded agent (model + normalizer) plays the final evaluation's games again.
     last = result.history[-1]

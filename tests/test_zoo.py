@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -13,6 +14,7 @@ from agents.evaluation.arena import agent_seeds, deal_decks, evaluate_agent
 from agents.learning.sb3_agent import ModelLoadError, zoo_run_of
 from agents.registry import make_agent
 from coldiron_env import ENV_ID
+from coldiron_env.actions import NUM_ACTIONS
 from coldiron_env.env import ColdIronEnv
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,3 +75,53 @@ def test_tiny_zoo_training_through_the_shipped_file_then_our_evaluation(tmp_path
     assert agent.env_kwargs["counting"] is True  # type: ignore[attr-defined]
     result = evaluate_agent(agent, deal_decks(11, 20), agent_seeds(11, 20))
     assert result.episodes == 20 and result.outcomes["illegal"] == 0  # played masked
+
+
+def test_zoo_report_reads_wins_lengths_and_illegal_actions_off_monitor_files(
+    tmp_path: Path,
+) -> None:
+    """Episodes played through SB3's Monitor (as rl-zoo3 runs them), counted independently."""
+    from stable_baselines3.common.monitor import Monitor
+
+    run = tmp_path / "run"
+    run.mkdir()
+    rng = np.random.default_rng(5)
+    won = steps = illegal = episodes = 0
+    for env_index in range(2):
+        env = Monitor(
+            ColdIronEnv(illegal_action="penalize"),
+            str(run / f"{env_index}"),
+            allow_early_resets=True,
+        )
+        for seed in range(6):
+            _, info = env.reset(seed=seed)
+            done = False
+            while not done:
+                action = int(rng.integers(NUM_ACTIONS))
+                illegal += not info["action_mask"][action]
+                _, _, terminated, truncated, info = env.step(action)
+                steps += 1
+                done = terminated or truncated
+            won += info["outcome"] == "won"
+            episodes += 1
+        env.close()
+    assert illegal > 0, "random play should try illegal actions"
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "zoo_report.py"), str(run), "--last", "1000"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert f"{episodes} episodes" in out
+    expected = f"won {won / episodes:.2%}, mean length {steps / episodes:.1f} steps, "
+    assert f"{expected}illegal actions {illegal / steps:.2%}" in out
+
+
+def test_zoo_report_names_a_folder_without_episodes(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "zoo_report.py"), str(tmp_path)],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and str(tmp_path) in proc.stderr

@@ -47,6 +47,7 @@ import re
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -679,6 +680,9 @@ def _claim_out(
     )
 
 
+JOIN_POLL_SECONDS = 0.5  # how often the parent looks for a stop request while workers run
+
+
 def _worker_context() -> ForkServerContext | SpawnContext:
     """``forkserver`` with this module preloaded where available, else ``spawn``.
 
@@ -712,19 +716,23 @@ def _run_processes(
         )
         for i in range(workers)
     ]
-    interrupted = False
+    # Ctrl-C and SIGTERM only set a flag here: an exception raised by a signal
+    # handler can land in a weakref callback or a finalizer, where Python ignores
+    # it, and the stop would be lost while the workers train on.
+    stop_signals: list[int] = []
+    stop = (signal.SIGINT, signal.SIGTERM)
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {sig: signal.signal(sig, lambda n, _f: stop_signals.append(n)) for sig in stop}
     try:
         for p in procs:
             p.start()
-        for p in procs:
-            p.join()
-    except KeyboardInterrupt:
-        # The workers have their own process group: pass Ctrl-C (or SIGTERM) on
-        # once, then wait, ignoring further signals, while they save and leave.
-        interrupted = True
-        stop = (signal.SIGINT, signal.SIGTERM)
-        previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in stop}
-        try:
+        while not stop_signals and any(p.is_alive() for p in procs):
+            for p in procs:
+                p.join(timeout=JOIN_POLL_SECONDS)
+        if stop_signals:
+            # The workers have their own process group: pass the stop on once,
+            # then wait (later signals are only recorded) while they save and leave.
             for p in procs:
                 if p.pid is not None and p.is_alive():
                     with contextlib.suppress(ProcessLookupError):
@@ -732,9 +740,10 @@ def _run_processes(
             for p in procs:
                 if p.pid is not None:
                     p.join()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    interrupted = bool(stop_signals)
     codes = [p.exitcode for p in procs]
     if interrupted or any(c == EXIT_INTERRUPTED for c in codes):
         raise KeyboardInterrupt
