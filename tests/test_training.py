@@ -4,8 +4,11 @@ load errors."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +167,44 @@ class InterruptAt(BaseCallback):
         if self.model.num_timesteps >= self.at:
             raise KeyboardInterrupt
         return True
+
+
+class _Finalized:
+    pass
+
+
+class SignalAt(BaseCallback):
+    """Sends this process a real signal once, as Ctrl-C or ``kill`` would, from inside a
+    finalizer: where an exception raised by a signal handler is ignored by Python."""
+
+    def __init__(self, at: int, signum: int) -> None:
+        super().__init__()
+        self.at = at
+        self.signum = signum
+        self.sent_at: int | None = None
+
+    def _on_step(self) -> bool:
+        if self.sent_at is None and self.model.num_timesteps >= self.at:
+            self.sent_at = self.model.num_timesteps
+            holder = _Finalized()
+            weakref.finalize(holder, os.kill, os.getpid(), self.signum)
+            del holder
+        return True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_learning_stops_the_run_and_saves_it(signum: int, tmp_path: Path) -> None:
+    """Ctrl-C or SIGTERM during ``learn`` stops at the next step, whatever code it lands in."""
+    cfg = tiny(load_config(ROOT / "configs" / "maskable_ppo.yaml"), steps=4096)
+    sender = SignalAt(300, signum)
+    before = signal.getsignal(signum)
+    result = train(cfg, tmp_path / "run", extra_callbacks=[sender], log=lambda _: None)
+    assert signal.getsignal(signum) is before, "the handler in force before training is back"
+    assert result.interrupted and sender.sent_at is not None
+    assert sender.sent_at <= result.timesteps < cfg.training.total_timesteps
+    state = json.loads((tmp_path / "run" / "checkpoint" / "state.json").read_text())
+    assert state["timesteps"] == result.timesteps and state["reason"] == "interrupt"
 
 
 @pytest.mark.slow

@@ -359,6 +359,40 @@ def signals_deferred() -> Iterator[list[int]]:
             signal.signal(sig, handler)
 
 
+@contextlib.contextmanager
+def stop_requests() -> Iterator[list[int]]:
+    """While learning, Ctrl-C and SIGTERM only record a stop request (main thread only).
+
+    :class:`StopOnRequest` ends ``learn`` at the next step. A ``KeyboardInterrupt``
+    raised by a signal handler can land in a weakref callback or a finalizer,
+    where Python prints "Exception ignored" and carries on: the stop would be lost
+    and the run would train to its end.
+    """
+    requests: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield requests
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, lambda signum, _frame: requests.append(signum))
+    try:
+        yield requests
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class StopOnRequest(BaseCallback):
+    """Ends ``learn`` at the next env step once a stop was requested."""
+
+    def __init__(self, requests: list[int]) -> None:
+        super().__init__(verbose=0)
+        self.requests = requests
+
+    def _on_step(self) -> bool:
+        return not self.requests
+
+
 def sigterm_as_ctrl_c() -> None:
     """Make SIGTERM (a scheduler or ``kill`` stopping the job) save and stop like Ctrl-C."""
 
@@ -691,17 +725,20 @@ def train(
         )
     interrupted = False
     try:
-        if remaining > 0:
-            model.learn(
-                total_timesteps=remaining,
-                callback=CallbackList([callback, *extra_callbacks]),
-                log_interval=cfg.training.log_interval,
-                tb_log_name=TB_RUN_NAME,
-                reset_num_timesteps=resume is None,
-                progress_bar=cfg.training.progress_bar,
-            )
-    except KeyboardInterrupt:
+        with stop_requests() as requests:
+            if remaining > 0:
+                model.learn(
+                    total_timesteps=remaining,
+                    callback=CallbackList([StopOnRequest(requests), callback, *extra_callbacks]),
+                    log_interval=cfg.training.log_interval,
+                    tb_log_name=TB_RUN_NAME,
+                    reset_num_timesteps=resume is None,
+                    progress_bar=cfg.training.progress_bar,
+                )
+        interrupted = bool(requests)
+    except KeyboardInterrupt:  # off the main thread, or a stop before learning began
         interrupted = True
+    if interrupted:
         log(f"\ninterrupted at {model.num_timesteps} timesteps: saving a checkpoint")
     with signals_deferred() as caught:  # a second Ctrl-C or SIGTERM must not break the save
         save_checkpoint(model, run, cfg, reason="interrupt" if interrupted else "end")
