@@ -193,7 +193,7 @@ class SignalAt(BaseCallback):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_while_learning_stops_the_run_and_saves_it(signum: int, tmp_path: Path) -> None:
     """Ctrl-C or SIGTERM during ``learn`` stops at the next step, whatever code it lands in."""
     cfg = tiny(load_config(ROOT / "configs" / "maskable_ppo.yaml"), steps=4096)
