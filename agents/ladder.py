@@ -1,7 +1,7 @@
 """The strength ladder: every player of Cold Iron on the same deals, up to the clairvoyant bound.
 
     nice -n 10 .venv/bin/python scripts/ladder.py --episodes 10000 --planner-episodes 2000 \\
-        --seed 0 --workers 2 --out-dir docs/ladder
+        --workers 2 --out-dir docs/ladder
 
 Rows, all on the deals of ``agents.evaluation.arena.deal_decks(SEED, EPISODES)``:
 
@@ -48,7 +48,7 @@ from agents.evaluation.arena import (
     deal_decks,
     evaluate_agent,
 )
-from agents.evaluation.stats import Z_95, intervals_disjoint
+from agents.evaluation.stats import Z_95, intervals_disjoint, mcnemar
 from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
 from agents.registry import make_agent, set_torch_threads
 from coldiron_env.game import OUTCOMES
@@ -195,25 +195,6 @@ def loadable(spec: str) -> str | None:
 
 
 # --------------------------------------------------------------------------- paired
-def mcnemar(base: Sequence[bool], other: Sequence[bool]) -> dict[str, Any]:
-    """Paired comparison on the same deals: discordant counts and the exact two-sided p-value."""
-    only_other = sum(1 for b, o in zip(base, other, strict=True) if o and not b)
-    only_base = sum(1 for b, o in zip(base, other, strict=True) if b and not o)
-    n = only_other + only_base
-    k = min(only_other, only_base)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n if n else 1.0
-    diff = (only_other - only_base) / len(base)
-    se = math.sqrt(n / len(base) - diff * diff) / math.sqrt(len(base)) if n else 0.0
-    return {
-        "deals": len(base),
-        "only_other_wins": only_other,
-        "only_base_wins": only_base,
-        "difference": diff,
-        "difference_ci95": [diff - Z_95 * se, diff + Z_95 * se],
-        "p_two_sided": min(1.0, 2 * tail),
-    }
-
-
 def deals_for_disjoint(p_base: float, p_other: float) -> float:
     """Deals needed for two Wilson 95% intervals at these rates to stop overlapping (approx.)."""
     gap = p_other - p_base

@@ -1,7 +1,7 @@
 """Evaluate agents on the same seeded deals of Cold Iron: win rates with Wilson 95% intervals.
 
     .venv/bin/python scripts/evaluate.py --agent heuristic --agent threaten --agent runs/ppo \\
-        --episodes 20000 --seed 0 --json eval.json --plot eval.png
+        --episodes 20000 --json eval.json --plot eval.png
 
 An agent is a built-in name (random, threaten, heuristic), a run directory or a
 ``.zip`` model; a ``train.py --seeds`` output folder stands for its ``seed-N`` runs.
@@ -22,12 +22,14 @@ from typing import Any
 from agents.atomic import atomic_write_json
 from agents.evaluation.arena import (
     EVAL_ENV_KWARGS,
+    REPORT_SEED,
     AgentResult,
     check_env_kwargs,
     evaluate,
     format_table,
     report,
 )
+from agents.evaluation.stats import mcnemar
 from agents.learning.multiseed import (
     expand_seed_root,
     format_aggregates,
@@ -39,6 +41,31 @@ from agents.learning.multiseed import (
 from agents.registry import PLAY_TORCH_THREADS, agent_names, make_agent, set_torch_threads
 
 EXIT_ERROR = 2
+PAIRED_DEFAULT = "heuristic"
+
+
+def paired_lines(results: list[AgentResult], against: str) -> list[dict[str, Any]]:
+    """Each agent against ``against`` on the same deals: difference and McNemar test."""
+    base = next((r for r in results if r.agent == against), None)
+    if base is None:
+        return []
+    return [
+        {"agent": r.agent, "against": against, **mcnemar(base.won, r.won)}
+        for r in results
+        if r is not base
+    ]
+
+
+def format_paired(pairs: list[dict[str, Any]]) -> str:
+    lines = [f"\npaired with {pairs[0]['against']} on the same deals (difference, 95%; McNemar):"]
+    for p in pairs:
+        low, high = p["difference_ci95"]
+        lines.append(
+            f"  {p['agent']}: {100 * p['difference']:+.2f} points [{100 * low:+.2f}, "
+            f"{100 * high:+.2f}]; won only by it {p['only_other_wins']}, only by "
+            f"{p['against']} {p['only_base_wins']}; p = {p['p_two_sided']:.2g}"
+        )
+    return "\n".join(lines)
 
 
 def parse_value(text: str) -> Any:
@@ -74,7 +101,20 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"agent to evaluate (repeatable); by name: {', '.join(agent_names())}",
     )
     parser.add_argument("--episodes", type=int, default=10_000, help="deals (default 10000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the deals (default 0)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=REPORT_SEED,
+        help=f"seed of the deals (default {REPORT_SEED}: held out, nothing was tuned or trained "
+        "on them)",
+    )
+    parser.add_argument(
+        "--against",
+        metavar="AGENT",
+        default=PAIRED_DEFAULT,
+        help=f"compare every other agent with this one, deal by deal (default {PAIRED_DEFAULT!r} "
+        "when it is evaluated)",
+    )
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
     parser.add_argument("--plot", metavar="FILE", help="write a bar chart PNG")
     parser.add_argument(
@@ -144,6 +184,11 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted: no results written", file=sys.stderr)
         return 130
     print(format_table(results))
+    pairs = paired_lines(results, args.against)
+    if pairs:
+        print(format_paired(pairs))
+    elif args.against != PAIRED_DEFAULT:
+        print(f"warning: --against {args.against}: not among the agents evaluated", file=sys.stderr)
     try:
         aggregates = seed_aggregates(specs, [(r.wins, r.episodes) for r in results])
     except ValueError as err:
@@ -156,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             doc = report(results, args.episodes, args.seed, env_kwargs)
             doc["seed_aggregates"] = [a.to_dict() for a in aggregates]
+            doc["paired"] = pairs
             atomic_write_json(args.json, doc)
             print(f"json: {args.json}")
         if args.plot:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from agents import ladder
+from agents.evaluation.arena import REPORT_SEED
 from agents.registry import make_agent, set_torch_threads
 
 EXIT_ERROR: Final = 2
@@ -30,7 +31,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=ladder.DEFAULT_EPISODES,
         help=f"deals (default {ladder.DEFAULT_EPISODES})",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the deals (default 0)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=REPORT_SEED,
+        help=f"seed of the deals (default {REPORT_SEED}: held out, nothing was tuned on them)",
+    )
     parser.add_argument(
         "--planner-episodes",
         type=int,

@@ -144,6 +144,35 @@ def test_cli_json_and_plot(tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".*tmp*"))  # no temporary files left behind
 
 
+def test_cli_pairs_every_agent_with_the_heuristic_deal_by_deal(tmp_path: Path) -> None:
+    """The paired difference and McNemar counts come from the same deals' outcomes."""
+    from agents.evaluation.arena import agent_seeds, deal_decks, evaluate_agent
+    from agents.registry import make_agent
+
+    out_json = tmp_path / "eval.json"
+    proc = run_cli(
+        "--agent", "threaten", "--agent", "heuristic", "--episodes", "60", "--seed", "5",
+        "--json", str(out_json), cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "paired with heuristic" in proc.stdout
+    (pair,) = json.loads(out_json.read_text())["paired"]
+    decks, seeds = deal_decks(5, 60), agent_seeds(5, 60)
+    won = {
+        name: evaluate_agent(make_agent(name), decks, seeds=seeds).won
+        for name in ("threaten", "heuristic")
+    }
+    only_threaten = sum(t and not h for t, h in zip(won["threaten"], won["heuristic"], strict=True))
+    only_heuristic = sum(
+        h and not t for t, h in zip(won["threaten"], won["heuristic"], strict=True)
+    )
+    assert pair["agent"] == "threaten" and pair["against"] == "heuristic"
+    assert (pair["only_other_wins"], pair["only_base_wins"]) == (only_threaten, only_heuristic)
+    assert pair["difference"] == pytest.approx((only_threaten - only_heuristic) / 60)
+    low, high = pair["difference_ci95"]
+    assert low <= pair["difference"] <= high
+
+
 def test_plot_function_writes_png(tmp_path: Path) -> None:
     from agents.evaluation.plots import plot_win_rates
 

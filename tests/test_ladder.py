@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from agents.evaluation.arena import AgentResult
-from agents.ladder import SOLVER_LABEL, deals_for_disjoint, mcnemar
+from agents.evaluation.stats import mcnemar
+from agents.ladder import SOLVER_LABEL, deals_for_disjoint
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))

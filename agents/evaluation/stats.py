@@ -1,9 +1,10 @@
-"""Statistics for reporting win rates honestly: the Wilson score interval."""
+"""Statistics for reporting win rates honestly: the Wilson score interval, paired comparisons."""
 
 from __future__ import annotations
 
 import math
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
 
 Z_95: Final = 1.96
 """Two-sided 95% normal quantile, rounded as is customary."""
@@ -38,3 +39,22 @@ def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float
 def intervals_disjoint(a: tuple[float, float], b: tuple[float, float]) -> bool:
     """True when the two intervals do not overlap."""
     return a[1] < b[0] or b[1] < a[0]
+
+
+def mcnemar(base: Sequence[bool], other: Sequence[bool]) -> dict[str, Any]:
+    """Paired comparison on the same deals: discordant counts and the exact two-sided p-value."""
+    only_other = sum(1 for b, o in zip(base, other, strict=True) if o and not b)
+    only_base = sum(1 for b, o in zip(base, other, strict=True) if b and not o)
+    n = only_other + only_base
+    k = min(only_other, only_base)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n if n else 1.0
+    diff = (only_other - only_base) / len(base)
+    se = math.sqrt(n / len(base) - diff * diff) / math.sqrt(len(base)) if n else 0.0
+    return {
+        "deals": len(base),
+        "only_other_wins": only_other,
+        "only_base_wins": only_base,
+        "difference": diff,
+        "difference_ci95": [diff - Z_95 * se, diff + Z_95 * se],
+        "p_two_sided": min(1.0, 2 * tail),
+    }
