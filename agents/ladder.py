@@ -273,17 +273,13 @@ def run_ladder(
 
 # --------------------------------------------------------------------------- output
 def row_dict(row: AgentResult) -> dict[str, Any]:
-    """A ladder row in ``ladder.json`` (a planner's row also gives its seconds per decision)."""
-    low, high = row.interval
+    """A ladder row in ``ladder.json``: the result's own fields, labelled, with seconds per game
+    (and per decision for a planner)."""
+    fields = row.to_dict()
     return {
-        "label": row.agent,
+        "label": fields.pop("agent"),
         "kind": row.kind,
-        "episodes": row.episodes,
-        "wins": row.wins,
-        "win_rate": row.win_rate,
-        "ci_low": low,
-        "ci_high": high,
-        "outcomes": row.outcomes,
+        **fields,
         "seconds_per_game": row.seconds / row.episodes,
         "seconds_per_decision": row.seconds_per_decision if row.kind == "planner" else None,
         "note": row.note,

@@ -114,7 +114,7 @@ def test_deals_for_disjoint() -> None:
 
 ROW_KEYS = {
     "label", "kind", "episodes", "wins", "win_rate", "ci_low", "ci_high", "outcomes",
-    "seconds_per_game", "seconds_per_decision", "note",
+    "mean_turns", "mean_steps", "seconds", "seconds_per_game", "seconds_per_decision", "note",
 }  # fmt: skip
 """The fields of a row of ladder.json (docs/ladder/ladder.json has them)."""
 

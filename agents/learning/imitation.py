@@ -343,6 +343,14 @@ def behaviour_clone(
     }
 
 
+def _descend(optimizer: th.optim.Optimizer, loss: th.Tensor) -> float:
+    """One gradient step on ``loss``; returns its value."""
+    optimizer.zero_grad()
+    loss.backward()  # type: ignore[no-untyped-call]
+    optimizer.step()
+    return float(loss.detach())
+
+
 def _flat_epoch(
     cloner: _Cloner,
     demos: Demonstrations,
@@ -373,10 +381,7 @@ def _flat_epoch(
             loss = F.cross_entropy(logits, actions)
             if value_pretrain and values is not None:
                 loss = loss + VALUE_LOSS_WEIGHT * F.mse_loss(values, returns)
-        optimizer.zero_grad()
-        loss.backward()  # type: ignore[no-untyped-call]
-        optimizer.step()
-        total += float(loss.detach())
+        total += _descend(optimizer, loss)
         batches += 1
     return total, batches
 
@@ -423,10 +428,7 @@ def _recurrent_epoch(
             values = policy.predict_values(obs_t, states, no_starts).flatten()
             returns = th.as_tensor(demos.returns[flat_rows], device=device)
             loss = loss + VALUE_LOSS_WEIGHT * F.mse_loss(values[valid_t], returns[valid_t])
-        optimizer.zero_grad()
-        loss.backward()  # type: ignore[no-untyped-call]
-        optimizer.step()
-        total += float(loss.detach())
+        total += _descend(optimizer, loss)
         batches += 1
     return total, batches
 
