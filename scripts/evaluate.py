@@ -42,6 +42,7 @@ from agents.registry import PLAY_TORCH_THREADS, agent_names, make_agent, set_tor
 
 EXIT_ERROR = 2
 PAIRED_DEFAULT = "heuristic"
+DEAL_SETS = ("evaluation", "validation")
 
 
 def paired_lines(results: list[AgentResult], against: str) -> list[dict[str, Any]]:
@@ -107,6 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=REPORT_SEED,
         help=f"seed of the deals (default {REPORT_SEED}: held out, nothing was tuned or trained "
         "on them)",
+    )
+    parser.add_argument(
+        "--deals",
+        choices=DEAL_SETS,
+        default=DEAL_SETS[0],
+        help="evaluation deals (default; reported results) or validation deals (what training "
+        "evaluates on and models are chosen on: reset(seed=stream_seed(VALIDATION, SEED, k)))",
     )
     parser.add_argument(
         "--against",
@@ -175,14 +183,25 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     print(
-        f"evaluating {len(agents)} agent(s) on {args.episodes} deals, seed {args.seed}",
+        f"evaluating {len(agents)} agent(s) on {args.episodes} {args.deals} deals, "
+        f"seed {args.seed}",
         file=sys.stderr,
     )
     try:
-        results = evaluate(agents, args.episodes, args.seed, env_kwargs, progress=progress)
+        results = evaluate(
+            agents,
+            args.episodes,
+            args.seed,
+            env_kwargs,
+            progress=progress,
+            validation=args.deals == "validation",
+        )
     except KeyboardInterrupt:
         print("interrupted: no results written", file=sys.stderr)
         return 130
+    except ValueError as err:  # a seed outside the deal set's range
+        print(f"error: --seed {args.seed}: {err}", file=sys.stderr)
+        return EXIT_ERROR
     print(format_table(results))
     pairs = paired_lines(results, args.against)
     if pairs:
@@ -200,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.json:
             doc = report(results, args.episodes, args.seed, env_kwargs)
+            if args.deals == "validation":
+                doc["deals"] = (
+                    "the env's deal on reset(seed=coldiron_env.dealer.stream_seed("
+                    "DealStream.VALIDATION, seed, i)) for deal i, identical for every agent"
+                )
             doc["seed_aggregates"] = [a.to_dict() for a in aggregates]
             doc["paired"] = pairs
             atomic_write_json(args.json, doc)

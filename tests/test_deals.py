@@ -115,3 +115,16 @@ def test_training_envs_and_teachers_deal_from_their_streams(
     with pytest.raises(RuntimeError, match="stop here"):
         imitation.warm_start(object(), cfg)  # type: ignore[arg-type]
     assert seen["imitation"] == stream_seed(DealStream.IMITATION, 5, 0)
+
+
+def test_validation_decks_are_the_decks_the_env_deals_on_validation_seeds() -> None:
+    """``evaluate.py --deals validation`` plays exactly the deals training evaluates on."""
+    from agents.evaluation.arena import validation_decks
+
+    decks = validation_decks(200, 30)
+    env = ColdIronEnv()
+    for k, deck in enumerate(decks):
+        env.reset(seed=stream_seed(DealStream.VALIDATION, 200, k))
+        assert deck.tolist() == list(env.game.deck), k
+    assert len({tuple(d) for d in decks}) == 30
+    assert not {tuple(d) for d in decks} & {tuple(d) for d in deal_decks(200, 30)}

@@ -35,7 +35,7 @@ from agents.evaluation.stats import wilson_interval
 from agents.players.base import Agent, KnowledgeActor
 from coldiron_env.actions import LEGAL_BITS, NUM_ACTIONS, PHASE_OVER
 from coldiron_env.cards import deck_codes
-from coldiron_env.dealer import check_evaluation_seed, shuffled_decks
+from coldiron_env.dealer import DealStream, check_evaluation_seed, shuffled_decks, stream_seed
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import OUTCOMES, Game
 from coldiron_env.knowledge import Knowledge
@@ -90,6 +90,18 @@ def deal_decks(seed: int, episodes: int) -> np.ndarray:
     (an evaluation seed: below 2**32, apart from every training and validation deal)."""
     _check_count(episodes)
     return shuffled_decks(np.random.default_rng(check_evaluation_seed(seed)), episodes)
+
+
+def validation_decks(seed: int, episodes: int) -> np.ndarray:
+    """The decks the env deals on ``reset(seed=stream_seed(DealStream.VALIDATION, seed, k))``,
+    ``k < episodes``: the validation deals training evaluates on and models are chosen on."""
+    _check_count(episodes)
+    return np.stack(
+        [
+            shuffled_decks(np.random.default_rng(stream_seed(DealStream.VALIDATION, seed, k)), 1)[0]
+            for k in range(episodes)
+        ]
+    )
 
 
 def agent_seeds(seed: int, episodes: int) -> list[int]:
@@ -337,9 +349,7 @@ def evaluate_agent(
                 callback(i, list(episode.deck), episode.outcome, episode.turn)
     elif use_engine:
         if not isinstance(agent, KnowledgeActor):
-            raise ValueError(
-                f"agent {result.agent!r} cannot play on the engine (no act_knowledge)"
-            )
+            raise ValueError(f"agent {result.agent!r} cannot play on the engine (no act_knowledge)")
         game = Game(decks[0].tolist(), rules)
         for i, row in enumerate(decks.tolist()):
             agent.reset(seed=seeds[i])
@@ -384,10 +394,13 @@ def evaluate(
     seed: int,
     env_kwargs: Mapping[str, Any] | None = None,
     progress: Callable[[AgentResult], None] | None = None,
+    *,
+    validation: bool = False,
 ) -> list[AgentResult]:
-    """Evaluate each ``(label, agent)`` on the same ``episodes`` deals from ``seed``."""
+    """Evaluate each ``(label, agent)`` on the same ``episodes`` deals from ``seed``
+    (evaluation deals, or with ``validation`` the validation deals of that seed)."""
     base = check_env_kwargs(env_kwargs or {})
-    decks = deal_decks(seed, episodes)
+    decks = validation_decks(seed, episodes) if validation else deal_decks(seed, episodes)
     seeds = agent_seeds(seed, episodes)
     results = []
     for label, agent in agents:
