@@ -26,10 +26,11 @@ from agents.evaluation.arena import (
     AgentResult,
     check_env_kwargs,
     evaluate,
+    format_paired,
     format_table,
+    paired_lines,
     report,
 )
-from agents.evaluation.stats import mcnemar
 from agents.learning.multiseed import (
     expand_seed_root,
     format_aggregates,
@@ -43,30 +44,6 @@ from agents.registry import PLAY_TORCH_THREADS, agent_names, make_agent, set_tor
 EXIT_ERROR = 2
 PAIRED_DEFAULT = "heuristic"
 DEAL_SETS = ("evaluation", "validation")
-
-
-def paired_lines(results: list[AgentResult], against: str) -> list[dict[str, Any]]:
-    """Each agent against ``against`` on the same deals: difference and McNemar test."""
-    base = next((r for r in results if r.agent == against), None)
-    if base is None:
-        return []
-    return [
-        {"agent": r.agent, "against": against, **mcnemar(base.won, r.won)}
-        for r in results
-        if r is not base
-    ]
-
-
-def format_paired(pairs: list[dict[str, Any]]) -> str:
-    lines = [f"\npaired with {pairs[0]['against']} on the same deals (difference, 95%; McNemar):"]
-    for p in pairs:
-        low, high = p["difference_ci95"]
-        lines.append(
-            f"  {p['agent']}: {100 * p['difference']:+.2f} points [{100 * low:+.2f}, "
-            f"{100 * high:+.2f}]; won only by it {p['only_other_wins']}, only by "
-            f"{p['against']} {p['only_base_wins']}; p = {p['p_two_sided']:.2g}"
-        )
-    return "\n".join(lines)
 
 
 def parse_value(text: str) -> Any:

@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
     from agents.atomic import atomic_write_json
-    from agents.evaluation.arena import evaluate, format_table, report
+    from agents.evaluation.arena import evaluate, format_paired, format_table, paired_lines, report
     from agents.evaluation.plots import plot_win_rates
     from agents.registry import make_agent, set_torch_threads
 
@@ -94,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"evaluating {len(agents)} agents on the same {args.episodes} deals (seed {args.seed})")
     results = evaluate(agents, args.episodes, args.seed)
     print(format_table(results))
+    print(format_paired(paired_lines(results, "heuristic")))
     atomic_write_json(result.run_dir / EVAL_JSON, report(results, args.episodes, args.seed, {}))
     chart = plot_win_rates(results, result.run_dir / EVAL_PNG)
     print(f"results: {result.run_dir / EVAL_JSON}")

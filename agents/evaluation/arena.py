@@ -31,7 +31,7 @@ from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from agents.evaluation.stats import wilson_interval
+from agents.evaluation.stats import mcnemar, wilson_interval
 from agents.players.base import Agent, KnowledgeActor
 from coldiron_env.actions import LEGAL_BITS, NUM_ACTIONS, PHASE_OVER
 from coldiron_env.cards import deck_codes
@@ -409,6 +409,33 @@ def evaluate(
         if progress is not None:
             progress(result)
     return results
+
+
+def paired_lines(results: Sequence[AgentResult], against: str) -> list[dict[str, Any]]:
+    """Each agent against ``against`` on the same deals: difference and McNemar test."""
+    base = next((r for r in results if r.agent == against), None)
+    if base is None:
+        return []
+    return [
+        {"agent": r.agent, "against": against, **mcnemar(base.won, r.won)}
+        for r in results
+        if r is not base
+    ]
+
+
+def format_paired(pairs: list[dict[str, Any]]) -> str:
+    """The paired comparisons as text lines ("" when there are none)."""
+    if not pairs:
+        return ""
+    lines = [f"\npaired with {pairs[0]['against']} on the same deals (difference, 95%; McNemar):"]
+    for p in pairs:
+        low, high = p["difference_ci95"]
+        lines.append(
+            f"  {p['agent']}: {100 * p['difference']:+.2f} points [{100 * low:+.2f}, "
+            f"{100 * high:+.2f}]; won only by it {p['only_other_wins']}, only by "
+            f"{p['against']} {p['only_base_wins']}; p = {p['p_two_sided']:.2g}"
+        )
+    return "\n".join(lines)
 
 
 def report(
