@@ -1,0 +1,63 @@
+"""The models shipped in the package load by name, carry their provenance, and play."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from agents.evaluation.arena import agent_seeds, deal_decks, evaluate_agent
+from agents.learning.config import load_config
+from agents.learning.sb3_agent import load_sb3_agent
+from agents.registry import SEARCH_OVER_MODELS, SHIPPED_MODELS, agent_names, make_agent
+
+ROOT = Path(__file__).resolve().parent.parent
+DEALS = 40
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED_MODELS))
+def test_a_shipped_model_loads_by_name_and_plays_like_its_run_directory(name: str) -> None:
+    run = SHIPPED_MODELS[name]
+    assert name in agent_names()
+    for file in ("model.zip", "config.yaml", "meta.json"):
+        assert (run / file).is_file(), f"{run / file} is missing: the model ships with it"
+    by_name, by_path = make_agent(name), load_sb3_agent(run)
+    decks, seeds = deal_decks(3, DEALS), agent_seeds(3, DEALS)
+    played = evaluate_agent(by_name, decks, seeds=seeds)
+    assert played.won == evaluate_agent(by_path, decks, seeds=seeds).won
+    assert played.outcomes["illegal"] == 0 and played.episodes == DEALS
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED_MODELS))
+def test_a_shipped_model_records_the_command_that_reproduces_it(name: str) -> None:
+    """docs/models.md's command trains the shipped config and seed (as its meta.json says)."""
+    run = SHIPPED_MODELS[name]
+    meta = json.loads((run / "meta.json").read_text(encoding="utf-8"))
+    assert meta["status"] == "completed"
+    shipped = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
+    config_file = ROOT / meta["config_file"]
+    current = load_config(config_file).to_dict()
+    shipped.get("training", {}).pop("progress_bar", None)
+    current.get("training", {}).pop("progress_bar", None)
+    assert shipped == current, f"{config_file} changed since {name} was trained: retrain it"
+    doc = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
+    command = f"scripts/train.py --config {meta['config_file']} --seed {meta['seed']}"
+    assert command in doc and f"`{name}`" in doc
+
+
+def test_the_planner_over_a_shipped_model_is_named_and_uses_it() -> None:
+    from agents.learning.sb3_agent import KnowledgePolicy
+    from agents.players.planner import PlannerAgent
+
+    for name, model in SEARCH_OVER_MODELS.items():
+        assert model in SHIPPED_MODELS and name in agent_names()
+        planner = make_agent(name)
+        assert isinstance(planner, PlannerAgent) and planner.name == name
+        assert isinstance(planner.base, KnowledgePolicy)
+        ours = planner.base.agent.model.policy.state_dict()
+        shipped = load_sb3_agent(SHIPPED_MODELS[model]).model.policy.state_dict()
+        assert ours.keys() == shipped.keys()
+        assert all(torch.equal(ours[k], shipped[k]) for k in ours), "the base is the shipped net"
