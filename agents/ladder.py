@@ -49,6 +49,7 @@ from agents.evaluation.arena import (
     evaluate_agent,
 )
 from agents.evaluation.stats import Z_95, intervals_disjoint, mcnemar
+from agents.learning.multiseed import run_label
 from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
 from agents.registry import make_agent, set_torch_threads
 from coldiron_env.game import OUTCOMES
@@ -240,7 +241,8 @@ def run_ladder(
             if why is not None:
                 ladder.notes.append(f"skipped run {run}: {why}")
                 continue
-            rows.append(play_row(pool, run, Path(run).name, "agent", seed, n, n))
+            label = run_label(run, Path(run).name)  # PARENT/seed-N for a --seeds run
+            rows.append(play_row(pool, run, label, "agent", seed, n, n))
             report(rows[-1])
         base = next(r for r in rows if r.agent == PLANNER_BASELINE)
         if m < n:
