@@ -132,21 +132,28 @@ def test_import_registers_the_id() -> None:
 
 @pytest.mark.parametrize("mode", ["flat", "dict"])
 def test_make_vec_sync(mode: str) -> None:
+    """Under Gymnasium's NEXT_STEP autoreset a masked sampler survives every episode end: the
+    terminal step's mask marks every action (documented), and the next step is the reset."""
     envs = gymnasium.make_vec(ENV_ID, num_envs=3, vectorization_mode="sync", observation_mode=mode)
+    rng = np.random.default_rng(0)
+    ends = 0
     try:
         obs, infos = envs.reset(seed=[1, 2, 3])  # type: ignore[arg-type]
         assert envs.observation_space.contains(obs)
-        for _ in range(30):
+        for _ in range(300):
             masks = np.stack([m.astype(bool) for m in infos["action_mask"]])
-            assert masks.shape == (3, 19)
-            # a finished sub-env has an empty mask; its next step is the autoreset
-            actions = np.array([int(np.flatnonzero(m)[0]) if m.any() else 0 for m in masks])
+            assert masks.shape == (3, 19) and masks.any(axis=1).all(), "never an empty mask"
+            actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])  # masked sampler
             obs, rewards, terms, truncs, infos = envs.step(actions)
             assert rewards.shape == (3,) and terms.shape == (3,)
             assert envs.observation_space.contains(obs)
             assert not truncs.any()
+            for i in np.flatnonzero(terms):
+                assert infos["action_mask"][i].all(), "the terminal step marks every action"
+            ends += int(terms.sum())
     finally:
         envs.close()
+    assert ends >= 10, "the run should cross many episode ends"
 
 
 # --------------------------------------------------------------------------- render
