@@ -39,6 +39,7 @@ def _planner_over(name: str, model: str) -> Agent:
         raise ValueError(f"{name}: {model!r} is not a trained network")
     return PlannerAgent(PLANNER_DEFAULT, name=name, base=KnowledgePolicy(network))
 
+
 MODEL_SUFFIX: Final = ".zip"
 MODELS_DIR: Final = Path(__file__).resolve().parent / "models"
 SHIPPED_MODELS: Final[dict[str, Path]] = {"trained": MODELS_DIR / "trained"}

@@ -331,9 +331,7 @@ def step_games(
                     )
                     nxt = _NEXT_END_TURN
                     break
-                code = _resolve(
-                    i, card, False, hand, discarded, pos, suits_done, suits_required[i]
-                )
+                code = _resolve(i, card, False, hand, discarded, pos, suits_done, suits_required[i])
                 if code != PLAYING:
                     break
                 if card >= FIRST_JOKER:
@@ -633,8 +631,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         )
         if fixed:
             raise ValueError(
-                f"the vector env can change only {list(CURRICULUM_KEYS)} between deals, "
-                f"not {fixed}"
+                f"the vector env can change only {list(CURRICULUM_KEYS)} between deals, not {fixed}"
             )
         values = {k: env_kwargs[k] for k in CURRICULUM_KEYS if k in env_kwargs}
         self._next_rules = RuleOptions(**{**self._next_rules.to_dict(), **values})

@@ -152,10 +152,14 @@ def planner_hints(session: Session) -> str:
     if any(chances.values()):
         return text
     why = why_hopeless(kn, game.rules) if game.phase == PHASE_TURN else None
-    return text + "\n" + (
-        why
-        or f"no action won any of the {HINT_SAMPLES} sampled orders of the deck: "
-        "a win is rare from here, if it is possible at all"
+    return (
+        text
+        + "\n"
+        + (
+            why
+            or f"no action won any of the {HINT_SAMPLES} sampled orders of the deck: "
+            "a win is rare from here, if it is possible at all"
+        )
     )
 
 

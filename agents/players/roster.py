@@ -31,7 +31,5 @@ def make_player(name: str) -> Agent:
     """A fresh built-in player; an unknown name is refused with the known ones."""
     factory = BUILTIN_AGENTS.get(name)
     if factory is None:
-        raise ValueError(
-            f"unknown built-in player {name!r}; known: {', '.join(BUILTIN_AGENTS)}"
-        )
+        raise ValueError(f"unknown built-in player {name!r}; known: {', '.join(BUILTIN_AGENTS)}")
     return factory()
