@@ -46,7 +46,7 @@ from coldiron_env.cards import (
 )
 from coldiron_env.dealer import relabel_jokers
 from coldiron_env.game import Game
-from coldiron_env.observation import decode
+from coldiron_env.observation import decode, encode_batch
 from coldiron_env.options import DEFAULT_RULES, STANDARD_TURNS, RuleOptions
 
 FIRST_JOKER_BIT: Final = 1 << FIRST_JOKER
@@ -134,6 +134,36 @@ class Knowledge:
         return [c for c in range(DECK_SIZE) if not self.seen >> c & 1]
 
     # ------------------------------------------------------------ looking ahead
+    def observation(
+        self,
+        mode: str = "flat",
+        recall: bool = False,
+        counting: bool = False,
+        joker_grants_more: bool = False,
+    ) -> Any:
+        """The env's observation of the game this describes (what this player would observe),
+        so a trained model can decide from a ``Knowledge`` (the planner's base policy). A
+        batch of one."""
+
+        def one(value: int) -> np.ndarray:
+            return np.array([value], dtype=np.int64)
+
+        return encode_batch(
+            mode,
+            np.array([self.hand], dtype=np.uint64),
+            np.array([self.seen & ~self.hand], dtype=np.uint64),
+            one(self.hurt),
+            one(self.turn),
+            one(self.deck_count),
+            one(self.phase),
+            one(self.iron_count),
+            self.turns,
+            self.suits_required,
+            joker_grants_more,
+            recall,
+            counting,
+        )
+
     def position(self, rules: RuleOptions = DEFAULT_RULES) -> Game:
         """A game in this position, the unseen cards in ascending order after it.
 

@@ -51,7 +51,6 @@ from coldiron_env.options import IRON_APPLICATIONS_PER_TURN, MAX_HURT, STANDARD_
 if TYPE_CHECKING:
     from gymnasium import spaces
 
-    from coldiron_env.knowledge import Knowledge
 
 ObservationMode = Literal["flat", "dict"]
 OBSERVATION_MODES: Final = ("flat", "dict")
@@ -379,34 +378,6 @@ def encode_batch(
     if block is not None:
         out[:, counting_start(recall) :] = block
     return out
-
-
-def knowledge_observation(
-    kn: Knowledge, mode: str = "flat", recall: bool = False, counting: bool = False,
-    joker_grants_more: bool = False,
-) -> Any:  # fmt: skip
-    """The observation of the game ``kn`` describes (what that player would observe): the
-    env's observation built from what a player knows, so a trained model can decide from a
-    :class:`~coldiron_env.knowledge.Knowledge` (the planner's base policy). A batch of one."""
-
-    def one(value: int) -> I64:
-        return np.array([value], dtype=np.int64)
-
-    return encode_batch(
-        mode,
-        np.array([kn.hand], dtype=np.uint64),
-        np.array([kn.seen & ~kn.hand], dtype=np.uint64),
-        one(kn.hurt),
-        one(kn.turn),
-        one(kn.deck_count),
-        one(kn.phase),
-        one(kn.iron_count),
-        kn.turns,
-        kn.suits_required,
-        joker_grants_more,
-        recall,
-        counting,
-    )
 
 
 # --------------------------------------------------------------------------- decoding

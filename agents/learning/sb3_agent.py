@@ -35,7 +35,6 @@ from agents.players.base import Agent
 from coldiron_env import ENV_ID
 from coldiron_env.actions import ENV_MASKS
 from coldiron_env.knowledge import Knowledge
-from coldiron_env.observation import knowledge_observation
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -174,7 +173,7 @@ class KnowledgePolicy:
         }
 
     def act_knowledge(self, kn: Knowledge) -> int:
-        obs = knowledge_observation(kn, **self._obs_kwargs)
+        obs = kn.observation(**self._obs_kwargs)
         mask = ENV_MASKS[kn.phase][None].copy()
         return int(self.agent.policy.act(obs, mask)[0])
 
