@@ -96,7 +96,8 @@ class Session:
         atomic_write_text(path, json.dumps(self.to_json(), indent=2) + "\n")
 
     @classmethod
-    def load(cls, path: Path) -> Session:
+    def load(cls, path: Path, observes: dict[str, Any] | None = None) -> Session:
+        """The saved game, replayed; ``observes``: observation options of the agent watching."""
         try:
             data = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as err:
@@ -113,7 +114,7 @@ class Session:
                 f"{list(ENV_KWARG_KEYS)}, got {kwargs!r}"
             )
         try:
-            session = cls(list(data["deck"]), None, kwargs)
+            session = cls(list(data["deck"]), None, {**kwargs, **(observes or {})})
         except ValueError as err:
             raise UserError(f"saved game {str(path)!r}: key 'deck': {err}") from None
         for index, name in enumerate(data["actions"]):
@@ -220,14 +221,25 @@ def human_loop(session: Session, hint: bool, out: Callable[[str], None]) -> int:
     return 0
 
 
-def agent_loop(
-    session: Session, spec: str, delay: float | None, seed: int | None, out: Callable[[str], None]
-) -> int:
+OBSERVATION_KWARGS: Final = ("observation_mode", "recall", "counting")
+"""The env options that shape what a trained model observes: the game is played with its own."""
+
+
+def load_agent(spec: str) -> tuple[Any, dict[str, Any]]:
+    """The agent named ``spec`` and the observation options it was trained with."""
     set_torch_threads()
     try:
         agent = make_agent(spec)
     except (ValueError, KeyError, FileNotFoundError) as err:
         raise UserError(f"--agent {spec!r}: {err}") from None
+    trained = getattr(agent, "env_kwargs", {})
+    return agent, {k: trained[k] for k in OBSERVATION_KWARGS if k in trained}
+
+
+def agent_loop(
+    session: Session, agent: Any, delay: float | None, seed: int | None, out: Callable[[str], None]
+) -> int:
+    spec = getattr(agent, "name", "agent")
     agent.reset(seed)
     show(session, out)
     pause = delay is None
@@ -275,17 +287,19 @@ def main(argv: list[str] | None = None) -> int:
         print(text, flush=True)
 
     try:
+        agent, observes = load_agent(args.agent) if args.agent is not None else (None, {})
         if args.load is not None:
-            session = Session.load(args.load)
+            session = Session.load(args.load, observes)
         else:
             deck = read_deck(args.deck) if args.deck is not None else None
             kwargs = {
                 "bonus_always": args.bonus_always,
                 "bonus_joker_grants_more": args.bonus_joker_grants_more,
+                **observes,
             }
             session = Session(deck, args.seed, kwargs)
-        if args.agent is not None:
-            code = agent_loop(session, args.agent, args.delay, args.seed, out)
+        if agent is not None:
+            code = agent_loop(session, agent, args.delay, args.seed, out)
         else:
             code = human_loop(session, args.hint, out)
         if args.picture is not None:

@@ -135,3 +135,18 @@ def test_run_markers_mark_one_window() -> None:
     # the lowest window whose missing card is still in the deck: 2H seen, 4H not
     assert run_cards(spread, SUIT_FIELD_MASK & ~0b10) == 0b0000010100  # *3 *5 (4 unseen)
     assert run_cards(0b111) == 0b111 and run_cards(0b1) == 0
+
+
+@pytest.mark.parametrize("extra", [[], ["--load"]], ids=["deal", "saved game"])
+def test_a_shipped_network_plays_a_game_on_its_own_observation(
+    extra: list[str], tmp_path: Path
+) -> None:
+    """``--agent trained`` (a counting model) is shown the observation it was trained on."""
+    args = ["--seed", "7"]
+    if extra:
+        save = tmp_path / "game.json"
+        assert play(["--seed", "7"], f"threaten\nsave {save}\nquit\n").returncode == 0
+        args = ["--load", str(save)]
+    watched = play([*args, "--agent", "trained", "--delay", "0"], "")
+    assert watched.returncode == 0, watched.stderr[-2000:]
+    assert "trained plays:" in watched.stdout and "Game over" in watched.stdout
