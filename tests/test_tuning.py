@@ -890,7 +890,10 @@ def test_a_stopped_search_stops_every_worker_and_keeps_the_study(tmp_path: Path,
                     for t in study.get_trials(states=(TrialState.RUNNING,))
                     if t.intermediate_values
                 ]
-        assert len(running) == 2, "both workers should be training"
+        if len(running) != 2:
+            proc.kill()
+            shown = proc.communicate()[0][-3000:]
+            raise AssertionError(f"both workers should be training; tune.py said:\n{shown}")
         if how == "sigterm-to-main":
             proc.send_signal(signal.SIGTERM)
         else:
