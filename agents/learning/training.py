@@ -340,10 +340,14 @@ def _versions() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def signals_deferred() -> Iterator[list[int]]:
-    """Hold SIGINT and SIGTERM off while saving (main thread only).
+def recorded_signals() -> Iterator[list[int]]:
+    """While in force, SIGINT and SIGTERM are only recorded (main thread only); yields the
+    list of those that arrived (the caller decides).
 
-    Yields the list of the signals that arrived meanwhile (the caller decides).
+    Used while learning (:class:`StopOnRequest` ends ``learn`` at the next step), while
+    saving (a second Ctrl-C must not break the save) and by the tuning parent. A
+    ``KeyboardInterrupt`` raised by a signal handler can land in a weakref callback or a
+    finalizer, where Python prints "Exception ignored" and carries on: the stop is lost.
     """
     caught: list[int] = []
     if threading.current_thread() is not threading.main_thread():
@@ -354,29 +358,6 @@ def signals_deferred() -> Iterator[list[int]]:
         signal.signal(sig, lambda signum, _frame: caught.append(signum))
     try:
         yield caught
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-@contextlib.contextmanager
-def stop_requests() -> Iterator[list[int]]:
-    """While learning, Ctrl-C and SIGTERM only record a stop request (main thread only).
-
-    :class:`StopOnRequest` ends ``learn`` at the next step. A ``KeyboardInterrupt``
-    raised by a signal handler can land in a weakref callback or a finalizer,
-    where Python prints "Exception ignored" and carries on: the stop would be lost
-    and the run would train to its end.
-    """
-    requests: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield requests
-        return
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    for sig in previous:
-        signal.signal(sig, lambda signum, _frame: requests.append(signum))
-    try:
-        yield requests
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -725,7 +706,7 @@ def train(
         )
     interrupted = False
     try:
-        with stop_requests() as requests:
+        with recorded_signals() as requests:
             if remaining > 0:
                 model.learn(
                     total_timesteps=remaining,
@@ -740,7 +721,7 @@ def train(
         interrupted = True
     if interrupted:
         log(f"\ninterrupted at {model.num_timesteps} timesteps: saving a checkpoint")
-    with signals_deferred() as caught:  # a second Ctrl-C or SIGTERM must not break the save
+    with recorded_signals() as caught:  # a second Ctrl-C or SIGTERM must not break the save
         save_checkpoint(model, run, cfg, reason="interrupt" if interrupted else "end")
         save_final(model, run)
     if caught and not interrupted:

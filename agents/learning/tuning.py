@@ -47,7 +47,6 @@ import re
 import signal
 import socket
 import sys
-import threading
 import time
 import traceback
 import warnings
@@ -72,7 +71,14 @@ from agents.learning.search_space import (
     TuningConfig,
     load_tuning_config,
 )
-from agents.learning.training import META_FILE, RunDir, TrainingError, sigterm_as_ctrl_c, train
+from agents.learning.training import (
+    META_FILE,
+    RunDir,
+    TrainingError,
+    recorded_signals,
+    sigterm_as_ctrl_c,
+    train,
+)
 
 HEARTBEAT_SECONDS: Final = 30
 GRACE_SECONDS: Final = 120
@@ -716,15 +722,9 @@ def _run_processes(
         )
         for i in range(workers)
     ]
-    # Ctrl-C and SIGTERM only set a flag here: an exception raised by a signal
-    # handler can land in a weakref callback or a finalizer, where Python ignores
-    # it, and the stop would be lost while the workers train on.
-    stop_signals: list[int] = []
-    stop = (signal.SIGINT, signal.SIGTERM)
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        previous = {sig: signal.signal(sig, lambda n, _f: stop_signals.append(n)) for sig in stop}
-    try:
+    # Ctrl-C and SIGTERM are only recorded here (see recorded_signals: a raised
+    # KeyboardInterrupt can be lost while the workers train on).
+    with recorded_signals() as stop_signals:
         for p in procs:
             p.start()
         while not stop_signals and any(p.is_alive() for p in procs):
@@ -740,9 +740,6 @@ def _run_processes(
             for p in procs:
                 if p.pid is not None:
                     p.join()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     interrupted = bool(stop_signals)
     codes = [p.exitcode for p in procs]
     if interrupted or any(c == EXIT_INTERRUPTED for c in codes):
