@@ -75,25 +75,49 @@ def test_tiny_zoo_training_through_the_shipped_file_then_our_evaluation(tmp_path
     assert agent.env_kwargs["counting"] is True  # type: ignore[attr-defined]
     result = evaluate_agent(agent, deal_decks(11, 20), agent_seeds(11, 20))
     assert result.episodes == 20 and result.outcomes["illegal"] == 0  # played masked
+    run = zip_path.parent
+    monitor = next(run.glob("*.monitor.csv")).read_text().splitlines()
+    assert monitor[1].split(",")[-1] == "outcome", "the shipped file logs each episode's outcome"
+    report = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "zoo_report.py"), str(run)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert report.returncode == 0, report.stderr
+    assert "illegal actions" in report.stdout
 
 
+@pytest.mark.parametrize(
+    ("env_kwargs", "info_keywords"),
+    [
+        ({}, ()),  # the env's default rewards, no outcome column: decoded from rewards
+        ({"loss_reward": -1.0}, ("outcome",)),  # a truncation's -1.0 is also a loss's -1.0
+        ({"loss_reward": -1.0, "illegal_reward": -0.05, "max_illegal_actions": 3}, ("outcome",)),
+    ],
+    ids=["defaults", "loss-1", "other-penalty"],
+)
 def test_zoo_report_reads_wins_lengths_and_illegal_actions_off_monitor_files(
-    tmp_path: Path,
+    tmp_path: Path, env_kwargs: dict[str, float], info_keywords: tuple[str, ...]
 ) -> None:
     """Episodes played through SB3's Monitor (as rl-zoo3 runs them), counted independently."""
     from stable_baselines3.common.monitor import Monitor
 
-    run = tmp_path / "run"
-    run.mkdir()
+    run = tmp_path / "logs" / "ppo" / "coldiron-ColdIron-v0_1"
+    run.mkdir(parents=True)
+    if env_kwargs:  # rl-zoo3's config.yml beside the monitors says which rewards were used
+        flow = ", ".join(f"{k}: {v}" for k, v in env_kwargs.items())
+        _write_zoo_run(tmp_path, "ppo", "{illegal_action: penalize, " + flow + "}")
     rng = np.random.default_rng(5)
-    won = steps = illegal = episodes = 0
+    won = steps = illegal = episodes = first_step = truncated_episodes = 0
     for env_index in range(2):
         env = Monitor(
-            ColdIronEnv(illegal_action="penalize"),
+            ColdIronEnv(illegal_action="penalize", **env_kwargs),  # type: ignore[arg-type]
             str(run / f"{env_index}"),
             allow_early_resets=True,
+            info_keywords=info_keywords,
         )
-        for seed in range(6):
+        for seed in range(8):
             _, info = env.reset(seed=seed)
             done = False
             while not done:
@@ -103,9 +127,13 @@ def test_zoo_report_reads_wins_lengths_and_illegal_actions_off_monitor_files(
                 steps += 1
                 done = terminated or truncated
             won += info["outcome"] == "won"
+            truncated_episodes += info["outcome"] == "illegal"
+            first_step += env.get_episode_lengths()[-1] == 1
             episodes += 1
         env.close()
     assert illegal > 0, "random play should try illegal actions"
+    assert 0 < first_step < episodes, "random play should end some games at once, not all"
+    assert truncated_episodes > 0, "some episodes should end by their last illegal action"
     out = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "zoo_report.py"), str(run), "--last", "1000"],
         capture_output=True,
@@ -113,8 +141,11 @@ def test_zoo_report_reads_wins_lengths_and_illegal_actions_off_monitor_files(
         check=True,
     ).stdout
     assert f"{episodes} episodes" in out
-    expected = f"won {won / episodes:.2%}, mean length {steps / episodes:.1f} steps, "
-    assert f"{expected}illegal actions {illegal / steps:.2%}" in out
+    expected = (
+        f"won {won / episodes:.2%}, mean length {steps / episodes:.1f} steps, "
+        f"ended at step 1 {first_step / episodes:.2%}, illegal actions {illegal / steps:.2%}"
+    )
+    assert expected in out
 
 
 def test_zoo_report_names_a_folder_without_episodes(tmp_path: Path) -> None:

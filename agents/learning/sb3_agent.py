@@ -215,11 +215,34 @@ def _ordered_pairs(loader: _ZooLoader, node: yaml.Node) -> dict[str, Any]:
 _ZooLoader.add_constructor(ZOO_ORDERED_DICT_TAG, _ordered_pairs)
 
 
+def zoo_env_kwargs(run: Path) -> dict[str, Any] | None:
+    """The env options of the rl-zoo3 run folder ``run`` (``LOG/ALGO/ENV_N``), read safely
+    from the ``args.yml``/``config.yml`` rl-zoo3 writes in its ``ENV/`` subfolder; None
+    when there are none. :class:`ModelLoadError` on a bad file."""
+    for config_file in sorted(run.glob(f"*/{ZOO_CONFIG_FILE}")):
+        files = _zoo_files(config_file.parent)
+        if files is not None:
+            return files[1]
+    return None
+
+
 def zoo_run_of(zip_path: Path) -> tuple[str, dict[str, Any]] | None:
     """``(algorithm, env_kwargs)`` of a model saved by rl-zoo3, from the ``args.yml`` and
     ``config.yml`` it writes beside the zip (``LOG/ALGO/ENV_N/ENV.zip``, then the folder
     ``ENV/``); None when the zip is not rl-zoo3's. :class:`ModelLoadError` on a bad file."""
-    folder = zip_path.parent / zip_path.stem
+    files = _zoo_files(zip_path.parent / zip_path.stem)
+    if files is None:
+        return None
+    zoo_algo, env_kwargs = files
+    if zoo_algo not in ZOO_ALGORITHMS:
+        raise ModelLoadError(
+            f"{zip_path}: rl-zoo3 algorithm {zoo_algo!r} is not one of {sorted(ZOO_ALGORITHMS)}"
+        )
+    return ZOO_ALGORITHMS[zoo_algo], env_kwargs
+
+
+def _zoo_files(folder: Path) -> tuple[str, dict[str, Any]] | None:
+    """``(rl-zoo3 algorithm name, env_kwargs)`` from ``folder``'s args.yml and config.yml."""
     args_file, config_file = folder / ZOO_ARGS_FILE, folder / ZOO_CONFIG_FILE
     if not (args_file.is_file() and config_file.is_file()):
         return None
@@ -232,11 +255,7 @@ def zoo_run_of(zip_path: Path) -> tuple[str, dict[str, Any]] | None:
         raise ModelLoadError(
             f"{folder}: cannot read rl-zoo3's {ZOO_ARGS_FILE}/{ZOO_CONFIG_FILE}: {exc}"
         ) from None
-    if zoo_algo not in ZOO_ALGORITHMS:
-        raise ModelLoadError(
-            f"{zip_path}: rl-zoo3 algorithm {zoo_algo!r} is not one of {sorted(ZOO_ALGORITHMS)}"
-        )
-    return ZOO_ALGORITHMS[zoo_algo], env_kwargs
+    return zoo_algo, env_kwargs
 
 
 def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
