@@ -85,6 +85,8 @@ class DealStream(IntEnum):
     """The training envs' deals."""
     IMITATION = 3
     """Teacher demonstrations and DAgger rounds."""
+    SEARCH = 4
+    """Expert iteration: deals the network plays while the planner over it labels them."""
 
 
 STREAM_SPAN: Final = 1 << 40

@@ -11,6 +11,7 @@ import yaml
 
 from agents.evaluation.arena import agent_seeds, deal_decks, evaluate_agent
 from agents.learning.config import load_config
+from agents.learning.expert_iteration import SearchDistillation
 from agents.learning.sb3_agent import load_sb3_agent
 from agents.registry import SEARCH_OVER_MODELS, SHIPPED_MODELS, agent_names, make_agent
 
@@ -37,13 +38,25 @@ def test_a_shipped_model_records_the_command_that_reproduces_it(name: str) -> No
     run = SHIPPED_MODELS[name]
     meta = json.loads((run / "meta.json").read_text(encoding="utf-8"))
     assert meta["status"] == "completed"
+    doc = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
+    if "start" in meta:  # expert iteration over another shipped model (scripts/distill.py)
+        settings = meta["settings"]
+        assert meta["start"] in SHIPPED_MODELS and meta["rounds_done"] == settings["rounds"]
+        command = (
+            f"scripts/distill.py --start {meta['start']} --rounds {settings['rounds']} "
+            f"--seed {settings['seed']}"
+        )
+        assert command in doc and f"`{name}`" in doc
+        assert SearchDistillation(**settings) == SearchDistillation(
+            rounds=settings["rounds"], seed=settings["seed"]
+        ), "the command's other settings are the defaults"
+        return
     shipped = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
     config_file = ROOT / meta["config_file"]
     current = load_config(config_file).to_dict()
     shipped.get("training", {}).pop("progress_bar", None)
     current.get("training", {}).pop("progress_bar", None)
     assert shipped == current, f"{config_file} changed since {name} was trained: retrain it"
-    doc = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
     command = f"scripts/train.py --config {meta['config_file']} --seed {meta['seed']}"
     assert command in doc and f"`{name}`" in doc
 

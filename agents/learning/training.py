@@ -327,7 +327,7 @@ def git_commit() -> str:
     return commit if out.returncode == 0 and commit else "unknown"
 
 
-def _versions() -> dict[str, str]:
+def library_versions() -> dict[str, str]:
     return {
         "coldiron": coldiron_env.__version__,
         "python": platform.python_version(),
@@ -383,7 +383,7 @@ def sigterm_as_ctrl_c() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def _now() -> str:
+def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
@@ -481,7 +481,7 @@ class RunCallback(BaseCallback):
             "mean_turns": result.mean_turns,
             "mean_steps": result.mean_steps,
             "eval_seconds": round(time.perf_counter() - t0, 3),
-            "time": _now(),
+            "time": utc_now(),
         }
         self.state.history.append(record)
         write_history(self.run, self.state.history)
@@ -529,7 +529,7 @@ def save_checkpoint(
         atomic_save(ck / REPLAY_FILE, model.save_replay_buffer)  # type: ignore[attr-defined]
     atomic_write_json(
         ck / STATE_FILE,
-        {"timesteps": int(model.num_timesteps), "reason": reason, "time": _now()},
+        {"timesteps": int(model.num_timesteps), "reason": reason, "time": utc_now()},
     )
 
 
@@ -653,7 +653,7 @@ def train(
         )
         model = _load_for_resume(cfg, venv, run)
         meta = json.loads(run.meta.read_text()) if run.meta.is_file() else {}
-        meta.setdefault("resumes", []).append({"time": _now(), "timesteps": model.num_timesteps})
+        meta.setdefault("resumes", []).append({"time": utc_now(), "timesteps": model.num_timesteps})
         history = run.load_history()
         best = max((h["win_rate"] for h in history), default=-1.0)
         state = RunState(history, best)
@@ -665,9 +665,9 @@ def train(
             "algorithm": cfg.algorithm.name,
             "seed": cfg.seed,
             "git_commit": git_commit(),
-            "versions": _versions(),
+            "versions": library_versions(),
             "command": sys.argv,
-            "start_time": _now(),
+            "start_time": utc_now(),
             "status": STATUS_STARTING,
             "package_version": coldiron_env.__version__,
         }
@@ -737,7 +737,7 @@ def train(
     wall = time.perf_counter() - t_start
     meta.update(
         status="interrupted" if interrupted else "completed",
-        end_time=_now(),
+        end_time=utc_now(),
         timesteps=int(model.num_timesteps),
         wall_seconds=round(wall + float(meta.get("wall_seconds", 0.0)), 1),
     )
