@@ -42,7 +42,10 @@ def _planner_over(name: str, model: str) -> Agent:
 
 MODEL_SUFFIX: Final = ".zip"
 MODELS_DIR: Final = Path(__file__).resolve().parent / "models"
-SHIPPED_MODELS: Final[dict[str, Path]] = {"trained": MODELS_DIR / "trained"}
+SHIPPED_MODELS: Final[dict[str, Path]] = {
+    "trained": MODELS_DIR / "trained",
+    "distilled": MODELS_DIR / "distilled",
+}
 """Names of the trained models in the package -> their run directories (``docs/models.md``)."""
 SEARCH_OVER_MODELS: Final[dict[str, str]] = {"planner-trained": "trained"}
 """The planner (1,024 sampled orders a decision from turn 18) over a shipped network: the
