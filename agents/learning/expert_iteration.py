@@ -192,7 +192,7 @@ def run_distillation(
         agent = source
         meta = {
             **wanted,
-            "start_config": str(config),
+            "start_config": _shown(config),
             "rounds_done": 0,
             "rounds": [],
             "status": STATUS_RUNNING,
@@ -220,6 +220,14 @@ def run_distillation(
     meta.update(status=STATUS_COMPLETED, end_time=utc_now())
     atomic_write_json(meta_path, meta)
     return DistillationResult(out, int(meta["rounds_done"]), False, list(meta["rounds"]))
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when it is under it (as commands name it)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def _config_of(start: str) -> Path:
