@@ -38,8 +38,15 @@ from typing import Any, Final
 import coldiron_env
 from agents.atomic import atomic_save, atomic_write_json, atomic_write_text
 from agents.learning.imitation import behaviour_clone, collect_dagger
-from agents.learning.sb3_agent import KnowledgePolicy, SB3Agent, load_sb3_agent
-from agents.learning.training import git_commit, library_versions, utc_now
+from agents.learning.sb3_agent import (
+    CONFIG_FILE,
+    MODEL_FILE,
+    KnowledgePolicy,
+    SB3Agent,
+    find_config,
+    load_sb3_agent,
+)
+from agents.learning.training import META_FILE, git_commit, library_versions, utc_now
 from agents.players.planner import BUDGETS, PlannerAgent
 from coldiron_env.dealer import STREAM_INDEX_BITS, DealStream, stream_seed
 
@@ -138,9 +145,6 @@ def distill_round(
 
 
 # ---------------------------------------------------------------- a run directory
-META_FILE: Final = "meta.json"
-MODEL_FILE: Final = "model.zip"
-CONFIG_FILE: Final = "config.yaml"
 STATUS_RUNNING, STATUS_COMPLETED, STATUS_INTERRUPTED = "running", "completed", "interrupted"
 
 
@@ -235,8 +239,7 @@ def _config_of(start: str) -> Path:
     from agents.registry import SHIPPED_MODELS  # noqa: PLC0415
 
     path = SHIPPED_MODELS.get(start, Path(start))
-    for folder in (path, path.parent, path.parent.parent):
-        candidate = folder / CONFIG_FILE
-        if candidate.is_file():
-            return candidate
-    raise DistillationError(f"{start!r}: no {CONFIG_FILE} beside the model")
+    config = find_config(path / MODEL_FILE if path.is_dir() else path)
+    if config is None:
+        raise DistillationError(f"{start!r}: no {CONFIG_FILE} beside the model")
+    return config

@@ -185,7 +185,8 @@ def _zip_data(path: Path) -> dict[str, Any]:
     return data
 
 
-def _find_config(zip_path: Path) -> Path | None:
+def find_config(zip_path: Path) -> Path | None:
+    """The resolved ``config.yaml`` saved beside the model ``zip_path`` (or its run folder)."""
     for folder in (zip_path.parent, zip_path.parent.parent):
         candidate = folder / CONFIG_FILE
         if candidate.is_file():
@@ -275,7 +276,7 @@ def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
     except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
         raise ModelLoadError(f"{zip_path}: not a Stable-Baselines3 model file ({exc})") from None
 
-    config_path = _find_config(zip_path)
+    config_path = find_config(zip_path)
     algo_name = data.get(ALGORITHM_ATTR)
     env_kwargs = data.get(ENV_KWARGS_ATTR)
     if (algo_name is None or env_kwargs is None) and config_path is not None:
