@@ -227,10 +227,28 @@ class Game:
     def clone(self) -> Game:
         """An independent copy of this game (for search)."""
         other = Game.__new__(Game)
-        for name in Game.__slots__:
-            setattr(other, name, getattr(self, name))
+        # Every slot, spelled out: the search's hot path (a loop over __slots__ with
+        # getattr/setattr costs twice as much); tests/test_game.py checks none is missed.
+        other.rules = self.rules
+        other._bonus_always = self._bonus_always
+        other._joker_grants_more = self._joker_grants_more
+        other._turns = self._turns
+        other._suits_required = self._suits_required
         other.deck = list(self.deck)
+        other.pos = self.pos
+        other.hand = self.hand
+        other.discarded = self.discarded
+        other.hurt = self.hurt
+        other.turn = self.turn
+        other.phase = self.phase
+        other.iron_count = self.iron_count
+        other.outcome = self.outcome
+        other.last_action = self.last_action
         other.drawn = list(self.drawn)
+        other.steps = self.steps
+        other.suits_done = self.suits_done
+        other._suits_done_count = self._suits_done_count
+        other.bonus_source = self.bonus_source
         return other
 
     # ------------------------------------------------------------------ step

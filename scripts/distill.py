@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=defaults.epochs, help="cloning epochs")
     parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
     parser.add_argument("--seed", type=int, default=defaults.seed, help="seed of the deals")
+    parser.add_argument(
+        "--workers", type=int, default=defaults.workers, help="labelling processes (2: both cores)"
+    )
     parser.add_argument("--torch-threads", type=int, default=PLAY_TORCH_THREADS)
     args = parser.parse_args(argv)
     try:
@@ -50,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             epochs=args.epochs,
             learning_rate=args.learning_rate,
             seed=args.seed,
+            workers=args.workers,
         )
         set_torch_threads(args.torch_threads)
         result = run_distillation(

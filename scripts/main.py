@@ -72,8 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     except TrainingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    rounds = len(result.expert_rounds)
     print(
-        f"run directory: {result.run_dir}  ({result.timesteps} steps, {result.wall_seconds:.0f} s)"
+        f"run directory: {result.run_dir}  ({result.timesteps} steps"
+        + (f" and {rounds} round(s) of expert iteration" if rounds else "")
+        + f", {result.wall_seconds:.0f} s)"
     )
     if result.interrupted:
         print(

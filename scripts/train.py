@@ -106,6 +106,12 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"last evaluation: {last['win_rate']:.2%} won "
             f"[{last['ci_low']:.2%}, {last['ci_high']:.2%}] on {last['episodes']} deals"
+            + (" (the end of RL)" if result.expert_rounds else "")
+        )
+    if result.expert_rounds:
+        print(
+            f"after {len(result.expert_rounds)} round(s) of expert iteration: "
+            f"{result.expert_rounds[-1]['validation_win_rate']:.2%} won on the same deals"
         )
     return EXIT_INTERRUPTED if result.interrupted else 0
 

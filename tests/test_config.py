@@ -345,3 +345,41 @@ def test_train_script_exits_nonzero_without_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     assert str(path) in proc.stderr and "algorithm.hyperparameters.learning_rate" in proc.stderr
     assert not (tmp_path / "runs").exists(), "nothing may run before validation passes"
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "reason"),
+    [
+        ({"budget": "planner-huge"}, "expert_iteration.budget", "planner-small"),
+        ({"workers": 0}, "expert_iteration.workers", "must be >= 1, got 0"),
+        ({"learning_rate": 0.0}, "expert_iteration.learning_rate", "0.0"),
+        ({"rounds": 2, "seed": 3}, "expert_iteration.seed", "unknown key"),
+    ],
+)
+def test_bad_expert_iteration_is_refused_by_key(
+    tmp_path: Path, section: dict[str, Any], key: str, reason: str
+) -> None:
+    err = refused(tmp_path, minimal(expert_iteration=section))
+    assert err.key == key and reason in err.reason
+
+
+def test_expert_iteration_needs_a_memoryless_network_on_raw_observations(tmp_path: Path) -> None:
+    data = minimal(expert_iteration={"rounds": 1})
+    data["algorithm"] = {"name": "recurrent_ppo", "hyperparameters": {"n_steps": 64}}
+    err = refused(tmp_path, data)
+    assert err.key == "expert_iteration.rounds" and "recurrent" in err.reason
+    data = minimal(expert_iteration={"rounds": 1})
+    data["training"]["normalize_obs"] = True
+    err = refused(tmp_path, data)
+    assert err.key == "training.normalize_obs" and "expert iteration" in err.reason
+    config_from_dict(minimal(expert_iteration={"rounds": 0}, training={
+        "total_timesteps": 1000, "n_envs": 4, "normalize_obs": True}))  # fmt: skip
+
+
+def test_the_planner_budgets_of_the_schema_are_the_registered_ones() -> None:
+    from typing import get_args
+
+    from agents.learning.config import PlannerBudget
+    from agents.players.planner import BUDGETS
+
+    assert set(get_args(PlannerBudget)) == set(BUDGETS)

@@ -68,7 +68,7 @@ def test_a_run_writes_a_loadable_run_directory_round_by_round(tmp_path: Path) ->
     assert (result.rounds_done, result.interrupted) == (2, False)
     meta = json.loads((out / ei.META_FILE).read_text())
     assert meta["status"] == "completed" and meta["rounds_done"] == 2
-    assert meta["settings"] == settings.to_dict() and meta["start"] == "trained"
+    assert meta["settings"] == settings.identity() and meta["start"] == "trained"
     assert {"package_version", "git_commit", "versions", "wall_seconds"} <= set(meta)
     assert [r["round"] for r in meta["rounds"]] == [0, 1]
     assert all(r["episodes"] == TINY["episodes"] and r["decisions"] > 0 for r in meta["rounds"])
@@ -86,11 +86,11 @@ def test_an_interrupted_run_continues_after_its_last_round(
     real = ei.distill_round
     calls: list[int] = []
 
-    def interrupted_in_round_2(agent: SB3Agent, s: Any, r: int, log: Any = None) -> Any:
+    def interrupted_in_round_2(agent: SB3Agent, s: Any, r: int, *rest: Any) -> Any:
         calls.append(r)
         if r == 1 and calls.count(1) == 1:
             raise KeyboardInterrupt
-        return real(agent, s, r, log)
+        return real(agent, s, r, *rest)
 
     monkeypatch.setattr(ei, "distill_round", interrupted_in_round_2)
     first = ei.run_distillation("trained", out, settings, log=lambda _: None)
@@ -117,3 +117,115 @@ def test_the_script_refuses_what_is_not_a_network(tmp_path: Path) -> None:
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert proc.returncode == 2 and "episodes" in proc.stderr
+
+
+# ---------------------------------------------------------------- labelling on both cores
+def _same(a: Any, b: Any) -> bool:
+    return (
+        len(a) == len(b)
+        and all(np.array_equal(getattr(a, k), getattr(b, k)) for k in ("obs", "masks", "actions"))
+        and np.allclose(a.returns, b.returns)
+        and np.array_equal(a.episode, b.episode)
+        and (a.episodes, a.wins) == (b.episodes, b.wins)
+    )
+
+
+def test_two_labelling_processes_give_the_labels_of_one() -> None:
+    agent = make_agent("trained")
+    assert isinstance(agent, SB3Agent)
+    first = ei.stream_seed(ei.DealStream.SEARCH, 5, 0)
+    alone = ei.label(agent, "planner-small", 7, first, 1.0, batch=3)
+    assert alone.episodes == 7 and len(alone) > 7 * 10
+    with ei.Labellers(2, batch=3) as labellers:
+        together = labellers.label(agent, "planner-small", 7, first, 1.0)
+    assert together is not None and _same(alone, together)
+    with ei.Labellers(1, batch=3) as labellers:
+        here = labellers.label(agent, "planner-small", 7, first, 1.0)
+    assert here is not None and _same(alone, here)
+
+
+def test_a_stop_request_ends_the_labelling() -> None:
+    agent = make_agent("trained")
+    assert isinstance(agent, SB3Agent)
+    first = ei.stream_seed(ei.DealStream.SEARCH, 5, 0)
+    asked: list[int] = []
+
+    def stop_after_one_batch() -> bool:
+        asked.append(1)
+        return len(asked) > 1
+
+    with ei.Labellers(1, batch=2) as labellers:
+        assert labellers.label(agent, "planner-small", 6, first, 1.0, stop_after_one_batch) is None
+    assert len(asked) == 2, "asked before each batch: one was labelled, then it stopped"
+    with ei.Labellers(2, batch=2) as labellers:
+        assert labellers.label(agent, "planner-small", 400, first, 1.0, lambda: True) is None
+        pool = labellers._pool
+    assert pool is not None and all(not p.is_alive() for p in pool._pool)  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------- in a training run
+def _tiny_run_config(rounds: int) -> Any:
+    from agents.learning.config import config_from_dict, load_config
+
+    data = load_config(ROOT / "configs" / "maskable_ppo.yaml").to_dict()
+    data["algorithm"]["hyperparameters"].update(n_steps=32, batch_size=32)
+    data["training"].update(total_timesteps=64, n_envs=2, progress_bar=False, vec_env="dummy")
+    data["training"]["torch_threads"] = 1
+    data["evaluation"].update(freq=64, episodes=4)
+    data["imitation"]["enabled"] = False
+    data["expert_iteration"].update(rounds=rounds, episodes=3, budget="planner-small", workers=1)
+    return config_from_dict(data)
+
+
+def test_a_training_run_ends_with_its_rounds_and_resumes_inside_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rounds run after RL and save model.zip each; a stop (a real SIGINT) in round 2 keeps
+    round 1, and the resumed run plays round 2 from round 1's network, not RL's."""
+    import os
+    import signal
+
+    from agents.learning.sb3_agent import load_sb3_agent
+    from agents.learning.training import TrainingError, train
+
+    cfg = _tiny_run_config(rounds=2)
+    out = tmp_path / "run"
+    real = ei.distill_round
+    starts: list[tuple[int, np.ndarray]] = []
+
+    def round_(agent: SB3Agent, s: Any, r: int, *rest: Any) -> Any:
+        starts.append((r, _params(agent)))
+        if r == 1 and len(starts) == 2:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the round is labelled
+        return real(agent, s, r, *rest)
+
+    monkeypatch.setattr(ei, "distill_round", round_)
+    first = train(cfg, out, log=lambda _: None)
+    assert first.interrupted and [r["round"] for r in first.expert_rounds] == [0]
+    after_round_1 = _params(load_sb3_agent(out))
+    rl_end = _params(load_sb3_agent(out / "checkpoint" / "model.zip"))
+    assert not np.array_equal(after_round_1, rl_end), "model.zip is round 1's network"
+    assert np.array_equal(starts[0][1], rl_end), "round 1 starts from the end of RL"
+    assert json.loads((out / "meta.json").read_text())["status"] == "interrupted"
+
+    second = train(cfg, resume=out, log=lambda _: None)
+    assert not second.interrupted
+    assert [r["round"] for r in second.expert_rounds] == [0, 1]
+    assert second.expert_rounds[0] == first.expert_rounds[0], "round 1 is kept, not replayed"
+    assert starts[-1][0] == 1 and np.array_equal(starts[-1][1], after_round_1)
+    assert all(0.0 <= r["validation_win_rate"] <= 1.0 for r in second.expert_rounds)
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["status"] == "completed" and meta["expert_iteration_rounds"] == 2
+    assert not np.array_equal(_params(load_sb3_agent(out)), after_round_1)
+
+    other = cfg.model_copy(deep=True)
+    other.expert_iteration.episodes = 4
+    config_before = (out / "config.yaml").read_text()
+    with pytest.raises(TrainingError, match=r"only expert_iteration\.rounds may change"):
+        train(other, resume=out, log=lambda _: None)
+    assert (out / "config.yaml").read_text() == config_before, "the refused config is not kept"
+    more = cfg.model_copy(deep=True)
+    more.expert_iteration.rounds = 3
+    third = train(more, resume=out, log=lambda _: None)
+    assert [r["round"] for r in third.expert_rounds] == [0, 1, 2]
+    assert third.expert_rounds[:2] == second.expert_rounds

@@ -236,3 +236,15 @@ def test_config_validation_and_registry() -> None:
         agent = make_agent(name)
         assert isinstance(agent, PlannerAgent)
         assert agent.name == name
+
+
+def test_clone_copies_every_slot_and_shares_no_list() -> None:
+    """Game.clone spells its slots out (the rollouts' hot path): none may be missed."""
+    for game in heuristic_positions(3)[::7]:
+        other = game.clone()
+        for name in Game.__slots__:
+            assert getattr(other, name) == getattr(game, name), name
+        assert other.deck is not game.deck and other.drawn is not game.drawn
+        if other.phase != PHASE_OVER:
+            other.step(LEGAL_ACTIONS[other.phase][0])
+            assert (other.pos, other.steps) != (game.pos, game.steps)

@@ -85,6 +85,8 @@ def tiny(cfg: Config, *, steps: int = TINY_STEPS, imitation: bool = False, **ove
         enabled=imitation, episodes=3, epochs=1, batch_size=64,
         dagger_rounds=dagger, dagger_episodes=3, dagger_epochs=1,
     )  # fmt: skip
+    rounds = min(data["expert_iteration"]["rounds"], 1)  # keep expert iteration covered, tiny
+    data["expert_iteration"].update(rounds=rounds, episodes=3, budget="planner-small", workers=1)
     for key, value in over.items():
         section, _, name = key.partition("__")
         data[section][name] = value
@@ -307,7 +309,7 @@ def test_evaluation_env_has_no_shaping(tmp_path: Path, monkeypatch: pytest.Monke
 @pytest.mark.slow
 def test_observation_normalizer_is_saved_and_used_by_the_loaded_agent(tmp_path: Path) -> None:
     base = load_config(ROOT / "configs" / "maskable_ppo.yaml")
-    cfg = tiny(base, training__normalize_obs=True)
+    cfg = tiny(base, training__normalize_obs=True, expert_iteration__rounds=0)
     result = train(cfg, tmp_path / "run", log=lambda _: None)
     run = result.run_dir
     assert (run / "vecnormalize.pkl").is_file()

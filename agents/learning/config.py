@@ -56,6 +56,8 @@ VecEnvKind = Literal["native", "dummy", "subproc"]
 Device = Literal["cpu", "cuda", "auto"]
 Potential = Literal["run_windows"]
 ScheduleKind = Literal["constant", "linear"]
+PlannerBudget = Literal["planner-small", "planner", "planner-large"]
+"""The planner budgets (``agents.players.planner.BUDGETS``; a test keeps them equal)."""
 Activation = Literal["tanh", "relu", "elu", "leaky_relu", "gelu", "silu", "selu"]
 
 SCHEDULE_KINDS: Final = get_args(ScheduleKind)
@@ -325,6 +327,22 @@ class ImitationConfig(_Section):
         return self
 
 
+class ExpertIterationConfig(_Section):
+    """Expert iteration after RL (see :mod:`agents.learning.expert_iteration`): each round
+    the network plays ``episodes`` deals of its own stream (seeded by the run's ``seed``),
+    the planner over it labels every state it visited, and it is cloned on the labels."""
+
+    rounds: Count = Field(default=0, ge=0)
+    """Rounds after RL (0: none)."""
+    episodes: Count = Field(default=2_000, ge=1)
+    budget: PlannerBudget = "planner"
+    epochs: Count = Field(default=4, ge=1)
+    batch_size: Count = Field(default=512, ge=1)
+    learning_rate: Number = Field(default=1e-4, gt=0.0)
+    workers: Count = Field(default=1, ge=1)
+    """Processes labelling each round's deals (the labels do not depend on it)."""
+
+
 class Config(_Section):
     """One training run (fields in the order a config file is written)."""
 
@@ -340,6 +358,7 @@ class Config(_Section):
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     imitation: ImitationConfig = Field(default_factory=ImitationConfig)
+    expert_iteration: ExpertIterationConfig = Field(default_factory=ExpertIterationConfig)
     search: dict[str, Any] | None = None
     """Hyperparameter search space of ``scripts/tune.py``, kept as plain data here and
     validated by :mod:`agents.learning.search_space`; training ignores it."""
@@ -383,6 +402,21 @@ class Config(_Section):
                 "training",
                 "normalize_obs",
             )
+        if self.expert_iteration.rounds:
+            if self.training.normalize_obs:
+                raise _Refusal(
+                    "cannot be combined with expert iteration (the clone is trained on raw "
+                    "observations)",
+                    "training",
+                    "normalize_obs",
+                )
+            if spec.recurrent:
+                raise _Refusal(
+                    f"{spec.name} is recurrent: the planner's base policy decides from what "
+                    "the player knows, without the episode's memory",
+                    "expert_iteration",
+                    "rounds",
+                )
         return self
 
 

@@ -28,16 +28,28 @@ rate wrecked the policy (docs/experiments.md); the gentle default gains round af
 from __future__ import annotations
 
 import json
+import multiprocessing
+import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from multiprocessing.pool import Pool
 from pathlib import Path
-from typing import Any, Final
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final
 
 import coldiron_env
 from agents.atomic import atomic_save, atomic_write_json, atomic_write_text
-from agents.learning.imitation import behaviour_clone, collect_dagger
+from agents.learning.imitation import (
+    DAGGER_BATCH,
+    Demonstrations,
+    behaviour_clone,
+    collect_dagger,
+    concat,
+)
+from agents.learning.provenance import META_FILE, git_commit, library_versions, utc_now
 from agents.learning.sb3_agent import (
     CONFIG_FILE,
     MODEL_FILE,
@@ -46,9 +58,13 @@ from agents.learning.sb3_agent import (
     find_config,
     load_sb3_agent,
 )
-from agents.learning.training import META_FILE, git_commit, library_versions, utc_now
 from agents.players.planner import BUDGETS, PlannerAgent
 from coldiron_env.dealer import STREAM_INDEX_BITS, DealStream, stream_seed
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.base_class import BaseAlgorithm
+
+    from agents.learning.config import Config
 
 DEFAULT_BUDGET: Final = "planner"
 
@@ -69,9 +85,11 @@ class SearchDistillation:
     learning_rate: float = 1e-4
     seed: int = 0
     """Seed of the ``SEARCH`` deals (round r plays indices r*episodes ...)."""
+    workers: int = 1
+    """Processes labelling a round's deals (the labels do not depend on it)."""
 
     def __post_init__(self) -> None:
-        for name in ("rounds", "episodes", "epochs", "batch_size"):
+        for name in ("rounds", "episodes", "epochs", "batch_size", "workers"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -86,6 +104,10 @@ class SearchDistillation:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def identity(self) -> dict[str, Any]:
+        """What the labels and the network depend on (not how many processes label)."""
+        return {k: v for k, v in self.to_dict().items() if k != "workers"}
+
 
 def search_over(agent: SB3Agent, budget: str = DEFAULT_BUDGET) -> PlannerAgent:
     """The planner at ``budget`` with ``agent`` (its current weights) as base policy."""
@@ -94,24 +116,150 @@ def search_over(agent: SB3Agent, budget: str = DEFAULT_BUDGET) -> PlannerAgent:
     )
 
 
+# ---------------------------------------------------------------- labelling
+def label(
+    agent: SB3Agent,
+    budget: str,
+    episodes: int,
+    first: int,
+    gamma: float,
+    batch: int = DAGGER_BATCH,
+) -> Demonstrations:
+    """``agent`` plays deals ``first ..`` (``batch`` at a time); the planner over it labels
+    every state it visited."""
+    return collect_dagger(
+        agent.model,
+        lambda: search_over(agent, budget),
+        agent.env_kwargs,
+        episodes,
+        first,
+        gamma,
+        batch,
+    )
+
+
+def chunks(episodes: int, first: int, batch: int = DAGGER_BATCH) -> list[tuple[int, int]]:
+    """``(first deal, deals)`` of each labelling task: the batches the network plays in
+    lockstep, so the labels do not depend on which process labels which batch."""
+    return [(first + s, min(batch, episodes - s)) for s in range(0, episodes, batch)]
+
+
+POLL_SECONDS: Final = 0.5
+"""How often a parallel round looks for a stop request."""
+_WORKER_AGENT: dict[str, SB3Agent] = {}
+"""A labelling process's network, loaded once per saved round (keyed by its file's path)."""
+
+
+def _worker_init() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the pool
+    import torch  # noqa: PLC0415 (only in labelling processes)
+
+    torch.set_num_threads(1)
+
+
+def _label_chunk(
+    model_file: str, budget: str, first: int, episodes: int, gamma: float
+) -> Demonstrations:
+    if model_file not in _WORKER_AGENT:
+        _WORKER_AGENT.clear()
+        _WORKER_AGENT[model_file] = load_sb3_agent(model_file)
+    return label(_WORKER_AGENT[model_file], budget, episodes, first, gamma, episodes)
+
+
+class Labellers:
+    """Processes that label a round's deals in parallel (``workers`` > 1), or this one.
+
+    Each round the network is saved to a file of its own in a temporary folder, and each
+    process loads it once; the deals are handed out a DAgger batch at a time. A context
+    manager: leaving it (Ctrl-C included) stops the processes.
+    """
+
+    def __init__(self, workers: int, batch: int = DAGGER_BATCH) -> None:
+        self.workers = workers
+        self.batch = batch
+        self._pool: Pool | None = None
+        self._folder: tempfile.TemporaryDirectory[str] | None = None
+        self._saved = 0
+        self._stopped = False
+
+    def __enter__(self) -> Labellers:
+        if self.workers > 1:
+            self._folder = tempfile.TemporaryDirectory(prefix="coldiron-labels-")
+            context = multiprocessing.get_context("spawn")  # no forked torch state
+            self._pool = context.Pool(self.workers, initializer=_worker_init)
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._pool is not None:
+            if kind is None and not self._stopped:
+                self._pool.close()
+            else:
+                self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+        if self._folder is not None:
+            self._folder.cleanup()
+            self._folder = None
+
+    def label(
+        self,
+        agent: SB3Agent,
+        budget: str,
+        episodes: int,
+        first: int,
+        gamma: float,
+        stop: Callable[[], bool] | None = None,
+    ) -> Demonstrations | None:
+        """As :func:`label`, spread over the processes; None once ``stop()`` says so (it is
+        asked between DAgger batches here, every :data:`POLL_SECONDS` in parallel)."""
+        tasks = chunks(episodes, first, self.batch)
+        if self._pool is None or self._folder is None:
+            parts = []
+            for start, n in tasks:
+                if stop is not None and stop():
+                    return None
+                parts.append(label(agent, budget, n, start, gamma, self.batch))
+            return concat(parts)
+        self._saved += 1
+        model_file = str(Path(self._folder.name) / f"round-{self._saved}.zip")
+        agent.model.save(model_file)
+        pending = self._pool.starmap_async(
+            _label_chunk, [(model_file, budget, s, n, gamma) for s, n in tasks], chunksize=1
+        )
+        while not pending.ready():
+            pending.wait(POLL_SECONDS)
+            if stop is not None and stop():
+                self._stopped = True
+                return None
+        return concat(pending.get())
+
+
 def distill_round(
     agent: SB3Agent,
     settings: SearchDistillation,
     round_index: int,
     log: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
-    """One round: ``agent`` plays, the planner over it labels, ``agent`` is cloned (in place)."""
+    labellers: Labellers | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> dict[str, Any] | None:
+    """One round: ``agent`` plays, the planner over it labels, ``agent`` is cloned (in place).
+    None (``agent`` unchanged) when ``stop()`` said so during the labelling."""
     t0 = time.perf_counter()
     first = stream_seed(DealStream.SEARCH, settings.seed, round_index * settings.episodes)
     gamma = float(getattr(agent.model, "gamma", 1.0))
-    demos = collect_dagger(
-        agent.model,
-        lambda: search_over(agent, settings.budget),
-        agent.env_kwargs,
-        settings.episodes,
-        first,
-        gamma=gamma,
-    )
+    if labellers is None:
+        demos: Demonstrations | None = label(
+            agent, settings.budget, settings.episodes, first, gamma
+        )
+    else:
+        demos = labellers.label(agent, settings.budget, settings.episodes, first, gamma, stop)
+    if demos is None:
+        return None
     t1 = time.perf_counter()
     stats = behaviour_clone(
         agent.model,
@@ -142,6 +290,102 @@ def distill_round(
             f"{result['clone_seconds']:.0f} s)"
         )
     return result
+
+
+# ---------------------------------------------------------------- after RL, in a training run
+EXPERT_FILE: Final = "expert_iteration.json"
+"""A training run's expert-iteration record: its settings and every finished round."""
+
+
+def settings_of(cfg: Config) -> SearchDistillation:
+    """The config's ``expert_iteration`` section; the deals are seeded by the run's seed."""
+    ei = cfg.expert_iteration
+    return SearchDistillation(
+        rounds=ei.rounds,
+        episodes=ei.episodes,
+        budget=ei.budget,
+        epochs=ei.epochs,
+        batch_size=ei.batch_size,
+        learning_rate=ei.learning_rate,
+        seed=cfg.seed,
+        workers=ei.workers,
+    )
+
+
+def expert_rounds(run_root: Path) -> list[dict[str, Any]]:
+    """The expert-iteration rounds a training run has finished (none before the phase)."""
+    path = run_root / EXPERT_FILE
+    if not path.is_file():
+        return []
+    return list(json.loads(path.read_text(encoding="utf-8"))["rounds"])
+
+
+def rounds_done(run_root: Path) -> int:
+    """How many expert-iteration rounds a training run has finished."""
+    return len(expert_rounds(run_root))
+
+
+def check_resumable(cfg: Config, run_root: Path) -> None:
+    """Raise :class:`DistillationError` if ``cfg`` cannot continue the run's rounds: only
+    ``expert_iteration.rounds`` may change (anything else would mix two recipes)."""
+    path = run_root / EXPERT_FILE
+    if not path.is_file():
+        return
+    recorded = json.loads(path.read_text(encoding="utf-8")).get("settings", {})
+    had = {k: v for k, v in recorded.items() if k != "rounds"}
+    wanted = {k: v for k, v in settings_of(cfg).identity().items() if k != "rounds"}
+    if had != wanted:
+        raise DistillationError(
+            f"{path} records other expert-iteration settings ({had}) than the config's "
+            f"({wanted}); only expert_iteration.rounds may change on resume"
+        )
+
+
+def train_rounds(
+    model: BaseAlgorithm,
+    cfg: Config,
+    run_root: Path,
+    validate: Callable[[BaseAlgorithm], float],
+    log: Callable[[str], None],
+    stop: Callable[[], bool],
+) -> bool:
+    """The expert-iteration phase of a training run (``scripts/train.py``, after RL).
+
+    ``model`` (the RL phase's network, or the rounds so far when the run is resumed) is
+    improved in place round by round; after each round ``model.zip`` and
+    :data:`EXPERT_FILE` (settings, the round's figures, ``validate``'s win rate) are
+    written atomically. Returns True when ``stop()`` ended it early (the round under way is
+    dropped; the run resumes after the last finished one).
+    """
+    settings = settings_of(cfg)
+    path = run_root / EXPERT_FILE
+    state: dict[str, Any] = {"settings": settings.identity(), "rounds_done": 0, "rounds": []}
+    if path.is_file():
+        check_resumable(cfg, run_root)
+        state = json.loads(path.read_text(encoding="utf-8"))
+        state["settings"] = settings.identity()
+    done = int(state["rounds_done"])
+    if done >= settings.rounds:
+        return False
+    log(
+        f"expert iteration: rounds {done + 1}-{settings.rounds} of {settings.episodes:,} deals, "
+        f"labelled by {settings.budget} over the network in {settings.workers} process(es)"
+    )
+    agent = SB3Agent(model, cfg.env_kwargs(), name=cfg.name or "model")
+    with Labellers(settings.workers) as labellers:
+        for r in range(done, settings.rounds):
+            record = distill_round(agent, settings, r, log, labellers, stop)
+            if record is None:
+                return True
+            record["validation_win_rate"] = validate(model)
+            log(f"  validation deals won: {record['validation_win_rate']:.2%}")
+            state["rounds"].append(record)
+            state["rounds_done"] = r + 1
+            atomic_save(run_root / MODEL_FILE, model.save)
+            atomic_write_json(path, state)
+            if stop():
+                return r + 1 < settings.rounds
+    return False
 
 
 # ---------------------------------------------------------------- a run directory
@@ -175,7 +419,7 @@ def run_distillation(
     from agents.registry import make_agent  # noqa: PLC0415 (the registry imports learning lazily)
 
     meta_path = out / META_FILE
-    wanted = {"start": start, "settings": settings.to_dict()}
+    wanted = {"start": start, "settings": settings.identity()}
     if meta_path.is_file():
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         had = {"start": meta.get("start"), "settings": meta.get("settings")}
@@ -197,6 +441,7 @@ def run_distillation(
         meta = {
             **wanted,
             "start_config": _shown(config),
+            "workers": settings.workers,
             "rounds_done": 0,
             "rounds": [],
             "status": STATUS_RUNNING,
@@ -210,12 +455,15 @@ def run_distillation(
         atomic_write_json(meta_path, meta)
     t0, spent = time.perf_counter(), float(meta.get("wall_seconds", 0.0))
     try:
-        for r in range(int(meta["rounds_done"]), settings.rounds):
-            meta["rounds"].append(distill_round(agent, settings, r, log))
-            meta["rounds_done"] = r + 1
-            meta["wall_seconds"] = round(spent + time.perf_counter() - t0, 1)
-            atomic_save(out / MODEL_FILE, agent.model.save)
-            atomic_write_json(meta_path, meta)
+        with Labellers(settings.workers) as labellers:
+            for r in range(int(meta["rounds_done"]), settings.rounds):
+                record = distill_round(agent, settings, r, log, labellers)
+                assert record is not None  # no stop callable: only Ctrl-C ends a round early
+                meta["rounds"].append(record)
+                meta["rounds_done"] = r + 1
+                meta["wall_seconds"] = round(spent + time.perf_counter() - t0, 1)
+                atomic_save(out / MODEL_FILE, agent.model.save)
+                atomic_write_json(meta_path, meta)
     except KeyboardInterrupt:
         meta["status"] = STATUS_INTERRUPTED
         atomic_write_json(meta_path, meta)

@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 Q_MARGIN: Final = 0.05  # DQfD-style margin between the teacher's Q and any other legal action
 MASKED_LOGIT: Final = -1e8  # logit given to illegal actions in the masked cross-entropy
 VALUE_LOSS_WEIGHT: Final = 0.5
+DAGGER_BATCH: Final = 256
+"""Games the student plays in lockstep while DAgger's teachers label them."""
 
 
 @dataclass
@@ -167,7 +169,7 @@ def collect_dagger(
     episodes: int,
     seed: int,
     gamma: float = 0.99,
-    batch: int = 256,
+    batch: int = DAGGER_BATCH,
 ) -> Demonstrations:
     """DAgger (Ross et al., 2011): the *student* plays, the teacher labels every state.
 

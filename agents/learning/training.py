@@ -28,24 +28,20 @@ import csv
 import io
 import json
 import pickle
-import platform
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import gymnasium as gym
 import matplotlib
 import numpy as np
-import sb3_contrib
-import stable_baselines3
 import torch
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.vec_env import (
@@ -68,6 +64,14 @@ from agents.learning.config import (
     load_config,
     policy_kwargs,
 )
+from agents.learning.expert_iteration import (
+    DistillationError,
+    check_resumable,
+    expert_rounds,
+    train_rounds,
+)
+from agents.learning.expert_iteration import rounds_done as expert_rounds_done
+from agents.learning.provenance import META_FILE, git_commit, library_versions, utc_now
 from agents.learning.sb3_agent import (
     CONFIG_FILE,
     MODEL_FILE,
@@ -84,7 +88,6 @@ if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
 
 BEST_MODEL_FILE: Final = "best_model.zip"
-META_FILE: Final = "meta.json"
 EVAL_CSV: Final = "evaluations.csv"
 EVAL_JSON: Final = "evaluations.json"
 CURVE_FILE: Final = "learning_curve.png"
@@ -311,34 +314,6 @@ class RunDir:
         return list(data.get("evaluations", []))
 
 
-def git_commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(coldiron_env.__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    commit = out.stdout.strip()
-    return commit if out.returncode == 0 and commit else "unknown"
-
-
-def library_versions() -> dict[str, str]:
-    return {
-        "coldiron": coldiron_env.__version__,
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "stable_baselines3": stable_baselines3.__version__,
-        "sb3_contrib": sb3_contrib.__version__,
-        "gymnasium": gym.__version__,
-        "numpy": np.__version__,
-    }
-
-
 @contextlib.contextmanager
 def recorded_signals() -> Iterator[list[int]]:
     """While in force, SIGINT and SIGTERM are only recorded (main thread only); yields the
@@ -381,10 +356,6 @@ def sigterm_as_ctrl_c() -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, handler)
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def write_learning_curve(history: list[dict[str, Any]], path: Path, title: str) -> None:
@@ -548,6 +519,8 @@ class TrainResult:
     interrupted: bool
     wall_seconds: float
     history: list[dict[str, Any]]
+    expert_rounds: list[dict[str, Any]] = field(default_factory=list)
+    """The expert-iteration rounds finished (``expert_iteration.json``), after RL."""
 
 
 def rollout_size(cfg: Config) -> int:
@@ -645,6 +618,10 @@ def train(
         out, resume = resume, None
     if resume is not None:
         run = RunDir(resume)
+        try:
+            check_resumable(cfg, run.root)
+        except DistillationError as exc:
+            raise TrainingError(str(exc)) from None
         atomic_write_text(run.config, dump_config(cfg))
         state_path = run.checkpoint / STATE_FILE
         done = json.loads(state_path.read_text()) if state_path.is_file() else {}
@@ -696,6 +673,9 @@ def train(
 
     title = f"{cfg.name or cfg.algorithm.name} (seed {cfg.seed})"
     callback = RunCallback(cfg, run, state, title)
+    rounds_before = expert_rounds_done(run.root) if resume is not None else 0
+    if rounds_before:  # the rounds so far are the model (the checkpoint is RL's end)
+        model.set_parameters(str(run.model), exact_match=True, device=cfg.training.device)
     remaining = steps_to_train(cfg, model.num_timesteps)
     if remaining > 0:
         log(
@@ -721,17 +701,20 @@ def train(
         interrupted = True
     if interrupted:
         log(f"\ninterrupted at {model.num_timesteps} timesteps: saving a checkpoint")
-    with recorded_signals() as caught:  # a second Ctrl-C or SIGTERM must not break the save
-        save_checkpoint(model, run, cfg, reason="interrupt" if interrupted else "end")
-        save_final(model, run)
-    if caught and not interrupted:
-        interrupted = True  # stopped while saving the end of the run: skip the last evaluation
-        log("interrupted while saving: the model and checkpoint are saved")
+    if not rounds_before:
+        with recorded_signals() as caught:  # a second Ctrl-C or SIGTERM must not break the save
+            save_checkpoint(model, run, cfg, reason="interrupt" if interrupted else "end")
+            save_final(model, run)
+        if caught and not interrupted:
+            interrupted = True  # stopped while saving the end of the run: skip the rest
+            log("interrupted while saving: the model and checkpoint are saved")
     if not interrupted and (
         not state.history or state.history[-1]["timesteps"] < model.num_timesteps
     ):
         callback.init_callback(model)
         callback.evaluate()
+    if not interrupted and cfg.expert_iteration.rounds:
+        interrupted = _expert_iteration(model, cfg, run, log)
     with contextlib.suppress(Exception):
         venv.close()
     wall = time.perf_counter() - t_start
@@ -740,11 +723,32 @@ def train(
         end_time=utc_now(),
         timesteps=int(model.num_timesteps),
         wall_seconds=round(wall + float(meta.get("wall_seconds", 0.0)), 1),
+        expert_iteration_rounds=expert_rounds_done(run.root),
     )
     atomic_write_json(run.meta, meta)
     if interrupted and resume_hint:
         log(f"resume with: .venv/bin/python scripts/train.py --resume {run.root}")
-    return TrainResult(run.root, int(model.num_timesteps), interrupted, wall, state.history)
+    rounds = expert_rounds(run.root)
+    return TrainResult(run.root, int(model.num_timesteps), interrupted, wall, state.history, rounds)
+
+
+def _expert_iteration(
+    model: BaseAlgorithm, cfg: Config, run: RunDir, log: Callable[[str], None]
+) -> bool:
+    """The run's expert-iteration rounds after RL (True if a stop request ended them)."""
+    seeds = eval_seeds(cfg)
+
+    def validate(network: BaseAlgorithm) -> float:
+        return evaluate_model(network, cfg.env_kwargs(), seeds).win_rate
+
+    with recorded_signals() as requests:
+        try:
+            stopped = train_rounds(model, cfg, run.root, validate, log, lambda: bool(requests))
+        except DistillationError as exc:
+            raise TrainingError(str(exc)) from None
+    if stopped:
+        log(f"\ninterrupted during expert iteration: {expert_rounds_done(run.root)} round(s) kept")
+    return stopped
 
 
 UNSTARTED_ENTRIES: Final = frozenset({CONFIG_FILE, META_FILE, IMITATION_FILE, "tb"})

@@ -64,6 +64,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from agents.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from agents.learning.config import ConfigError, config_from_dict, dump_config
+from agents.learning.provenance import META_FILE
 from agents.learning.search_space import (
     InvalidSample,
     PrunerSpec,
@@ -72,7 +73,6 @@ from agents.learning.search_space import (
     load_tuning_config,
 )
 from agents.learning.training import (
-    META_FILE,
     RunDir,
     TrainingError,
     recorded_signals,
