@@ -68,6 +68,7 @@ TORCH_THREADS = 1  # the machine is shared: one torch thread keeps the timing st
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "maskable_ppo.yaml"
 DEFAULT_CONFIG_STEPS = 1_000_000  # timed RL steps of the default config (whole rollouts)
 QUICK_ENV_DIVISOR = 4
+LABEL_PROCESSES = (1, 2)  # labelling processes compared (2: one per core)
 TARGET_DEFAULT_CONFIG = 20_000.0  # env steps/s of the default config's RL phase on 2 cores
 
 
@@ -77,10 +78,13 @@ class Budget:
     ppo_steps: int  # MaskablePPO timesteps per vec env kind
     ppo_n_steps: int
     native_sizes: tuple[int, ...] = NATIVE_SIZES
+    label_deals: int = 512  # deals labelled by the planner per labelling row
 
 
 FULL = Budget(seconds=3.0, ppo_steps=12_288, ppo_n_steps=PPO_N_STEPS)
-QUICK = Budget(seconds=0.25, ppo_steps=256, ppo_n_steps=16, native_sizes=(8, 64, 256))
+QUICK = Budget(
+    seconds=0.25, ppo_steps=256, ppo_n_steps=16, native_sizes=(8, 64, 256), label_deals=8
+)
 
 
 @dataclass
@@ -96,6 +100,19 @@ class Row:
     loop_steps_per_s: float = 0.0
     episodes_per_s: float = 0.0
     ratio: float = 0.0
+
+
+@dataclass
+class LabelRow:
+    """Expert iteration's labelling: the network plays, the planner over it labels."""
+
+    name: str
+    processes: int
+    deals: int
+    decisions: int
+    wall_seconds: float
+    deals_per_s: float = 0.0
+    speedup: float = 1.0
 
 
 @dataclass
@@ -422,8 +439,45 @@ def default_config_row(budget: Budget, timed: Callable[[Any], Any]) -> TrainRow:
     return row
 
 
+def labelling_rows(budget: Budget, seed: int) -> list[LabelRow]:
+    """A round's labelling (the default config's ``expert_iteration`` budget, the shipped
+    ``trained`` network) in one process and in one per core, on the same deals: the
+    labels are the same (tests/test_expert_iteration.py), only the wall time differs."""
+    import torch
+
+    from agents.learning.config import load_config
+    from agents.learning.expert_iteration import Labellers
+    from agents.learning.sb3_agent import SB3Agent
+    from agents.registry import make_agent
+    from coldiron_env.dealer import DealStream, stream_seed
+
+    budget_name = load_config(DEFAULT_CONFIG).expert_iteration.budget
+    agent = make_agent("trained")
+    assert isinstance(agent, SB3Agent)
+    first = stream_seed(DealStream.SEARCH, seed, 0)
+    torch.set_num_threads(1)
+    out: list[LabelRow] = []
+    for processes in LABEL_PROCESSES:
+        with Labellers(processes) as labellers:
+            t0 = time.perf_counter()
+            demos = labellers.label(agent, budget_name, budget.label_deals, first, 1.0)
+            wall = time.perf_counter() - t0
+        assert demos is not None
+        row = LabelRow(
+            f"{budget_name} over trained, {processes} process{'es' * (processes > 1)}",
+            processes,
+            budget.label_deals,
+            len(demos),
+            wall,
+        )
+        row.deals_per_s = row.deals / wall
+        row.speedup = out[0].wall_seconds / wall if out else 1.0
+        out.append(row)
+    return out
+
+
 # ------------------------------------------------------------------ output
-def render(rows: list[Row], train: list[TrainRow]) -> str:
+def render(rows: list[Row], train: list[TrainRow], labels: list[LabelRow] | None = None) -> str:
     header = (
         f"{'env':<28} {'envs':>6} {'steps/s':>12} {'loop steps/s':>13} {'episodes/s':>11} "
         f"{'x Blackjack':>12} {'bytes/env':>10}"
@@ -442,6 +496,17 @@ def render(rows: list[Row], train: list[TrainRow]) -> str:
             f"{t.name:<40} {t.timesteps:>10,} {t.steps_per_s:>9,.0f} {t.wall_seconds:>8.1f} "
             f"{t.env_share:>9.1%}"
         )
+    if labels:
+        lheader = (
+            f"{'expert-iteration labelling':<40} {'deals':>6} {'decisions':>10} {'wall s':>8} "
+            f"{'deals/s':>8} {'speed-up':>9}"
+        )
+        lines += ["", lheader, "-" * len(lheader)]
+        for lab in labels:
+            lines.append(
+                f"{lab.name:<40} {lab.deals:>6,} {lab.decisions:>10,} {lab.wall_seconds:>8.1f} "
+                f"{lab.deals_per_s:>8.1f} {lab.speedup:>8.2f}x"
+            )
     return "\n".join(lines)
 
 
@@ -487,11 +552,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-train", action="store_true", help="skip the MaskablePPO training rows"
     )
+    parser.add_argument(
+        "--no-label", action="store_true", help="skip the expert-iteration labelling rows"
+    )
     args = parser.parse_args(argv)
     budget = QUICK if args.quick else FULL
     rows = throughput_rows(budget, args.seed)
     train = [] if args.no_train else training_rows(budget, args.seed)
-    print(render(rows, train))
+    labels = [] if args.no_label else labelling_rows(budget, args.seed)
+    print(render(rows, train, labels))
     goals = targets(rows, train, budget.native_sizes[-1])
     if goals:
         print()
@@ -509,6 +578,7 @@ def main(argv: list[str] | None = None) -> int:
                 "seed": args.seed,
                 "throughput": [asdict(r) for r in rows],
                 "training": [asdict(t) for t in train],
+                "labelling": [asdict(lab) for lab in labels],
                 "targets": goals,
             },
         )

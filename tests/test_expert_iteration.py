@@ -14,8 +14,10 @@ import pytest
 pytest.importorskip("sb3_contrib")
 
 from agents.learning import expert_iteration as ei
+from agents.learning.provenance import META_FILE
 from agents.learning.sb3_agent import KnowledgePolicy, SB3Agent
 from agents.registry import make_agent
+from coldiron_env.dealer import DealStream, stream_seed
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.knowledge import Knowledge
 
@@ -66,7 +68,7 @@ def test_a_run_writes_a_loadable_run_directory_round_by_round(tmp_path: Path) ->
     before = _params(make_agent("trained"))  # type: ignore[arg-type]
     result = ei.run_distillation("trained", out, settings, log=lambda _: None)
     assert (result.rounds_done, result.interrupted) == (2, False)
-    meta = json.loads((out / ei.META_FILE).read_text())
+    meta = json.loads((out / META_FILE).read_text())
     assert meta["status"] == "completed" and meta["rounds_done"] == 2
     assert meta["settings"] == settings.identity() and meta["start"] == "trained"
     assert {"package_version", "git_commit", "versions", "wall_seconds"} <= set(meta)
@@ -95,7 +97,7 @@ def test_an_interrupted_run_continues_after_its_last_round(
     monkeypatch.setattr(ei, "distill_round", interrupted_in_round_2)
     first = ei.run_distillation("trained", out, settings, log=lambda _: None)
     assert (first.rounds_done, first.interrupted) == (1, True)
-    assert json.loads((out / ei.META_FILE).read_text())["status"] == "interrupted"
+    assert json.loads((out / META_FILE).read_text())["status"] == "interrupted"
     second = ei.run_distillation("trained", out, settings, log=lambda _: None)
     assert (second.rounds_done, second.interrupted) == (2, False)
     assert calls == [0, 1, 1], "round 0 is kept, round 1 is played again"
@@ -133,7 +135,7 @@ def _same(a: Any, b: Any) -> bool:
 def test_two_labelling_processes_give_the_labels_of_one() -> None:
     agent = make_agent("trained")
     assert isinstance(agent, SB3Agent)
-    first = ei.stream_seed(ei.DealStream.SEARCH, 5, 0)
+    first = stream_seed(DealStream.SEARCH, 5, 0)
     alone = ei.label(agent, "planner-small", 7, first, 1.0, batch=3)
     assert alone.episodes == 7 and len(alone) > 7 * 10
     with ei.Labellers(2, batch=3) as labellers:
@@ -147,7 +149,7 @@ def test_two_labelling_processes_give_the_labels_of_one() -> None:
 def test_a_stop_request_ends_the_labelling() -> None:
     agent = make_agent("trained")
     assert isinstance(agent, SB3Agent)
-    first = ei.stream_seed(ei.DealStream.SEARCH, 5, 0)
+    first = stream_seed(DealStream.SEARCH, 5, 0)
     asked: list[int] = []
 
     def stop_after_one_batch() -> bool:
@@ -224,6 +226,11 @@ def test_a_training_run_ends_with_its_rounds_and_resumes_inside_them(
     with pytest.raises(TrainingError, match=r"only expert_iteration\.rounds may change"):
         train(other, resume=out, log=lambda _: None)
     assert (out / "config.yaml").read_text() == config_before, "the refused config is not kept"
+    longer = cfg.model_copy(deep=True)
+    longer.training.total_timesteps = 4 * cfg.training.total_timesteps
+    with pytest.raises(TrainingError, match="RL cannot continue after them"):
+        train(longer, resume=out, log=lambda _: None)
+    assert (out / "config.yaml").read_text() == config_before
     more = cfg.model_copy(deep=True)
     more.expert_iteration.rounds = 3
     third = train(more, resume=out, log=lambda _: None)

@@ -299,17 +299,7 @@ EXPERT_FILE: Final = "expert_iteration.json"
 
 def settings_of(cfg: Config) -> SearchDistillation:
     """The config's ``expert_iteration`` section; the deals are seeded by the run's seed."""
-    ei = cfg.expert_iteration
-    return SearchDistillation(
-        rounds=ei.rounds,
-        episodes=ei.episodes,
-        budget=ei.budget,
-        epochs=ei.epochs,
-        batch_size=ei.batch_size,
-        learning_rate=ei.learning_rate,
-        seed=cfg.seed,
-        workers=ei.workers,
-    )
+    return SearchDistillation(**cfg.expert_iteration.model_dump(), seed=cfg.seed)
 
 
 def expert_rounds(run_root: Path) -> list[dict[str, Any]]:
@@ -333,7 +323,8 @@ def check_resumable(cfg: Config, run_root: Path) -> None:
         return
     recorded = json.loads(path.read_text(encoding="utf-8")).get("settings", {})
     had = {k: v for k, v in recorded.items() if k != "rounds"}
-    wanted = {k: v for k, v in settings_of(cfg).identity().items() if k != "rounds"}
+    wanted = {**cfg.expert_iteration.model_dump(), "seed": cfg.seed}
+    wanted = {k: v for k, v in wanted.items() if k not in ("rounds", "workers")}
     if had != wanted:
         raise DistillationError(
             f"{path} records other expert-iteration settings ({had}) than the config's "

@@ -15,6 +15,9 @@ what it writes). Pieces:
 - :class:`RunCallback`: periodic evaluation (history in ``evaluations.csv`` /
   ``.json``, ``learning_curve.png``, ``best_model.zip``), periodic checkpoints,
   curriculum stage switches.
+- After RL, ``expert_iteration.rounds`` rounds of expert iteration
+  (:func:`agents.learning.expert_iteration.train_rounds`): ``model.zip`` and
+  ``expert_iteration.json`` after each; the checkpoint stays at the end of RL.
 
 Every file is written atomically (temp file + ``os.replace``). Ctrl-C saves a
 resumable checkpoint; ``train(..., resume=True)`` continues the run: the same
@@ -622,9 +625,16 @@ def train(
             check_resumable(cfg, run.root)
         except DistillationError as exc:
             raise TrainingError(str(exc)) from None
-        atomic_write_text(run.config, dump_config(cfg))
         state_path = run.checkpoint / STATE_FILE
         done = json.loads(state_path.read_text()) if state_path.is_file() else {}
+        rounds_so_far = expert_rounds_done(run.root)
+        if rounds_so_far and steps_to_train(cfg, int(done.get("timesteps", 0))) > 0:
+            raise TrainingError(
+                f"{run.root}: RL ended and {rounds_so_far} round(s) of expert iteration "
+                f"followed; RL cannot continue after them (total_timesteps "
+                f"{cfg.training.total_timesteps:,} > {int(done.get('timesteps', 0)):,} trained)"
+            )
+        atomic_write_text(run.config, dump_config(cfg))
         venv = make_training_env(
             cfg, int(done.get("timesteps", 0)), run.checkpoint / VECNORMALIZE_FILE
         )
