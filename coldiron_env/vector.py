@@ -641,6 +641,11 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         """Card codes of game ``i``'s hand, sorted by suit then rank (the single env's ``hand``)."""
         return hand_codes(int(self._hand[i]))
 
+    def deck_ids(self, i: int) -> tuple[int, ...]:
+        """Card ids of game ``i`` in the order the game uses them, Jokers relabelled as drawn
+        (the single env's ``game.deck``)."""
+        return tuple(int(c) for c in self._deck[i])
+
     def state_nbytes(self) -> int:
         """Bytes of NumPy state held for all games (grows linearly with ``num_envs``)."""
         arrays = [v for v in vars(self).values() if isinstance(v, np.ndarray) and v.base is None]

@@ -80,3 +80,24 @@ def test_the_planner_over_a_shipped_model_is_named_and_uses_it() -> None:
         shipped = load_sb3_agent(SHIPPED_MODELS[model]).model.policy.state_dict()
         assert ours.keys() == shipped.keys()
         assert all(torch.equal(ours[k], shipped[k]) for k in ours), "the base is the shipped net"
+
+
+def test_a_counting_network_plays_the_same_games_in_the_vector_env_and_in_single_envs() -> None:
+    """Evaluation's default engine (the native vector env) against plain envs, move for move:
+    deals given as decks and as seeds, with the shipped counting network."""
+    from agents.evaluation.arena import play_lockstep
+    from coldiron_env.cards import deck_codes
+
+    agent = make_agent("trained")
+    policy = agent.batch_policy  # type: ignore[attr-defined]
+    kwargs = agent.env_kwargs  # type: ignore[attr-defined]
+    assert kwargs["counting"], "the shipped default sees the counting observation"
+    by_deck = [{"options": {"deck": deck_codes(r)}} for r in deal_decks(4, 60).tolist()]
+    by_seed = [{"seed": 1000 + k} for k in range(60)]
+    for resets in (by_deck, by_seed):
+        single = play_lockstep(policy, kwargs, resets, batch=16, engine="single")
+        vector = play_lockstep(policy, kwargs, resets, batch=16, engine="vector")
+        assert vector == single
+        assert len({(e.outcome, e.turn) for e in single}) > 2, "the games must differ"
+    with pytest.raises(ValueError, match="engine must be"):
+        play_lockstep(policy, kwargs, by_seed, engine="fast")  # type: ignore[arg-type]

@@ -487,6 +487,15 @@ def test_batched_evaluation_plays_the_same_games_as_one_env_at_a_time(
         batch=7,  # several chunks, the last one short
     )
     assert [(e.outcome, e.turn, e.deck) for e in small_batches] == batched
+    for engine in ("single", "vector"):  # auto takes the vector env: both must agree
+        played = evaluation.play_lockstep(
+            agent.batch_policy,
+            agent.env_kwargs,
+            [{"options": {"deck": deck_codes(row)}} for row in decks.tolist()],
+            batch=7,
+            engine=engine,  # type: ignore[arg-type]
+        )
+        assert [(e.outcome, e.turn, e.deck) for e in played] == batched, engine
     if name == "recurrent_ppo":  # the test above can see a mishandled LSTM state:
         policy = agent.batch_policy
 

@@ -13,8 +13,10 @@ decision the evaluator hands it :meth:`Knowledge.from_game
 <coldiron_env.knowledge.Knowledge.from_game>`, what the player has seen, never
 the game (whose deck order no player may read). An agent
 with a ``batch_policy`` (a trained model: :class:`BatchPolicy`) plays up to
-:data:`LOCKSTEP_BATCH` deals at once through plain envs, one forward pass per
-step for all of them (:func:`play_lockstep`). Any other agent plays one
+:data:`LOCKSTEP_BATCH` deals at once, one forward pass per step for all of them
+(:func:`play_lockstep`: in the native vector env when Gymnasium has it, whose batched
+observation makes a ``counting`` network's evaluation several times faster; else in
+plain envs). Any other agent plays one
 :class:`~coldiron_env.env.ColdIronEnv` at a time with the deck passed as
 ``reset(options={"deck": codes})``. All three give identical games (tested).
 Evaluation always uses the plain env with its default rewards: no shaping
@@ -239,20 +241,31 @@ def play_lockstep(
     env_kwargs: Mapping[str, Any],
     resets: Sequence[Mapping[str, Any]],
     batch: int = LOCKSTEP_BATCH,
+    engine: Literal["auto", "single", "vector"] = "auto",
 ) -> list[Episode]:
     """Play one game per entry of ``resets`` (the kwargs of its ``reset``), in order.
 
-    Up to ``batch`` plain :class:`ColdIronEnv` games run side by side; each step
-    makes one ``policy.act`` call for the whole batch. A finished game's row
-    keeps its last observation and an all-legal mask until the batch ends (its
-    action is ignored).
+    Up to ``batch`` games run side by side; each step makes one ``policy.act`` call
+    for the whole batch. ``engine``: ``single`` plays plain :class:`ColdIronEnv`
+    games (a finished game's row keeps its last observation and an all-legal mask
+    until the batch ends; its action is ignored); ``vector`` plays them in one native
+    vector env (:class:`~coldiron_env.vector.ColdIronVectorEnv`, the same games move
+    for move: its lockstep tests), whose batched observation is several times faster
+    with ``counting``; ``auto`` (the default) takes ``vector`` when Gymnasium has it
+    and every reset is a seed or a deck.
     """
     if batch <= 0:
         raise ValueError(f"batch must be positive, got {batch!r}")
+    if engine not in ("auto", "single", "vector"):
+        raise ValueError(f"engine must be 'auto', 'single' or 'vector', got {engine!r}")
+    vector = engine == "vector" or (engine == "auto" and _vector_can_play(resets))
     episodes: list[Episode] = []
     all_legal = np.ones(NUM_ACTIONS, dtype=bool)
     for start in range(0, len(resets), batch):
         chunk = resets[start : start + batch]
+        if vector:
+            episodes.extend(_play_vector_chunk(policy, env_kwargs, chunk))
+            continue
         envs = [ColdIronEnv(**env_kwargs) for _ in chunk]
         obs: list[Any] = []
         masks: list[np.ndarray] = []
@@ -284,6 +297,51 @@ def play_lockstep(
             env.close()
         episodes.extend(e for e in ended if e is not None)
     return episodes
+
+
+def _vector_can_play(resets: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the native vector env can deal these resets (a seed or a deck each)."""
+    try:
+        import coldiron_env.vector  # noqa: F401, PLC0415 (needs gymnasium >= 1.0)
+    except ImportError:
+        return False
+    for kwargs in resets:
+        if set(kwargs) - {"seed", "options"} or set(kwargs.get("options") or {}) - {"deck"}:
+            return False
+    return True
+
+
+def _play_vector_chunk(
+    policy: BatchPolicy, env_kwargs: Mapping[str, Any], chunk: Sequence[Mapping[str, Any]]
+) -> list[Episode]:
+    """:func:`play_lockstep`'s ``vector`` engine on one batch: each game's first ending is
+    kept (``NEXT_STEP`` autoreset: the step after it deals that row a game nobody counts)."""
+    from coldiron_env.vector import ColdIronVectorEnv  # noqa: PLC0415 (gymnasium >= 1.0)
+
+    n = len(chunk)
+    venv = ColdIronVectorEnv(n, autoreset_mode="NEXT_STEP", **env_kwargs)
+    seeds = [kwargs.get("seed") for kwargs in chunk]
+    decks = [(kwargs.get("options") or {}).get("deck") for kwargs in chunk]
+    obs, info = venv.reset(
+        seed=seeds if any(s is not None for s in seeds) else None,
+        options={"deck": decks} if any(d is not None for d in decks) else None,
+    )
+    ended: list[Episode | None] = [None] * n
+    steps = np.zeros(n, dtype=np.int64)
+    starts = np.ones(n, dtype=bool)
+    policy.reset_states()
+    while any(e is None for e in ended):
+        actions = policy.act(obs, info["action_mask"].astype(bool), starts)
+        starts[:] = False
+        live = np.array([e is None for e in ended])
+        obs, _, terminated, truncated, info = venv.step(np.asarray(actions, dtype=np.int64))
+        steps[live] += 1
+        for i in np.flatnonzero(live & (terminated | truncated)).tolist():
+            ended[i] = Episode(
+                str(info["outcome"][i]), int(info["turn"][i]), int(steps[i]), venv.deck_ids(i)
+            )
+    venv.close()
+    return [e for e in ended if e is not None]
 
 
 def batch_policy_of(agent: Agent) -> BatchPolicy | None:
