@@ -23,7 +23,13 @@ from agents.learning.expert_iteration import (
 )
 from agents.learning.sb3_agent import ModelLoadError
 from agents.players.planner import BUDGETS
-from agents.registry import PLAY_TORCH_THREADS, set_torch_threads
+from agents.registry import (
+    PLAY_TORCH_THREADS,
+    SEARCH_OVER_MODELS,
+    SHIPPED_MODELS,
+    is_builtin,
+    set_torch_threads,
+)
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -56,8 +62,14 @@ def main(argv: list[str] | None = None) -> int:
             workers=args.workers,
         )
         set_torch_threads(args.torch_threads)
+        if is_builtin(args.start) or args.start in SEARCH_OVER_MODELS:
+            raise DistillationError(f"{args.start!r} is not a trained network")
         result = run_distillation(
-            args.start, args.out, settings, log=lambda line: print(line, flush=True)
+            args.start,
+            args.out,
+            settings,
+            log=lambda line: print(line, flush=True),
+            start_path=SHIPPED_MODELS.get(args.start, Path(args.start)),
         )
     except (DistillationError, ModelLoadError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -16,12 +16,13 @@ pytest.importorskip("sb3_contrib")
 from agents.learning import expert_iteration as ei
 from agents.learning.provenance import META_FILE
 from agents.learning.sb3_agent import KnowledgePolicy, SB3Agent
-from agents.registry import make_agent
+from agents.registry import SHIPPED_MODELS, make_agent
 from coldiron_env.dealer import DealStream, stream_seed
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.knowledge import Knowledge
 
 ROOT = Path(__file__).resolve().parent.parent
+TRAINED = SHIPPED_MODELS["trained"]
 TINY = {"rounds": 2, "episodes": 6, "budget": "planner-small"}
 
 
@@ -66,7 +67,7 @@ def test_a_run_writes_a_loadable_run_directory_round_by_round(tmp_path: Path) ->
     out = tmp_path / "distilled"
     settings = ei.SearchDistillation(**TINY)  # type: ignore[arg-type]
     before = _params(make_agent("trained"))  # type: ignore[arg-type]
-    result = ei.run_distillation("trained", out, settings, log=lambda _: None)
+    result = ei.run_distillation("trained", out, settings, log=lambda _: None, start_path=TRAINED)
     assert (result.rounds_done, result.interrupted) == (2, False)
     meta = json.loads((out / META_FILE).read_text())
     assert meta["status"] == "completed" and meta["rounds_done"] == 2
@@ -95,15 +96,15 @@ def test_an_interrupted_run_continues_after_its_last_round(
         return real(agent, s, r, *rest)
 
     monkeypatch.setattr(ei, "distill_round", interrupted_in_round_2)
-    first = ei.run_distillation("trained", out, settings, log=lambda _: None)
+    first = ei.run_distillation("trained", out, settings, log=lambda _: None, start_path=TRAINED)
     assert (first.rounds_done, first.interrupted) == (1, True)
     assert json.loads((out / META_FILE).read_text())["status"] == "interrupted"
-    second = ei.run_distillation("trained", out, settings, log=lambda _: None)
+    second = ei.run_distillation("trained", out, settings, log=lambda _: None, start_path=TRAINED)
     assert (second.rounds_done, second.interrupted) == (2, False)
     assert calls == [0, 1, 1], "round 0 is kept, round 1 is played again"
     other = ei.SearchDistillation(**{**TINY, "seed": 3})  # type: ignore[arg-type]
     with pytest.raises(ei.DistillationError, match=str(out)):
-        ei.run_distillation("trained", out, other, log=lambda _: None)
+        ei.run_distillation("trained", out, other, log=lambda _: None, start_path=TRAINED)
 
 
 def test_the_script_refuses_what_is_not_a_network(tmp_path: Path) -> None:

@@ -400,15 +400,16 @@ def run_distillation(
     out: Path,
     settings: SearchDistillation,
     log: Callable[[str], None] = print,
+    start_path: Path | None = None,
 ) -> DistillationResult:
-    """Distil the planner over ``start`` (an agent spec: ``trained``, a run directory or a
-    zip) into it for ``settings.rounds`` rounds, writing ``out/`` (a run directory that
-    ``evaluate.py`` loads): ``model.zip`` and ``meta.json`` after every round (atomic
-    writes; a rerun with the same arguments continues after the last finished round,
-    Ctrl-C loses at most the round under way), ``config.yaml`` copied from ``start``.
+    """Distil the planner over the network ``start`` into it for ``settings.rounds`` rounds,
+    writing ``out/`` (a run directory that ``evaluate.py`` loads): ``model.zip`` and
+    ``meta.json`` after every round (atomic writes; a rerun with the same arguments
+    continues after the last finished round, Ctrl-C loses at most the round under way),
+    ``config.yaml`` copied from the start's run. ``start`` is the network's name as given
+    (recorded in ``meta.json``); ``start_path`` its run directory or zip (default
+    ``Path(start)``; ``scripts/distill.py`` resolves the shipped names).
     """
-    from agents.registry import make_agent  # noqa: PLC0415 (the registry imports learning lazily)
-
     meta_path = out / META_FILE
     wanted = {"start": start, "settings": settings.identity()}
     if meta_path.is_file():
@@ -422,13 +423,15 @@ def run_distillation(
         agent = load_sb3_agent(out)
         log(f"continuing {out} after round {meta['rounds_done']} of {settings.rounds}")
     else:
-        source = make_agent(start)
-        if not isinstance(source, SB3Agent):
-            raise DistillationError(f"{start!r} is not a trained network")
-        config = _config_of(start)
+        path = Path(start) if start_path is None else start_path
+        if not path.exists():
+            raise DistillationError(f"{start!r} is not a trained network (no {path})")
+        agent = load_sb3_agent(path, name=start)
+        config = find_config(path / MODEL_FILE if path.is_dir() else path)
+        if config is None:
+            raise DistillationError(f"{start!r}: no {CONFIG_FILE} beside the model")
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out / CONFIG_FILE, config.read_text(encoding="utf-8"))
-        agent = source
         meta = {
             **wanted,
             "start_config": _shown(config),
@@ -471,14 +474,3 @@ def _shown(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
-
-
-def _config_of(start: str) -> Path:
-    """The resolved ``config.yaml`` beside the model ``start`` names."""
-    from agents.registry import SHIPPED_MODELS  # noqa: PLC0415
-
-    path = SHIPPED_MODELS.get(start, Path(start))
-    config = find_config(path / MODEL_FILE if path.is_dir() else path)
-    if config is None:
-        raise DistillationError(f"{start!r}: no {CONFIG_FILE} beside the model")
-    return config
