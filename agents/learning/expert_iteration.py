@@ -252,12 +252,8 @@ def distill_round(
     t0 = time.perf_counter()
     first = stream_seed(DealStream.SEARCH, settings.seed, round_index * settings.episodes)
     gamma = float(getattr(agent.model, "gamma", 1.0))
-    if labellers is None:
-        demos: Demonstrations | None = label(
-            agent, settings.budget, settings.episodes, first, gamma
-        )
-    else:
-        demos = labellers.label(agent, settings.budget, settings.episodes, first, gamma, stop)
+    labellers = Labellers(1) if labellers is None else labellers  # one process: no pool
+    demos = labellers.label(agent, settings.budget, settings.episodes, first, gamma, stop)
     if demos is None:
         return None
     t1 = time.perf_counter()
@@ -292,6 +288,28 @@ def distill_round(
     return result
 
 
+def play_rounds(
+    agent: SB3Agent,
+    settings: SearchDistillation,
+    first_round: int,
+    log: Callable[[str], None],
+    finished: Callable[[dict[str, Any]], None],
+    stop: Callable[[], bool] | None = None,
+) -> bool:
+    """Rounds ``first_round .. settings.rounds - 1`` on ``agent`` (improved in place), with
+    ``finished(record)`` after each (where the caller saves). True when ``stop()`` ended
+    them before the last (the round under way is dropped)."""
+    with Labellers(settings.workers) as labellers:
+        for r in range(first_round, settings.rounds):
+            record = distill_round(agent, settings, r, log, labellers, stop)
+            if record is None:
+                return True
+            finished(record)
+            if stop is not None and stop() and r + 1 < settings.rounds:
+                return True
+    return False
+
+
 # ---------------------------------------------------------------- after RL, in a training run
 EXPERT_FILE: Final = "expert_iteration.json"
 """A training run's expert-iteration record: its settings and every finished round."""
@@ -321,10 +339,11 @@ def check_resumable(cfg: Config, run_root: Path) -> None:
     path = run_root / EXPERT_FILE
     if not path.is_file():
         return
+    if not cfg.expert_iteration.rounds:
+        return  # no round follows: the rounds played stay the model
     recorded = json.loads(path.read_text(encoding="utf-8")).get("settings", {})
     had = {k: v for k, v in recorded.items() if k != "rounds"}
-    wanted = {**cfg.expert_iteration.model_dump(), "seed": cfg.seed}
-    wanted = {k: v for k, v in wanted.items() if k not in ("rounds", "workers")}
+    wanted = {k: v for k, v in settings_of(cfg).identity().items() if k != "rounds"}
     if had != wanted:
         raise DistillationError(
             f"{path} records other expert-iteration settings ({had}) than the config's "
@@ -350,33 +369,25 @@ def train_rounds(
     """
     settings = settings_of(cfg)
     path = run_root / EXPERT_FILE
-    state: dict[str, Any] = {"settings": settings.identity(), "rounds_done": 0, "rounds": []}
-    if path.is_file():
-        check_resumable(cfg, run_root)
-        state = json.loads(path.read_text(encoding="utf-8"))
-        state["settings"] = settings.identity()
-    done = int(state["rounds_done"])
-    if done >= settings.rounds:
+    check_resumable(cfg, run_root)
+    rounds = expert_rounds(run_root)
+    if len(rounds) >= settings.rounds:
         return False
     log(
-        f"expert iteration: rounds {done + 1}-{settings.rounds} of {settings.episodes:,} deals, "
-        f"labelled by {settings.budget} over the network in {settings.workers} process(es)"
+        f"expert iteration: rounds {len(rounds) + 1}-{settings.rounds} of "
+        f"{settings.episodes:,} deals, labelled by {settings.budget} over the network in "
+        f"{settings.workers} process(es)"
     )
+
+    def finished(record: dict[str, Any]) -> None:
+        record["validation_win_rate"] = validate(model)
+        log(f"  validation deals won: {record['validation_win_rate']:.2%}")
+        rounds.append(record)
+        atomic_save(run_root / MODEL_FILE, model.save)
+        atomic_write_json(path, {"settings": settings.identity(), "rounds": rounds})
+
     agent = SB3Agent(model, cfg.env_kwargs(), name=cfg.name or "model")
-    with Labellers(settings.workers) as labellers:
-        for r in range(done, settings.rounds):
-            record = distill_round(agent, settings, r, log, labellers, stop)
-            if record is None:
-                return True
-            record["validation_win_rate"] = validate(model)
-            log(f"  validation deals won: {record['validation_win_rate']:.2%}")
-            state["rounds"].append(record)
-            state["rounds_done"] = r + 1
-            atomic_save(run_root / MODEL_FILE, model.save)
-            atomic_write_json(path, state)
-            if stop():
-                return r + 1 < settings.rounds
-    return False
+    return play_rounds(agent, settings, len(rounds), log, finished, stop)
 
 
 # ---------------------------------------------------------------- a run directory
@@ -448,16 +459,16 @@ def run_distillation(
         atomic_save(out / MODEL_FILE, agent.model.save)
         atomic_write_json(meta_path, meta)
     t0, spent = time.perf_counter(), float(meta.get("wall_seconds", 0.0))
+
+    def finished(record: dict[str, Any]) -> None:
+        meta["rounds"].append(record)
+        meta["rounds_done"] = len(meta["rounds"])
+        meta["wall_seconds"] = round(spent + time.perf_counter() - t0, 1)
+        atomic_save(out / MODEL_FILE, agent.model.save)
+        atomic_write_json(meta_path, meta)
+
     try:
-        with Labellers(settings.workers) as labellers:
-            for r in range(int(meta["rounds_done"]), settings.rounds):
-                record = distill_round(agent, settings, r, log, labellers)
-                assert record is not None  # no stop callable: only Ctrl-C ends a round early
-                meta["rounds"].append(record)
-                meta["rounds_done"] = r + 1
-                meta["wall_seconds"] = round(spent + time.perf_counter() - t0, 1)
-                atomic_save(out / MODEL_FILE, agent.model.save)
-                atomic_write_json(meta_path, meta)
+        play_rounds(agent, settings, int(meta["rounds_done"]), log, finished)
     except KeyboardInterrupt:
         meta["status"] = STATUS_INTERRUPTED
         atomic_write_json(meta_path, meta)

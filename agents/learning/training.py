@@ -619,6 +619,7 @@ def train(
         log(f"{resume}: stopped before training began (no checkpoint): starting it over")
         _clear_unstarted(RunDir(resume))
         out, resume = resume, None
+    rounds_before = 0  # expert-iteration rounds a resumed run had finished
     if resume is not None:
         run = RunDir(resume)
         try:
@@ -627,10 +628,10 @@ def train(
             raise TrainingError(str(exc)) from None
         state_path = run.checkpoint / STATE_FILE
         done = json.loads(state_path.read_text()) if state_path.is_file() else {}
-        rounds_so_far = expert_rounds_done(run.root)
-        if rounds_so_far and steps_to_train(cfg, int(done.get("timesteps", 0))) > 0:
+        rounds_before = expert_rounds_done(run.root)
+        if rounds_before and steps_to_train(cfg, int(done.get("timesteps", 0))) > 0:
             raise TrainingError(
-                f"{run.root}: RL ended and {rounds_so_far} round(s) of expert iteration "
+                f"{run.root}: RL ended and {rounds_before} round(s) of expert iteration "
                 f"followed; RL cannot continue after them (total_timesteps "
                 f"{cfg.training.total_timesteps:,} > {int(done.get('timesteps', 0)):,} trained)"
             )
@@ -683,7 +684,6 @@ def train(
 
     title = f"{cfg.name or cfg.algorithm.name} (seed {cfg.seed})"
     callback = RunCallback(cfg, run, state, title)
-    rounds_before = expert_rounds_done(run.root) if resume is not None else 0
     if rounds_before:  # the rounds so far are the model (the checkpoint is RL's end)
         model.set_parameters(str(run.model), exact_match=True, device=cfg.training.device)
     remaining = steps_to_train(cfg, model.num_timesteps)
@@ -728,17 +728,17 @@ def train(
     with contextlib.suppress(Exception):
         venv.close()
     wall = time.perf_counter() - t_start
+    rounds = expert_rounds(run.root)
     meta.update(
         status="interrupted" if interrupted else "completed",
         end_time=utc_now(),
         timesteps=int(model.num_timesteps),
         wall_seconds=round(wall + float(meta.get("wall_seconds", 0.0)), 1),
-        expert_iteration_rounds=expert_rounds_done(run.root),
+        expert_iteration_rounds=len(rounds),
     )
     atomic_write_json(run.meta, meta)
     if interrupted and resume_hint:
         log(f"resume with: .venv/bin/python scripts/train.py --resume {run.root}")
-    rounds = expert_rounds(run.root)
     return TrainResult(run.root, int(model.num_timesteps), interrupted, wall, state.history, rounds)
 
 
