@@ -20,6 +20,7 @@ import pwd
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -52,6 +53,7 @@ from agents.learning.multiseed import (
 from agents.learning.search_space import SamplerSpec, load_tuning_config
 from agents.learning.tuning import (
     BEST_CONFIG,
+    DB_FILE,
     SUMMARY_CSV,
     SUMMARY_MD,
     SUMMARY_PNG,
@@ -859,6 +861,17 @@ def test_ctrl_c_during_the_warm_start_then_rerun_starts_the_seed_over(
         assert (r.run_dir / "imitation.json").is_file()
 
 
+def _study_exists(db: Path) -> bool:
+    """Whether the SQLite file holds a study yet (read-only: it creates nothing)."""
+    if not db.is_file():
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
+            return bool(con.execute("SELECT count(*) FROM studies").fetchone()[0])
+    except sqlite3.Error:
+        return False
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["sigterm-to-main", "ctrl-c-to-group"])
 def test_a_stopped_search_stops_every_worker_and_keeps_the_study(tmp_path: Path, how: str) -> None:
@@ -883,6 +896,8 @@ def test_a_stopped_search_stops_every_worker_and_keeps_the_study(tmp_path: Path,
         running: list[Any] = []
         while len(running) < 2 and time.monotonic() < deadline:
             time.sleep(1)
+            if not _study_exists(out / DB_FILE):
+                continue  # opening a storage tune.py is still creating races its schema
             with contextlib.suppress(Exception):
                 study = optuna.load_study(study_name="tiny", storage=url)
                 running = [  # learning has begun: the evaluation at timestep 0 is reported
