@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 
 from coldiron_env.actions import PHASE_NAMES, PHASE_OVER, PHASE_TURN
 from coldiron_env.analysis import COURT_MASK, FULL_DECK_MASK, JOKER_MASK, NUMBERED_MASK
@@ -194,13 +195,17 @@ class Knowledge:
     def sample_orders(self, rng: np.random.Generator, count: int) -> list[list[int]]:
         """``count`` uniformly random orders of the unseen cards (Jokers relabelled so
         that 52 precedes 53, as the dealer does)."""
+        return self.sample_order_array(rng, count).tolist()  # type: ignore[no-any-return]
+
+    def sample_order_array(self, rng: np.random.Generator, count: int) -> npt.NDArray[np.int64]:
+        """:meth:`sample_orders` as a ``(count, deck_count)`` array (the same draws)."""
         cards = self.unseen_cards()
         orders = rng.permuted(
             np.broadcast_to(np.asarray(cards, dtype=np.int64), (count, len(cards))), axis=1
         )
         if FIRST_JOKER in cards and FIRST_JOKER + 1 in cards:
             relabel_jokers(orders)
-        return orders.tolist()  # type: ignore[no-any-return]
+        return orders
 
     def resample(
         self, rng: np.random.Generator, count: int, rules: RuleOptions = DEFAULT_RULES

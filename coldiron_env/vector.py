@@ -10,9 +10,10 @@ It is registered as the ``vector_entry_point`` of ``coldiron/ColdIron-v0``::
 
 The batched core
 ----------------
-:func:`step_games` is the rules of ``game.py`` transcribed one game after
-another over arrays of game state: the only implementation of the rules besides
-:class:`~coldiron_env.game.Game`, kept in lockstep with it by the tests. With
+:func:`~coldiron_env.batched.step_games` (the batched rules core, its own module) is
+the rules of ``game.py`` transcribed one game after another over arrays of game state:
+the only implementation of the rules besides :class:`~coldiron_env.game.Game`, kept in
+lockstep with it by the tests. With
 numba installed (the ``fast`` extra: ``pip install "coldiron[fast]"``) it is
 compiled (``backend="numba"``, the default then; about a second to compile the
 first time, cached on disk). Without numba the same code runs as plain Python
@@ -47,7 +48,6 @@ deals after ``reset(seed=s + i)``, on the first deal and on every automatic one.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import operator
 import warnings
@@ -71,50 +71,37 @@ except ImportError as _old:  # pragma: no cover - exercised on gymnasium 0.29
     ) from _old
 
 from coldiron_env.actions import (
-    BONUS,
     ENV_MASKS,
     ENV_MASKS_INT8,
-    IRON,
     LEGAL_MASKS,
     NUM_ACTIONS,
-    PHASE_BONUS,
-    PHASE_IRON,
     PHASE_NAMES,
-    PHASE_OVER,
     PHASE_TURN,
-    RACK_TARGETS,
-    REST,
-    STOP,
-    THREATEN,
+)
+from coldiron_env.batched import (
+    CODE_WON,
+    FORFEIT,
+    NUMBA_AVAILABLE,
+    OUTCOME_NAMES,
+    PLAYING,
+    SKIP,
+    SLOW_WARNING,
+    step_games,
 )
 from coldiron_env.cards import (
     DECK_SIZE,
-    FIRST_COURT,
-    FIRST_JOKER,
-    NUM_RANKS,
-    NUM_SUITS,
-    SUIT_FIELD_MASK,
     hand_codes,
     parse_deck,
 )
 from coldiron_env.dealer import SHUFFLE_BATCH, relabel_jokers
 from coldiron_env.env import RESET_OPTION_KEYS, ColdIronEnv
 from coldiron_env.game import (
-    BONUS_FROM_IRON,
-    BONUS_FROM_NONE,
-    BONUS_FROM_THREATEN,
-    DECK_EXHAUSTED,
-    ILLEGAL,
-    MIDNIGHT,
-    SLAIN,
-    WON,
     GameOverError,
     IllegalActionError,
     describe_illegal,
 )
-from coldiron_env.judge import HAS_RUN
 from coldiron_env.observation import encode_batch
-from coldiron_env.options import BONUS_DRAWS, IRON_APPLICATIONS_PER_TURN, MAX_HURT, RuleOptions
+from coldiron_env.options import RuleOptions
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
@@ -123,25 +110,6 @@ Bools = npt.NDArray[np.bool_]
 AnyArray = npt.NDArray[Any]
 
 # ------------------------------------------------------------------ constants
-FORFEIT: Final = NUM_ACTIONS
-"""Pseudo-action of :func:`step_games`: the game is lost by an illegal action (``Game.forfeit``)."""
-SKIP: Final = NUM_ACTIONS + 1
-"""Pseudo-action of :func:`step_games`: the game is left as it is (dealt again this step)."""
-
-# Outcome codes of step_games (index into OUTCOME_NAMES); PLAYING while the game goes on.
-PLAYING: Final = 0
-OUTCOME_NAMES: Final = ("", WON, SLAIN, DECK_EXHAUSTED, MIDNIGHT, ILLEGAL)
-CODE_WON: Final = OUTCOME_NAMES.index(WON)
-CODE_SLAIN: Final = OUTCOME_NAMES.index(SLAIN)
-CODE_EXHAUSTED: Final = OUTCOME_NAMES.index(DECK_EXHAUSTED)
-CODE_MIDNIGHT: Final = OUTCOME_NAMES.index(MIDNIGHT)
-CODE_ILLEGAL: Final = OUTCOME_NAMES.index(ILLEGAL)
-
-RACK_TARGET_TABLE: Final = np.array(
-    [RACK_TARGETS[a] for a in range(NUM_ACTIONS)] + [0, 0], dtype=np.int64
-)
-HAS_RUN_TABLE: Final = np.array(HAS_RUN, dtype=np.bool_)
-SUITS_DONE_COUNT: Final = np.array([bin(m).count("1") for m in range(1 << NUM_SUITS)])
 PHASE_NAME_ARRAY: Final = np.array(PHASE_NAMES)
 OUTCOME_NAME_ARRAY: Final = np.array(OUTCOME_NAMES)
 _ORDERED_BATCH: Final = np.broadcast_to(
@@ -151,218 +119,6 @@ AUTORESET_MODES: Final = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP)
 BACKENDS: Final = ("auto", "numba", "python")
 CURRICULUM_KEYS: Final = ("turns", "suits_required")
 """The rule options :meth:`ColdIronVectorEnv.set_env_kwargs` may change between deals."""
-
-numba: Any
-try:  # optional: the `fast` extra compiles the loop below
-    numba = importlib.import_module("numba")
-except ImportError:  # pragma: no cover - exercised where numba is absent
-    numba = None
-
-NUMBA_AVAILABLE: Final = numba is not None
-SLOW_WARNING: Final = (
-    "coldiron's vector env runs its game loop as plain Python (about 40x slower) because "
-    "numba is not installed: pip install 'coldiron[fast]'"
-)
-
-
-def _compiled(fn: Any) -> Any:
-    """``fn`` compiled by numba (lazily, cached on disk); ``fn.py_func`` is the plain Python."""
-    if numba is None:
-        fn.py_func = fn
-        return fn
-    return numba.njit(cache=True, nogil=True)(fn)
-
-
-# ------------------------------------------------------------------ the batched core
-# The rules of game.py, one game at a time: every draw is resolved in the order of R11.
-_NEXT_NONE: Final = 0
-_NEXT_END_TURN: Final = 1
-_NEXT_AFTER_IRON: Final = 2
-_NEXT_AFTER_BONUS: Final = 3
-_NEXT_BONUS_OFFER: Final = 4
-
-
-@_compiled
-def _resolve(
-    i: int,
-    card: int,
-    keep: bool,
-    hand: I64,
-    discarded: I64,
-    pos: I64,
-    suits_done: I64,
-    suits_required: int,
-) -> int:
-    """R11 (1, 2) for a drawn card: keep it (phrase check, R7) or discard it; the deck check."""
-    if keep:
-        held = hand[i] | (1 << card)
-        hand[i] = held
-        suit = card // NUM_RANKS
-        if HAS_RUN_TABLE[(held >> (suit * NUM_RANKS)) & SUIT_FIELD_MASK]:
-            done = suits_done[i] | (1 << suit)
-            suits_done[i] = done
-            if SUITS_DONE_COUNT[done] >= suits_required:
-                return CODE_WON
-    else:
-        discarded[i] |= 1 << card
-    if pos[i] == DECK_SIZE:
-        return CODE_EXHAUSTED
-    return PLAYING
-
-
-@_compiled
-def _bonus(
-    i: int,
-    deck: I8,
-    pos: I64,
-    hand: I64,
-    discarded: I64,
-    hurt: I64,
-    suits_done: I64,
-    source: I64,
-    suits_required: int,
-    joker_grants_more: bool,
-) -> int:
-    """The Joker's bonus draws (R17) of game ``i``; the outcome code (PLAYING while playing)."""
-    hurting = source[i] == BONUS_FROM_IRON
-    remaining = BONUS_DRAWS
-    while remaining > 0:
-        remaining -= 1
-        card = np.int64(deck[i, pos[i]])
-        pos[i] += 1
-        code = _resolve(
-            i, card, card < FIRST_COURT, hand, discarded, pos, suits_done, suits_required
-        )
-        if code != PLAYING:
-            return code  # type: ignore[no-any-return]
-        if card >= FIRST_JOKER:
-            if joker_grants_more:
-                remaining += BONUS_DRAWS
-        elif card >= FIRST_COURT and hurting:
-            hurt[i] += 1
-            if hurt[i] >= MAX_HURT:
-                return CODE_SLAIN
-    return PLAYING
-
-
-@_compiled
-def step_games(
-    actions: I64,
-    deck: I8,
-    pos: I64,
-    hand: I64,
-    discarded: I64,
-    hurt: I64,
-    turn: I64,
-    phase: I64,
-    iron: I64,
-    suits_done: I64,
-    source: I64,
-    turns: I64,
-    suits_required: I64,
-    outcome: I64,
-    bonus_always: bool,
-    joker_grants_more: bool,
-) -> None:
-    """One legal action (or ``FORFEIT``, or ``SKIP``) in every game, as ``Game.step``.
-
-    Game ``i``'s state is entry ``i`` of every array (``deck`` its row ``i``;
-    ``hand`` and ``discarded`` bit masks over card ids); ``turns`` and
-    ``suits_required`` are its rules. Writes the outcome code into ``outcome``.
-    """
-    for i in range(actions.shape[0]):
-        action = actions[i]
-        code = PLAYING
-        nxt = _NEXT_NONE
-        if action == SKIP:
-            outcome[i] = PLAYING
-            continue
-        if action == FORFEIT:
-            code = CODE_ILLEGAL
-        elif action == STOP:
-            nxt = _NEXT_END_TURN if phase[i] == PHASE_IRON else _NEXT_AFTER_BONUS
-        elif action == BONUS:
-            code = _bonus(
-                i, deck, pos, hand, discarded, hurt, suits_done, source,
-                suits_required[i], joker_grants_more,
-            )  # fmt: skip
-            nxt = _NEXT_AFTER_BONUS
-        elif action == THREATEN or action == IRON:  # noqa: PLR1714, SIM109 (numba)
-            if action == IRON:
-                iron[i] += 1
-            card = np.int64(deck[i, pos[i]])
-            pos[i] += 1
-            code = _resolve(
-                i, card, card < FIRST_COURT, hand, discarded, pos, suits_done, suits_required[i]
-            )
-            if code == PLAYING and action == IRON:
-                hurt[i] += 1
-                if hurt[i] >= MAX_HURT:
-                    code = CODE_SLAIN
-            if code == PLAYING:
-                if card >= FIRST_JOKER:
-                    source[i] = BONUS_FROM_IRON if action == IRON else BONUS_FROM_THREATEN
-                    if bonus_always:
-                        code = _bonus(
-                            i, deck, pos, hand, discarded, hurt, suits_done, source,
-                            suits_required[i], joker_grants_more,
-                        )  # fmt: skip
-                        nxt = _NEXT_AFTER_BONUS
-                    else:
-                        nxt = _NEXT_BONUS_OFFER
-                else:
-                    nxt = _NEXT_AFTER_IRON if action == IRON else _NEXT_END_TURN
-        elif action == REST:
-            card = np.int64(deck[i, pos[i]])
-            pos[i] += 1
-            code = _resolve(i, card, False, hand, discarded, pos, suits_done, suits_required[i])
-            if code == PLAYING:
-                if hurt[i] > 0:
-                    hurt[i] -= 1
-                nxt = _NEXT_END_TURN
-        else:  # a rack (R14)
-            targets = RACK_TARGET_TABLE[action]
-            while True:
-                card = np.int64(deck[i, pos[i]])
-                pos[i] += 1
-                if card < FIRST_COURT and (targets >> card) & 1:
-                    code = _resolve(
-                        i, card, True, hand, discarded, pos, suits_done, suits_required[i]
-                    )
-                    nxt = _NEXT_END_TURN
-                    break
-                code = _resolve(i, card, False, hand, discarded, pos, suits_done, suits_required[i])
-                if code != PLAYING:
-                    break
-                if card >= FIRST_JOKER:
-                    code = CODE_SLAIN
-                    break
-                if card >= FIRST_COURT:
-                    hurt[i] += 1
-                    if hurt[i] >= MAX_HURT:
-                        code = CODE_SLAIN
-                        break
-        if code == PLAYING:
-            if nxt == _NEXT_AFTER_BONUS:
-                nxt = _NEXT_AFTER_IRON if source[i] == BONUS_FROM_IRON else _NEXT_END_TURN
-                source[i] = BONUS_FROM_NONE
-            if nxt == _NEXT_AFTER_IRON:
-                spent = iron[i] >= IRON_APPLICATIONS_PER_TURN
-                nxt = _NEXT_END_TURN if spent else _NEXT_NONE
-                if not spent:
-                    phase[i] = PHASE_IRON
-            if nxt == _NEXT_END_TURN:
-                if turn[i] >= turns[i]:
-                    code = CODE_MIDNIGHT
-                else:
-                    turn[i] += 1
-                    iron[i] = 0
-                    phase[i] = PHASE_TURN
-            elif nxt == _NEXT_BONUS_OFFER:
-                phase[i] = PHASE_BONUS
-        if code != PLAYING:
-            phase[i] = PHASE_OVER
-        outcome[i] = code
 
 
 # ------------------------------------------------------------------ the env

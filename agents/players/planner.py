@@ -87,6 +87,7 @@ from agents.players.heuristic import (
     rack_scores,
     turn_choice,
 )
+from agents.players.rollouts import COMPILED, pack_params, rollout_wins
 from coldiron_env.actions import (
     IRON,
     LEGAL_ACTIONS,
@@ -294,11 +295,17 @@ class DecisionRecord:
 
 
 class Roller:
-    """Plays the heuristic to the end of determinized games, memoising its decisions."""
+    """Plays the heuristic to the end of determinized games: compiled
+    (:mod:`agents.players.rollouts`) when numba is installed, else in Python here,
+    memoising its decisions. Both give every rollout the same result (tested)."""
 
-    def __init__(self, params: HeuristicParams, rules: RuleOptions) -> None:
+    def __init__(
+        self, params: HeuristicParams, rules: RuleOptions, compiled: bool = COMPILED
+    ) -> None:
         self.params = params
         self.rules = rules
+        self.compiled = compiled
+        self.packed = pack_params(params)
         self.cache: dict[tuple[int, int, int, int, int, int], int] = {}
         self.kn = Knowledge(turns=rules.turns, suits_required=rules.suits_required)
 
@@ -350,6 +357,17 @@ class Roller:
         same games for each candidate)."""
         if estimate is None:
             estimate = Estimate(list(candidates), {a: [] for a in candidates})
+        if self.compiled:
+            won = rollout_wins(
+                kn.position(self.rules),
+                kn.sample_order_array(rng, samples),
+                candidates,
+                self.packed,
+                self.rules,
+            )
+            for column, action in enumerate(candidates):
+                estimate.wins[action].extend(won[:, column].astype(int).tolist())
+            return estimate
         for sampled in kn.resample(rng, samples, self.rules):
             for action in candidates:
                 game = sampled.clone()

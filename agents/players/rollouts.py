@@ -1,0 +1,313 @@
+"""The planner's rollouts, compiled: the heuristic played to the end of many games at once.
+
+:class:`agents.players.planner.Roller` plays each sampled game to its end with the
+heuristic in Python: the planner's hot path (about 22 µs a rollout). Here the same
+rollouts run in one numba-compiled loop: the rules are the batched rules core's
+(:func:`coldiron_env.batched.step_game`, the vector env's), and the heuristic's
+decision is :func:`agents.players.heuristic.decide` transcribed over plain integers
+(:func:`heuristic_action`), reading the same tables the Python heuristic reads
+(:func:`coldiron_env.analysis.suit_tables`, ``rack_tables``, ``bonus_risk_table``), so
+its arithmetic, hence every decision, is the same. Every rollout's result is the
+Python one's: tests/test_rollouts.py checks the decisions on thousands of positions and
+the win/loss of every rollout of whole planned games against :class:`Roller`.
+
+Used by the planner when numba is installed (the ``fast`` extra, part of ``train``);
+without numba the planner keeps the Python rollouts (these functions would run as
+plain Python, slower than :class:`Roller`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from coldiron_env.actions import (
+    BONUS,
+    IRON,
+    PHASE_BONUS,
+    PHASE_IRON,
+    RACK_ACTIONS,
+    REST,
+    STOP,
+    THREATEN,
+)
+from coldiron_env.analysis import (
+    COURT_MASK,
+    FULL_DECK_MASK,
+    IMPOSSIBLE,
+    IRON_KEEP_GAIN,
+    JOKER_MASK,
+    SURVIVABLE_HURT,
+    bonus_risk_table,
+    rack_tables,
+    suit_tables,
+)
+from coldiron_env.batched import (
+    CODE_WON,
+    NUMBA_AVAILABLE,
+    PLAYING,
+    RACK_TARGET_TABLE,
+    compiled,
+    step_game,
+)
+from coldiron_env.cards import DECK_SIZE, NUM_RANKS, NUM_SUITS, SUIT_FIELD_MASK
+from coldiron_env.options import BONUS_DRAWS, IRON_APPLICATIONS_PER_TURN, MAX_HURT, RuleOptions
+
+if TYPE_CHECKING:
+    from agents.players.heuristic import HeuristicParams
+    from coldiron_env.game import Game
+
+I64 = npt.NDArray[np.int64]
+I8 = npt.NDArray[np.int8]
+F64 = npt.NDArray[np.float64]
+
+COMPILED: Final = NUMBA_AVAILABLE
+"""True when the rollouts here are compiled (else the planner uses its Python ones)."""
+HOPELESS: Final = -1
+"""What :func:`heuristic_action` returns for a turn that can no longer lead to a win."""
+FIRST_RACK: Final = RACK_ACTIONS[0]
+LAST_RACK: Final = RACK_ACTIONS[-1]
+
+
+@compiled
+def _popcount(x: int) -> int:
+    count = 0
+    while x:
+        x &= x - 1
+        count += 1
+    return count
+
+
+@compiled
+def _suit(hand: int, unseen: int, suit: int, need_t: npt.NDArray[np.uint8]) -> int:
+    shift = suit * NUM_RANKS
+    return int(need_t[(hand >> shift) & SUIT_FIELD_MASK, (unseen >> shift) & SUIT_FIELD_MASK])
+
+
+@compiled
+def _need(
+    hand: int,
+    unseen: int,
+    suits_required: int,
+    need_t: npt.NDArray[np.uint8],
+    useful_t: npt.NDArray[np.uint16],
+) -> tuple[int, int]:
+    """:func:`coldiron_env.analysis.analyse`: ``(need, useful)``."""
+    useful = 0
+    for suit in range(NUM_SUITS):
+        shift = suit * NUM_RANKS
+        held = (hand >> shift) & SUIT_FIELD_MASK
+        avail = (unseen >> shift) & SUIT_FIELD_MASK
+        useful |= int(useful_t[held, avail]) << shift
+    # the suits' needs sorted by a four-input sorting network, then the smallest summed
+    a = _suit(hand, unseen, 0, need_t)
+    b = _suit(hand, unseen, 1, need_t)
+    c = _suit(hand, unseen, 2, need_t)
+    d = _suit(hand, unseen, 3, need_t)
+    a, b = min(a, b), max(a, b)
+    c, d = min(c, d), max(c, d)
+    a, c = min(a, c), max(a, c)
+    b, d = min(b, d), max(b, d)
+    b, c = min(b, c), max(b, c)
+    total = a
+    if suits_required > 1:
+        total += b
+    if suits_required > 2:
+        total += c
+    if suits_required > 3:
+        total += d
+    return total, useful
+
+
+@compiled
+def heuristic_action(
+    hand: int,
+    discarded: int,
+    hurt: int,
+    turn: int,
+    phase: int,
+    iron_count: int,
+    pos: int,
+    turns: int,
+    suits_required: int,
+    joker_grants_more: bool,
+    need_t: npt.NDArray[np.uint8],
+    useful_t: npt.NDArray[np.uint16],
+    alive_t: F64,
+    courts_t: F64,
+    risk_t: F64,
+    params: F64,
+) -> int:
+    """The heuristic's action (``HeuristicParams`` in ``params``, :func:`pack_params`' order);
+    in the ``turn`` phase :data:`HOPELESS` when the game can no longer be won (as the
+    planner's ``turn_decision``)."""
+    iron_limit, rack_slack, rack_min_score, waste, hurt_weight = (
+        params[0], params[1], params[2], params[3], params[4],
+    )  # fmt: skip
+    bonus_max_risk, rest_at, rest_margin = params[5], params[6], params[7]
+    unseen = FULL_DECK_MASK & ~(hand | discarded)
+    courts = _popcount(unseen & COURT_MASK)
+    iron_ok = hurt + 1 <= iron_limit or (turn >= turns and hurt + 1 < MAX_HURT)
+    if phase == PHASE_BONUS:
+        if iron_count == 0:
+            return BONUS
+        risk = risk_t[DECK_SIZE - pos, courts, MAX_HURT - hurt]
+        return BONUS if risk <= bonus_max_risk else STOP
+    if phase == PHASE_IRON:
+        return IRON if iron_ok else STOP
+    need, useful = _need(hand, unseen, suits_required, need_t, useful_t)
+    jokers = _popcount(unseen & JOKER_MASK)
+    turns_left = turns - turn + 1
+    budget = max(SURVIVABLE_HURT - hurt, 0)
+    full = budget // IRON_APPLICATIONS_PER_TURN
+    rest = budget % IRON_APPLICATIONS_PER_TURN
+    keeps = turns_left + full * IRON_KEEP_GAIN + max(rest - 1, 0)
+    bonus = BONUS_DRAWS * jokers * (2 if joker_grants_more else 1)
+    bound = min(keeps + bonus, DECK_SIZE - pos)
+    if need >= IMPOSSIBLE or need > bound:
+        return HOPELESS
+    hurt_left = MAX_HURT - hurt
+    useful_unseen = _popcount(useful & unseen)
+    best = -1
+    best_score = -np.inf
+    for action in range(FIRST_RACK, LAST_RACK + 1):
+        targets = RACK_TARGET_TABLE[action] & unseen
+        hits = _popcount(targets & useful)
+        if hits:
+            k = _popcount(targets)
+            alive = alive_t[k, jokers, courts, hurt_left]
+            courts_expected = courts_t[k, jokers, courts, hurt_left]
+            score = (
+                alive * hits / k
+                - waste * (useful_unseen - hits) / (k + 1)
+                - hurt_weight * courts_expected
+            )
+            if score > best_score:
+                best = action
+                best_score = score
+    if best >= 0 and (need + rack_slack >= turns_left or best_score >= rack_min_score):
+        return best
+    if iron_ok:
+        return IRON
+    if hurt >= rest_at and turns_left > need + rest_margin:
+        return REST
+    return THREATEN
+
+
+@compiled
+def play_out(
+    first: I64,
+    deck: I8,
+    pos: I64,
+    hand: I64,
+    discarded: I64,
+    hurt: I64,
+    turn: I64,
+    phase: I64,
+    iron: I64,
+    suits_done: I64,
+    source: I64,
+    turns: I64,
+    suits_required: I64,
+    bonus_always: bool,
+    joker_grants_more: bool,
+    need_t: npt.NDArray[np.uint8],
+    useful_t: npt.NDArray[np.uint16],
+    alive_t: F64,
+    courts_t: F64,
+    risk_t: F64,
+    params: F64,
+) -> npt.NDArray[np.bool_]:
+    """Game ``i`` plays ``first[i]``, then the heuristic to its end; which games were won.
+
+    A game that can no longer be won stops there, lost (as :class:`Roller`)."""
+    n = first.shape[0]
+    won = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        code = step_game(
+            i, first[i], deck, pos, hand, discarded, hurt, turn, phase, iron, suits_done,
+            source, turns, suits_required, bonus_always, joker_grants_more,
+        )  # fmt: skip
+        while code == PLAYING:
+            action = heuristic_action(
+                hand[i], discarded[i], hurt[i], turn[i], phase[i], iron[i], pos[i], turns[i],
+                suits_required[i], joker_grants_more, need_t, useful_t, alive_t, courts_t,
+                risk_t, params,
+            )  # fmt: skip
+            if action == HOPELESS:
+                break
+            code = step_game(
+                i, action, deck, pos, hand, discarded, hurt, turn, phase, iron, suits_done,
+                source, turns, suits_required, bonus_always, joker_grants_more,
+            )  # fmt: skip
+        won[i] = code == CODE_WON
+    return won
+
+
+def pack_params(params: HeuristicParams) -> F64:
+    """``params`` as the float array :func:`heuristic_action` reads (its order)."""
+    return np.array(
+        [
+            params.iron_limit,
+            params.rack_slack,
+            params.rack_min_score,
+            params.waste_weight,
+            params.hurt_weight,
+            params.bonus_max_risk,
+            params.rest_at,
+            params.rest_margin,
+        ],
+        dtype=np.float64,
+    )
+
+
+def tables() -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint16], F64, F64, F64]:
+    """The heuristic's look-up tables, in :func:`heuristic_action`'s argument order."""
+    need_t, useful_t, _ = suit_tables()
+    alive_t, courts_t = rack_tables()
+    return need_t, useful_t, alive_t, courts_t, bonus_risk_table()
+
+
+def rollout_wins(
+    root: Game,
+    orders: I64,
+    candidates: Sequence[int],
+    params: F64,
+    rules: RuleOptions,
+) -> npt.NDArray[np.bool_]:
+    """``(orders, candidates)`` booleans: ``root`` with the unseen cards in each order,
+    the candidate played, then the heuristic to the end: won?"""
+    samples = orders.shape[0]
+    count = len(candidates)
+    n = samples * count
+    start = root.pos
+    deck = np.empty((n, DECK_SIZE), dtype=np.int8)
+    deck[:, :start] = np.asarray(root.deck[:start], dtype=np.int8)
+    deck[:, start:] = np.repeat(orders, count, axis=0)
+
+    def filled(value: int) -> I64:
+        return np.full(n, value, dtype=np.int64)
+
+    won = play_out(
+        np.tile(np.asarray(candidates, dtype=np.int64), samples),
+        deck,
+        filled(start),
+        filled(root.hand),
+        filled(root.discarded),
+        filled(root.hurt),
+        filled(root.turn),
+        filled(root.phase),
+        filled(root.iron_count),
+        filled(root.suits_done),
+        filled(root.bonus_source),
+        filled(rules.turns),
+        filled(rules.suits_required),
+        rules.bonus_always,
+        rules.bonus_joker_grants_more,
+        *tables(),
+        params,
+    )
+    return np.asarray(won).reshape(samples, count)

@@ -1,0 +1,147 @@
+"""The planner's compiled rollouts give every rollout the Python rollouts' result.
+
+agents/players/rollouts.py transcribes the heuristic's decision over plain integers and
+plays it with the batched rules core; the planner uses it when numba is installed. Its
+decisions are checked against :func:`decide` / :func:`turn_decision` on positions of
+many games (rule variants and other thresholds included), and whole estimates (every
+rollout's win or loss, on the same sampled orders) against :class:`Roller` in Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from agents.evaluation.arena import deal_decks
+from agents.players.heuristic import DEFAULT_PARAMS, HeuristicParams, decide
+from agents.players.planner import (
+    BUDGETS,
+    HOPELESS,
+    PlannerAgent,
+    Roller,
+    turn_decision,
+)
+from agents.players.rollouts import heuristic_action, pack_params, tables
+from coldiron_env.actions import LEGAL_ACTIONS, PHASE_OVER, PHASE_TURN
+from coldiron_env.batched import NUMBA_AVAILABLE
+from coldiron_env.env import ColdIronEnv
+from coldiron_env.game import Game
+from coldiron_env.knowledge import Knowledge
+from coldiron_env.options import DEFAULT_RULES, RuleOptions
+
+OTHER_PARAMS = HeuristicParams(
+    iron_limit=4, rack_slack=0, rack_min_score=0.5, waste_weight=0.3, hurt_weight=0.2,
+    bonus_max_risk=0.2, rest_at=3, rest_margin=1,
+)  # fmt: skip
+VARIANTS = [
+    DEFAULT_RULES,
+    RuleOptions(bonus_joker_grants_more=True),
+    RuleOptions(bonus_always=True),
+    RuleOptions(turns=16, suits_required=3),
+]
+
+
+def positions(rules: RuleOptions, deals: int, seed: int, random_share: float = 0.5) -> list[Game]:
+    """Every position of games played by the heuristic, with a share of random moves
+    (so that high Hurt, Iron and bonus phases and hopeless games all occur)."""
+    rng = np.random.default_rng(seed)
+    out: list[Game] = []
+    for deck in deal_decks(seed, deals).tolist():
+        game = Game(deck, rules)
+        while game.phase != PHASE_OVER:
+            out.append(game.clone())
+            legal = LEGAL_ACTIONS[game.phase]
+            kn = Knowledge.from_game(game)
+            game.step(decide(kn) if rng.random() >= random_share else int(rng.choice(legal)))
+    return out
+
+
+def expected(kn: Knowledge, params: HeuristicParams, rules: RuleOptions) -> int:
+    if kn.phase == PHASE_TURN:
+        return turn_decision(kn, params, rules)
+    return decide(kn, params)
+
+
+def compiled_action(game: Game, params: HeuristicParams, python: bool = False) -> int:
+    rules = game.rules
+    fn = heuristic_action.py_func if python else heuristic_action
+    state = (game.hand, game.discarded, game.hurt, game.turn, game.phase, game.iron_count)
+    rule_args = (game.pos, rules.turns, rules.suits_required, rules.bonus_joker_grants_more)
+    return int(fn(*state, *rule_args, *tables(), pack_params(params)))
+
+
+@pytest.mark.parametrize("rules", VARIANTS, ids=["game", "joker-more", "bonus-always", "short"])
+@pytest.mark.parametrize("params", [DEFAULT_PARAMS, OTHER_PARAMS], ids=["default", "other"])
+def test_the_compiled_heuristic_decides_as_the_python_one(
+    rules: RuleOptions, params: HeuristicParams
+) -> None:
+    games = positions(rules, 150, seed=7)
+    seen = {PHASE_TURN: 0, "hopeless": 0, "other phases": 0}
+    for game in games:
+        kn = Knowledge.from_game(game)
+        want = expected(kn, params, rules)
+        assert compiled_action(game, params) == want, (game.turn, game.phase, game.hurt)
+        if want == HOPELESS:
+            seen["hopeless"] += 1
+        elif game.phase == PHASE_TURN:
+            seen[PHASE_TURN] += 1
+        else:
+            seen["other phases"] += 1
+    assert min(seen.values()) > 10, seen  # every kind of decision was compared
+
+
+def test_the_python_transcription_decides_the_same() -> None:
+    """The functions as plain Python (what runs without numba) decide the same."""
+    for game in positions(DEFAULT_RULES, 8, seed=11)[:300]:
+        kn = Knowledge.from_game(game)
+        assert compiled_action(game, DEFAULT_PARAMS, python=True) == expected(
+            kn, DEFAULT_PARAMS, DEFAULT_RULES
+        )
+
+
+@pytest.mark.parametrize("rules", VARIANTS, ids=["game", "joker-more", "bonus-always", "short"])
+def test_compiled_rollouts_win_and_lose_exactly_as_the_python_ones(rules: RuleOptions) -> None:
+    late = [
+        g
+        for g in positions(rules, 40, seed=5, random_share=0.1)
+        if g.turn >= rules.turns - 8 and g.pos < 50
+    ]
+    assert len(late) > 50
+    wins = 0
+    for index, game in enumerate(late[::3]):
+        kn = Knowledge.from_game(game)
+        candidates = list(LEGAL_ACTIONS[kn.phase])
+        results = []
+        for compiled in (True, False):
+            roller = Roller(DEFAULT_PARAMS, rules, compiled=compiled)
+            rng = np.random.default_rng(index)
+            results.append(roller.estimate(kn, candidates, rng, 16).wins)
+        assert results[0] == results[1]
+        wins += sum(sum(w) for w in results[0].values())
+    assert wins > 20  # rollouts were won, not only lost
+
+
+@pytest.mark.skipif(not NUMBA_AVAILABLE, reason="the planner uses compiled rollouts with numba")
+def test_the_planner_plays_the_same_games_with_either_rollouts() -> None:
+    config = replace(BUDGETS["planner-small"], samples=64, batch=32)
+    records = []
+    for compiled in (True, False):
+        agent = PlannerAgent(config)
+        agent._roller = Roller(config.params, agent.rules, compiled=compiled)
+        agent.decisions = []
+        played = []
+        for seed in range(30):
+            env = ColdIronEnv()
+            obs, info = env.reset(seed=seed)
+            agent.reset(seed)
+            done = False
+            while not done:
+                action = agent.act(obs, info["action_mask"], info)
+                played.append(action)
+                obs, _, term, trunc, info = env.step(action)
+                done = term or trunc
+        records.append((played, agent.decisions, agent.stats.switched))
+    assert records[0] == records[1]
+    assert records[0][2] > 0  # the search changed some decisions
