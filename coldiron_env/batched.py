@@ -1,11 +1,11 @@
 """The batched rules core: Cold Iron's rules over arrays of game state, compiled by numba.
 
-:func:`step_game` is the rules of :mod:`coldiron_env.game` transcribed for game ``i``
-of arrays of game state, and :func:`step_games` steps every game of the arrays at once:
-the only implementation of the rules besides :class:`~coldiron_env.game.Game`, kept in
-lockstep with it by the tests (tests/test_vector.py, tests/test_rollouts.py). Two users:
-the native vector env (:mod:`coldiron_env.vector`) and the planner's compiled rollouts
-(:mod:`agents.players.rollouts`).
+:func:`step_games` is the rules of :mod:`coldiron_env.game` transcribed one game after
+another over arrays of game state (one action in every game; ``SKIP`` leaves a game as it
+is): the only implementation of the rules besides :class:`~coldiron_env.game.Game`, kept
+in lockstep with it by the tests (tests/test_vector.py, tests/test_rollouts.py). Two
+users: the native vector env (:mod:`coldiron_env.vector`) and the planner's compiled
+rollouts (:mod:`agents.players.rollouts`).
 
 With numba installed (the ``fast`` extra: ``pip install "coldiron[fast]"``) the
 functions are compiled (about a second the first time, cached on disk); without it
@@ -171,122 +171,6 @@ def _bonus(
 
 
 @compiled
-def step_game(
-    i: int,
-    action: int,
-    deck: I8,
-    pos: I64,
-    hand: I64,
-    discarded: I64,
-    hurt: I64,
-    turn: I64,
-    phase: I64,
-    iron: I64,
-    suits_done: I64,
-    source: I64,
-    turns: I64,
-    suits_required: I64,
-    bonus_always: bool,
-    joker_grants_more: bool,
-) -> int:
-    """One legal action (or ``FORFEIT``, or ``SKIP``) in game ``i``, as ``Game.step``; its
-    outcome code (:data:`PLAYING` while the game goes on).
-
-    Game ``i``'s state is entry ``i`` of every array (``deck`` its row ``i``;
-    ``hand`` and ``discarded`` bit masks over card ids); ``turns`` and
-    ``suits_required`` are its rules.
-    """
-    if action == SKIP:
-        return PLAYING
-    code = PLAYING
-    nxt = _NEXT_NONE
-    if action == FORFEIT:
-        code = CODE_ILLEGAL
-    elif action == STOP:
-        nxt = _NEXT_END_TURN if phase[i] == PHASE_IRON else _NEXT_AFTER_BONUS
-    elif action == BONUS:
-        code = _bonus(
-            i, deck, pos, hand, discarded, hurt, suits_done, source,
-            suits_required[i], joker_grants_more,
-        )  # fmt: skip
-        nxt = _NEXT_AFTER_BONUS
-    elif action == THREATEN or action == IRON:  # noqa: PLR1714, SIM109 (numba)
-        if action == IRON:
-            iron[i] += 1
-        card = np.int64(deck[i, pos[i]])
-        pos[i] += 1
-        code = _resolve(
-            i, card, card < FIRST_COURT, hand, discarded, pos, suits_done, suits_required[i]
-        )
-        if code == PLAYING and action == IRON:
-            hurt[i] += 1
-            if hurt[i] >= MAX_HURT:
-                code = CODE_SLAIN
-        if code == PLAYING:
-            if card >= FIRST_JOKER:
-                source[i] = BONUS_FROM_IRON if action == IRON else BONUS_FROM_THREATEN
-                if bonus_always:
-                    code = _bonus(
-                        i, deck, pos, hand, discarded, hurt, suits_done, source,
-                        suits_required[i], joker_grants_more,
-                    )  # fmt: skip
-                    nxt = _NEXT_AFTER_BONUS
-                else:
-                    nxt = _NEXT_BONUS_OFFER
-            else:
-                nxt = _NEXT_AFTER_IRON if action == IRON else _NEXT_END_TURN
-    elif action == REST:
-        card = np.int64(deck[i, pos[i]])
-        pos[i] += 1
-        code = _resolve(i, card, False, hand, discarded, pos, suits_done, suits_required[i])
-        if code == PLAYING:
-            if hurt[i] > 0:
-                hurt[i] -= 1
-            nxt = _NEXT_END_TURN
-    else:  # a rack (R14)
-        targets = RACK_TARGET_TABLE[action]
-        while True:
-            card = np.int64(deck[i, pos[i]])
-            pos[i] += 1
-            if card < FIRST_COURT and (targets >> card) & 1:
-                code = _resolve(i, card, True, hand, discarded, pos, suits_done, suits_required[i])
-                nxt = _NEXT_END_TURN
-                break
-            code = _resolve(i, card, False, hand, discarded, pos, suits_done, suits_required[i])
-            if code != PLAYING:
-                break
-            if card >= FIRST_JOKER:
-                code = CODE_SLAIN
-                break
-            if card >= FIRST_COURT:
-                hurt[i] += 1
-                if hurt[i] >= MAX_HURT:
-                    code = CODE_SLAIN
-                    break
-    if code == PLAYING:
-        if nxt == _NEXT_AFTER_BONUS:
-            nxt = _NEXT_AFTER_IRON if source[i] == BONUS_FROM_IRON else _NEXT_END_TURN
-            source[i] = BONUS_FROM_NONE
-        if nxt == _NEXT_AFTER_IRON:
-            spent = iron[i] >= IRON_APPLICATIONS_PER_TURN
-            nxt = _NEXT_END_TURN if spent else _NEXT_NONE
-            if not spent:
-                phase[i] = PHASE_IRON
-        if nxt == _NEXT_END_TURN:
-            if turn[i] >= turns[i]:
-                code = CODE_MIDNIGHT
-            else:
-                turn[i] += 1
-                iron[i] = 0
-                phase[i] = PHASE_TURN
-        elif nxt == _NEXT_BONUS_OFFER:
-            phase[i] = PHASE_BONUS
-    if code != PLAYING:
-        phase[i] = PHASE_OVER
-    return code
-
-
-@compiled
 def step_games(
     actions: I64,
     deck: I8,
@@ -305,10 +189,102 @@ def step_games(
     bonus_always: bool,
     joker_grants_more: bool,
 ) -> None:
-    """:func:`step_game` in every game: ``actions[i]`` in game ``i``; the outcome codes
-    into ``outcome``."""
+    """One legal action (or ``FORFEIT``, or ``SKIP``) in every game, as ``Game.step``.
+
+    Game ``i``'s state is entry ``i`` of every array (``deck`` its row ``i``;
+    ``hand`` and ``discarded`` bit masks over card ids); ``turns`` and
+    ``suits_required`` are its rules. Writes the outcome code into ``outcome``.
+    """
     for i in range(actions.shape[0]):
-        outcome[i] = step_game(
-            i, actions[i], deck, pos, hand, discarded, hurt, turn, phase, iron, suits_done,
-            source, turns, suits_required, bonus_always, joker_grants_more,
-        )  # fmt: skip
+        action = actions[i]
+        code = PLAYING
+        nxt = _NEXT_NONE
+        if action == SKIP:
+            outcome[i] = PLAYING
+            continue
+        if action == FORFEIT:
+            code = CODE_ILLEGAL
+        elif action == STOP:
+            nxt = _NEXT_END_TURN if phase[i] == PHASE_IRON else _NEXT_AFTER_BONUS
+        elif action == BONUS:
+            code = _bonus(
+                i, deck, pos, hand, discarded, hurt, suits_done, source,
+                suits_required[i], joker_grants_more,
+            )  # fmt: skip
+            nxt = _NEXT_AFTER_BONUS
+        elif action == THREATEN or action == IRON:  # noqa: PLR1714, SIM109 (numba)
+            if action == IRON:
+                iron[i] += 1
+            card = np.int64(deck[i, pos[i]])
+            pos[i] += 1
+            code = _resolve(
+                i, card, card < FIRST_COURT, hand, discarded, pos, suits_done, suits_required[i]
+            )
+            if code == PLAYING and action == IRON:
+                hurt[i] += 1
+                if hurt[i] >= MAX_HURT:
+                    code = CODE_SLAIN
+            if code == PLAYING:
+                if card >= FIRST_JOKER:
+                    source[i] = BONUS_FROM_IRON if action == IRON else BONUS_FROM_THREATEN
+                    if bonus_always:
+                        code = _bonus(
+                            i, deck, pos, hand, discarded, hurt, suits_done, source,
+                            suits_required[i], joker_grants_more,
+                        )  # fmt: skip
+                        nxt = _NEXT_AFTER_BONUS
+                    else:
+                        nxt = _NEXT_BONUS_OFFER
+                else:
+                    nxt = _NEXT_AFTER_IRON if action == IRON else _NEXT_END_TURN
+        elif action == REST:
+            card = np.int64(deck[i, pos[i]])
+            pos[i] += 1
+            code = _resolve(i, card, False, hand, discarded, pos, suits_done, suits_required[i])
+            if code == PLAYING:
+                if hurt[i] > 0:
+                    hurt[i] -= 1
+                nxt = _NEXT_END_TURN
+        else:  # a rack (R14)
+            targets = RACK_TARGET_TABLE[action]
+            while True:
+                card = np.int64(deck[i, pos[i]])
+                pos[i] += 1
+                if card < FIRST_COURT and (targets >> card) & 1:
+                    code = _resolve(
+                        i, card, True, hand, discarded, pos, suits_done, suits_required[i]
+                    )
+                    nxt = _NEXT_END_TURN
+                    break
+                code = _resolve(i, card, False, hand, discarded, pos, suits_done, suits_required[i])
+                if code != PLAYING:
+                    break
+                if card >= FIRST_JOKER:
+                    code = CODE_SLAIN
+                    break
+                if card >= FIRST_COURT:
+                    hurt[i] += 1
+                    if hurt[i] >= MAX_HURT:
+                        code = CODE_SLAIN
+                        break
+        if code == PLAYING:
+            if nxt == _NEXT_AFTER_BONUS:
+                nxt = _NEXT_AFTER_IRON if source[i] == BONUS_FROM_IRON else _NEXT_END_TURN
+                source[i] = BONUS_FROM_NONE
+            if nxt == _NEXT_AFTER_IRON:
+                spent = iron[i] >= IRON_APPLICATIONS_PER_TURN
+                nxt = _NEXT_END_TURN if spent else _NEXT_NONE
+                if not spent:
+                    phase[i] = PHASE_IRON
+            if nxt == _NEXT_END_TURN:
+                if turn[i] >= turns[i]:
+                    code = CODE_MIDNIGHT
+                else:
+                    turn[i] += 1
+                    iron[i] = 0
+                    phase[i] = PHASE_TURN
+            elif nxt == _NEXT_BONUS_OFFER:
+                phase[i] = PHASE_BONUS
+        if code != PLAYING:
+            phase[i] = PHASE_OVER
+        outcome[i] = code

@@ -441,13 +441,16 @@ def default_config_row(budget: Budget, timed: Callable[[Any], Any]) -> TrainRow:
 
 def labelling_rows(budget: Budget, seed: int) -> list[LabelRow]:
     """A round's labelling (the default config's ``expert_iteration`` budget, the shipped
-    ``trained`` network) in one process and in one per core, on the same deals: the
-    labels are the same (tests/test_expert_iteration.py), only the wall time differs."""
+    ``trained`` network) with the planner's Python rollouts in one process, then with its
+    compiled rollouts in one process and in one per core, on the same deals: the labels
+    are the same (checked here; tests/test_expert_iteration.py, tests/test_rollouts.py),
+    only the wall time differs. Speed-ups are over the first row."""
     import torch
 
     from agents.learning.config import load_config
     from agents.learning.expert_iteration import Labellers
     from agents.learning.sb3_agent import SB3Agent
+    from agents.players.rollouts import COMPILED
     from agents.registry import make_agent
     from coldiron_env.dealer import DealStream, stream_seed
 
@@ -457,14 +460,20 @@ def labelling_rows(budget: Budget, seed: int) -> list[LabelRow]:
     first = stream_seed(DealStream.SEARCH, seed, 0)
     torch.set_num_threads(1)
     out: list[LabelRow] = []
-    for processes in LABEL_PROCESSES:
-        with Labellers(processes) as labellers:
+    labels: list[np.ndarray] = []
+    settings = [(1, False)] + [(processes, True) for processes in LABEL_PROCESSES]
+    for processes, compiled in settings:
+        if compiled and not COMPILED:
+            continue  # no numba: the Python rollouts only
+        with Labellers(processes, compiled=compiled) as labellers:
             t0 = time.perf_counter()
             demos = labellers.label(agent, budget_name, budget.label_deals, first, 1.0)
             wall = time.perf_counter() - t0
         assert demos is not None
+        labels.append(demos.actions)
+        rollouts = "compiled" if compiled else "Python"
         row = LabelRow(
-            f"{budget_name} over trained, {processes} process{'es' * (processes > 1)}",
+            f"{budget_name}, {rollouts} rollouts, {processes} process{'es' * (processes > 1)}",
             processes,
             budget.label_deals,
             len(demos),
@@ -473,6 +482,8 @@ def labelling_rows(budget: Budget, seed: int) -> list[LabelRow]:
         row.deals_per_s = row.deals / wall
         row.speedup = out[0].wall_seconds / wall if out else 1.0
         out.append(row)
+    if any(not np.array_equal(labels[0], other) for other in labels[1:]):
+        raise AssertionError("the labelling rows gave different labels on the same deals")
     return out
 
 

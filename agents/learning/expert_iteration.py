@@ -59,6 +59,7 @@ from agents.learning.sb3_agent import (
     load_sb3_agent,
 )
 from agents.players.planner import BUDGETS, PlannerAgent
+from agents.players.rollouts import COMPILED
 from coldiron_env.dealer import STREAM_INDEX_BITS, DealStream, stream_seed
 
 if TYPE_CHECKING:
@@ -109,10 +110,16 @@ class SearchDistillation:
         return {k: v for k, v in self.to_dict().items() if k != "workers"}
 
 
-def search_over(agent: SB3Agent, budget: str = DEFAULT_BUDGET) -> PlannerAgent:
-    """The planner at ``budget`` with ``agent`` (its current weights) as base policy."""
+def search_over(
+    agent: SB3Agent, budget: str = DEFAULT_BUDGET, compiled: bool = COMPILED
+) -> PlannerAgent:
+    """The planner at ``budget`` with ``agent`` (its current weights) as base policy
+    (``compiled``: its rollouts compiled or in Python; the same labels)."""
     return PlannerAgent(
-        BUDGETS[budget], name=f"{budget} over {agent.name}", base=KnowledgePolicy(agent)
+        BUDGETS[budget],
+        name=f"{budget} over {agent.name}",
+        base=KnowledgePolicy(agent),
+        compiled=compiled,
     )
 
 
@@ -124,12 +131,13 @@ def label(
     first: int,
     gamma: float,
     batch: int = DAGGER_BATCH,
+    compiled: bool = COMPILED,
 ) -> Demonstrations:
     """``agent`` plays deals ``first ..`` (``batch`` at a time); the planner over it labels
     every state it visited."""
     return collect_dagger(
         agent.model,
-        lambda: search_over(agent, budget),
+        lambda: search_over(agent, budget, compiled),
         agent.env_kwargs,
         episodes,
         first,
@@ -158,12 +166,13 @@ def _worker_init() -> None:
 
 
 def _label_chunk(
-    model_file: str, budget: str, first: int, episodes: int, gamma: float
+    model_file: str, budget: str, first: int, episodes: int, gamma: float, compiled: bool
 ) -> Demonstrations:
     if model_file not in _WORKER_AGENT:
         _WORKER_AGENT.clear()
         _WORKER_AGENT[model_file] = load_sb3_agent(model_file)
-    return label(_WORKER_AGENT[model_file], budget, episodes, first, gamma, episodes)
+    agent = _WORKER_AGENT[model_file]
+    return label(agent, budget, episodes, first, gamma, episodes, compiled)
 
 
 class Labellers:
@@ -171,12 +180,16 @@ class Labellers:
 
     Each round the network is saved to a file of its own in a temporary folder, and each
     process loads it once; the deals are handed out a DAgger batch at a time. A context
-    manager: leaving it (Ctrl-C included) stops the processes.
+    manager: leaving it (Ctrl-C included) stops the processes. ``compiled``: the planner's
+    rollouts compiled (with numba, the default then) or in Python (the same labels).
     """
 
-    def __init__(self, workers: int, batch: int = DAGGER_BATCH) -> None:
+    def __init__(
+        self, workers: int, batch: int = DAGGER_BATCH, compiled: bool = COMPILED
+    ) -> None:
         self.workers = workers
         self.batch = batch
+        self.compiled = compiled
         self._pool: Pool | None = None
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         self._saved = 0
@@ -223,13 +236,15 @@ class Labellers:
             for start, n in tasks:
                 if stop is not None and stop():
                     return None
-                parts.append(label(agent, budget, n, start, gamma, self.batch))
+                parts.append(label(agent, budget, n, start, gamma, self.batch, self.compiled))
             return concat(parts)
         self._saved += 1
         model_file = str(Path(self._folder.name) / f"round-{self._saved}.zip")
         agent.model.save(model_file)
         pending = self._pool.starmap_async(
-            _label_chunk, [(model_file, budget, s, n, gamma) for s, n in tasks], chunksize=1
+            _label_chunk,
+            [(model_file, budget, s, n, gamma, self.compiled) for s, n in tasks],
+            chunksize=1,
         )
         while not pending.ready():
             pending.wait(POLL_SECONDS)

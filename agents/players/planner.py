@@ -405,9 +405,12 @@ class PlannerAgent(Agent):
         rules: RuleOptions | None = None,
         name: str | None = None,
         base: KnowledgeActor | None = None,
+        compiled: bool = COMPILED,
     ) -> None:
         self.config = config
         self.base = base
+        self.compiled = compiled
+        """Compiled rollouts (:mod:`agents.players.rollouts`) or Python ones: same results."""
         if name is not None:
             self.name = name
         self.rules = DEFAULT_RULES
@@ -416,7 +419,7 @@ class PlannerAgent(Agent):
         self._rng = np.random.default_rng(DEFAULT_SEED)
         self.decisions: list[DecisionRecord] | None = None
         """Set to a list to record every planned decision (analysis, tests)."""
-        self._roller = Roller(config.params, self.rules)
+        self._roller = Roller(config.params, self.rules, compiled)
         if rules is not None:
             self.set_rules(rules)
 
@@ -425,7 +428,7 @@ class PlannerAgent(Agent):
         self.rules = rules
         self.knowledge.turns = rules.turns
         self.knowledge.suits_required = rules.suits_required
-        self._roller = Roller(self.config.params, rules)
+        self._roller = Roller(self.config.params, rules, self.compiled)
 
     def reset(self, seed: int | None = None) -> None:
         self.knowledge.reset()
