@@ -81,6 +81,8 @@ from coldiron_env.actions import (
 from coldiron_env.batched import (
     CODE_WON,
     FORFEIT,
+    I8,
+    I64,
     NUMBA_AVAILABLE,
     OUTCOME_NAMES,
     PLAYING,
@@ -104,8 +106,6 @@ from coldiron_env.observation import encode_batch
 from coldiron_env.options import RuleOptions
 
 U64 = npt.NDArray[np.uint64]
-I64 = npt.NDArray[np.int64]
-I8 = npt.NDArray[np.int8]
 Bools = npt.NDArray[np.bool_]
 AnyArray = npt.NDArray[Any]
 

@@ -184,9 +184,7 @@ class Labellers:
     rollouts compiled (with numba, the default then) or in Python (the same labels).
     """
 
-    def __init__(
-        self, workers: int, batch: int = DAGGER_BATCH, compiled: bool = COMPILED
-    ) -> None:
+    def __init__(self, workers: int, batch: int = DAGGER_BATCH, compiled: bool = COMPILED) -> None:
         self.workers = workers
         self.batch = batch
         self.compiled = compiled

@@ -57,7 +57,6 @@ is a held-out check.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -112,10 +111,6 @@ def knowledge_need(kn: Knowledge) -> tuple[int, int]:
     return analyse(kn.hand, kn.unseen, kn.suits_required)
 
 
-_RACKS: Final = tuple((action, RACK_TARGETS[action]) for action in RACK_ACTIONS)
-"""``(action, targets)`` of every rack, in action order."""
-
-
 def rack_scores(kn: Knowledge, useful: int, params: HeuristicParams) -> Iterator[tuple[float, int]]:
     """``(score, action)`` of every rack with a useful unseen target, in action order."""
     unseen = kn.unseen
@@ -140,28 +135,11 @@ def rack_scores(kn: Knowledge, useful: int, params: HeuristicParams) -> Iterator
 
 def best_rack(kn: Knowledge, useful: int, params: HeuristicParams) -> tuple[int, float]:
     """The best-scoring rack with a useful target, and its score (``-1`` if there is none);
-    the first in action order on a tie. (:func:`rack_scores`' arithmetic, inlined: this is
-    the planner's rollouts' hot path; tests/test_players.py checks the two agree.)"""
-    unseen = kn.unseen
-    jokers = kn.unseen_jokers
-    courts = kn.unseen_courts
-    hurt_left = MAX_HURT - kn.hurt
-    useful_unseen = (useful & unseen).bit_count()
-    waste, hurt_weight = params.waste_weight, params.hurt_weight
-    best, best_score = -1, -math.inf
-    for action, rack_targets in _RACKS:
-        targets = rack_targets & unseen
-        hits = (targets & useful).bit_count()
-        if hits:
-            k = targets.bit_count()
-            alive, courts_expected = rack_odds(k, jokers, courts, hurt_left)
-            score = (
-                alive * hits / k
-                - waste * (useful_unseen - hits) / (k + 1)
-                - hurt_weight * courts_expected
-            )
-            if score > best_score:
-                best, best_score = action, score
+    the first in action order on a tie."""
+    best, best_score = -1, -np.inf
+    for score, action in rack_scores(kn, useful, params):
+        if score > best_score:
+            best, best_score = action, score
     return best, float(best_score)
 
 

@@ -45,11 +45,13 @@ still be kept: :func:`hopeless`), where every action loses.
 
 Speed
 -----
-Rollouts are the hot path. Each rollout reuses one mutable ``Knowledge``, the
-heuristic's decisions are memoised per knowledge state across the whole game
-(rollouts of consecutive decisions revisit the same states), and a rollout
-stops as soon as the position is :func:`hopeless` (a certain loss, so the
-result is exact).
+Rollouts are the hot path. With numba installed they run compiled
+(:mod:`agents.players.rollouts`: the heuristic and the batched rules core in one
+loop, about 4 times faster, every rollout's result the same). Otherwise each
+rollout reuses one mutable ``Knowledge``, the heuristic's decisions are memoised
+per knowledge state across the whole game (rollouts of consecutive decisions
+revisit the same states). Either way a rollout stops as soon as the position is
+:func:`hopeless` (a certain loss, so the result is exact).
 
 Where to plan. Decisions before turn ``plan_from_turn`` (18) are left to
 the heuristic: measured on 1,100 deals (seed 0) with up to 384 orders per
