@@ -17,11 +17,6 @@ from agents.registry import SEARCH_OVER_MODELS, SHIPPED_MODELS, agent_names, mak
 
 ROOT = Path(__file__).resolve().parent.parent
 DEALS = 40
-START_REPRODUCED_BY: dict[str, str] = {"trained": "runs/trained/checkpoint/model.zip"}
-"""Starts whose name now means another network, and the file that reproduces the one used:
-`distilled` started from `trained` when `trained` was the default config's RL phase alone;
-since the default ends with expert iteration, that network is the RL checkpoint of the
-default's seed-0 run (bit for bit: checked when the default gained its rounds)."""
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED_MODELS))
@@ -47,7 +42,7 @@ def test_a_shipped_model_records_the_command_that_reproduces_it(name: str) -> No
     if "start" in meta:  # expert iteration over another shipped model (scripts/distill.py)
         settings = meta["settings"]
         assert meta["rounds_done"] == settings["rounds"]
-        start = START_REPRODUCED_BY.get(meta["start"], meta["start"])
+        start = meta["start"]
         command = (
             f"scripts/distill.py --start {start} --rounds {settings['rounds']} "
             f"--seed {settings['seed']}"
