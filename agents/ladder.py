@@ -1,6 +1,6 @@
 """The strength ladder: every player of Cold Iron on the same deals, up to the clairvoyant bound.
 
-    nice -n 10 .venv/bin/python scripts/ladder.py --episodes 10000 --planner-episodes 2000 \\
+    nice -n 10 .venv/bin/python scripts/ladder.py --episodes 10000 --planner-episodes 10000 \\
         --workers 2 --out-dir docs/ladder
 
 Rows, all on the deals of ``agents.evaluation.arena.deal_decks(SEED, EPISODES)``:

@@ -9,8 +9,8 @@ rollouts (:mod:`agents.players.rollouts`).
 
 With numba installed (the ``fast`` extra: ``pip install "coldiron[fast]"``) the
 functions are compiled (about a second the first time, cached on disk); without it
-they run as plain Python, the same games about forty times slower. This module needs
-only NumPy (no Gymnasium).
+they run as plain Python, the same games about forty times slower. This module itself
+imports only NumPy (and numba when installed).
 """
 
 from __future__ import annotations
@@ -96,6 +96,17 @@ def compiled(fn: Any) -> Any:
         fn.py_func = fn
         return fn
     return numba.njit(cache=True, nogil=True)(fn)
+
+
+def compiled_uncached(fn: Any) -> Any:
+    """As :func:`compiled`, without the cache on disk: for a function that calls compiled
+    functions of *another* module. Numba checks a cached function against its own file
+    only, so a cached caller would keep running the callee's old code after that module
+    changed (a rule changed in this module, say, but not in the planner's rollouts)."""
+    if numba is None:
+        fn.py_func = fn
+        return fn
+    return numba.njit(cache=False, nogil=True)(fn)
 
 
 # ------------------------------------------------------------------ the batched core

@@ -1,6 +1,6 @@
 """The strength ladder on the command line (the ladder itself: ``agents.ladder``).
 
-    nice -n 10 .venv/bin/python scripts/ladder.py --episodes 10000 --planner-episodes 2000 \\
+    nice -n 10 .venv/bin/python scripts/ladder.py --episodes 10000 --planner-episodes 10000 \\
         --seed 0 --workers 2 --out-dir docs/ladder
 
 Exit status: 0 done, 2 bad arguments, 130 interrupted (the rows finished are written).

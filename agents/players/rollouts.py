@@ -13,7 +13,9 @@ the win/loss of every rollout of whole planned games against :class:`Roller`.
 
 Used by the planner when numba is installed (the ``fast`` extra, part of ``train``);
 without numba the planner keeps the Python rollouts (these functions would run as
-plain Python, slower than :class:`Roller`).
+plain Python, slower than :class:`Roller`), whatever it is asked. :func:`play_out` is
+compiled at each process's first use and not cached on disk
+(:func:`coldiron_env.batched.compiled_uncached`): it calls the rules of another module.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy.typing as npt
 from coldiron_env.actions import (
     BONUS,
     IRON,
+    LEGAL_ACTIONS,
     PHASE_BONUS,
     PHASE_IRON,
     RACK_ACTIONS,
@@ -52,6 +55,7 @@ from coldiron_env.batched import (
     RACK_TARGET_TABLE,
     SKIP,
     compiled,
+    compiled_uncached,
     step_games,
 )
 from coldiron_env.cards import DECK_SIZE, NUM_RANKS, NUM_SUITS, SUIT_FIELD_MASK
@@ -68,7 +72,8 @@ F64 = npt.NDArray[np.float64]
 COMPILED: Final = NUMBA_AVAILABLE
 """True when the rollouts here are compiled (else the planner uses its Python ones)."""
 HOPELESS: Final = -1
-"""What :func:`heuristic_action` returns for a turn that can no longer lead to a win."""
+"""What :func:`heuristic_action` (and the planner's ``turn_decision``) returns for a turn
+that can no longer lead to a win."""
 FIRST_RACK: Final = RACK_ACTIONS[0]
 LAST_RACK: Final = RACK_ACTIONS[-1]
 
@@ -124,6 +129,19 @@ def _need(
 
 
 @compiled
+def keep_bound(
+    turns_left: int, hurt: int, jokers: int, deck_count: int, joker_grants_more: bool
+) -> int:
+    """:func:`coldiron_env.analysis.max_keeps` from the start of a turn."""
+    budget = max(SURVIVABLE_HURT - hurt, 0)
+    full = budget // IRON_APPLICATIONS_PER_TURN
+    rest = budget % IRON_APPLICATIONS_PER_TURN
+    keeps = turns_left + full * IRON_KEEP_GAIN + max(rest - 1, 0)
+    bonus = BONUS_DRAWS * jokers * (2 if joker_grants_more else 1)
+    return min(keeps + bonus, deck_count)
+
+
+@compiled
 def heuristic_action(
     hand: int,
     discarded: int,
@@ -162,12 +180,7 @@ def heuristic_action(
     need, useful = _need(hand, unseen, suits_required, need_t, useful_t)
     jokers = _popcount(unseen & JOKER_MASK)
     turns_left = turns - turn + 1
-    budget = max(SURVIVABLE_HURT - hurt, 0)
-    full = budget // IRON_APPLICATIONS_PER_TURN
-    rest = budget % IRON_APPLICATIONS_PER_TURN
-    keeps = turns_left + full * IRON_KEEP_GAIN + max(rest - 1, 0)
-    bonus = BONUS_DRAWS * jokers * (2 if joker_grants_more else 1)
-    bound = min(keeps + bonus, DECK_SIZE - pos)
+    bound = keep_bound(turns_left, hurt, jokers, DECK_SIZE - pos, joker_grants_more)
     if need >= IMPOSSIBLE or need > bound:
         return HOPELESS
     hurt_left = MAX_HURT - hurt
@@ -198,7 +211,7 @@ def heuristic_action(
     return THREATEN
 
 
-@compiled
+@compiled_uncached
 def play_out(
     first: I64,
     deck: I8,
@@ -291,6 +304,12 @@ def rollout_wins(
 ) -> npt.NDArray[np.bool_]:
     """``(orders, candidates)`` booleans: ``root`` with the unseen cards in each order,
     the candidate played, then the heuristic to the end: won?"""
+    legal = LEGAL_ACTIONS[root.phase]
+    if any(action not in legal for action in candidates):
+        raise ValueError(
+            f"candidates {list(candidates)} include an action illegal in phase "
+            f"{root.phase_name} (legal: {list(legal)})"
+        )
     samples = orders.shape[0]
     count = len(candidates)
     n = samples * count
