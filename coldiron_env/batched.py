@@ -90,23 +90,21 @@ SLOW_WARNING: Final = (
 )
 
 
-def compiled(fn: Any) -> Any:
-    """``fn`` compiled by numba (lazily, cached on disk); ``fn.py_func`` is the plain Python."""
+def compiled(fn: Any, cache: bool = True) -> Any:
+    """``fn`` compiled by numba (lazily, cached on disk unless ``cache`` is false);
+    ``fn.py_func`` is the plain Python."""
     if numba is None:
         fn.py_func = fn
         return fn
-    return numba.njit(cache=True, nogil=True)(fn)
+    return numba.njit(cache=cache, nogil=True)(fn)
 
 
 def compiled_uncached(fn: Any) -> Any:
-    """As :func:`compiled`, without the cache on disk: for a function that calls compiled
+    """:func:`compiled` without the cache on disk: for a function that calls compiled
     functions of *another* module. Numba checks a cached function against its own file
     only, so a cached caller would keep running the callee's old code after that module
     changed (a rule changed in this module, say, but not in the planner's rollouts)."""
-    if numba is None:
-        fn.py_func = fn
-        return fn
-    return numba.njit(cache=False, nogil=True)(fn)
+    return compiled(fn, cache=False)
 
 
 # ------------------------------------------------------------------ the batched core

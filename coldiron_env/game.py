@@ -228,7 +228,8 @@ class Game:
         """An independent copy of this game (for search)."""
         other = Game.__new__(Game)
         # Every slot, spelled out: the search's hot path (a loop over __slots__ with
-        # getattr/setattr costs twice as much); tests/test_game.py checks none is missed.
+        # getattr/setattr costs twice as much): the solver and the Python rollouts;
+        # tests/test_planner.py checks none is missed.
         other.rules = self.rules
         other._bonus_always = self._bonus_always
         other._joker_grants_more = self._joker_grants_more

@@ -405,10 +405,9 @@ class PlannerAgent(Agent):
         base: KnowledgeActor | None = None,
         compiled: bool = COMPILED,
     ) -> None:
+        # compiled: the rollouts compiled (agents.players.rollouts) or in Python; same results
         self.config = config
         self.base = base
-        self.compiled = compiled
-        """Compiled rollouts (:mod:`agents.players.rollouts`) or Python ones: same results."""
         if name is not None:
             self.name = name
         self.rules = DEFAULT_RULES
@@ -426,7 +425,7 @@ class PlannerAgent(Agent):
         self.rules = rules
         self.knowledge.turns = rules.turns
         self.knowledge.suits_required = rules.suits_required
-        self._roller = Roller(self.config.params, rules, self.compiled)
+        self._roller = Roller(self.config.params, rules, self._roller.compiled)
 
     def reset(self, seed: int | None = None) -> None:
         self.knowledge.reset()
