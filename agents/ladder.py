@@ -42,12 +42,14 @@ from typing import Any, Final, TypeVar
 
 from agents.atomic import atomic_target, atomic_write_json, atomic_write_text
 from agents.evaluation.arena import (
+    REPORT_SEED,
     AgentResult,
     ResultKind,
     agent_seeds,
     deal_decks,
     evaluate_agent,
 )
+from agents.evaluation.looks import record_look
 from agents.evaluation.stats import Z_95, intervals_disjoint, mcnemar
 from agents.learning.multiseed import run_label
 from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
@@ -97,6 +99,8 @@ class LadderSettings:
     workers: int = DEFAULT_WORKERS
     solver_max_nodes: int = 0
     """Search-node cap of the solver per deal (0: none)."""
+    why: str | None = None
+    """Why the deals are looked at (the look log, when they are the report seed's)."""
 
 
 @dataclass
@@ -224,6 +228,8 @@ def run_ladder(
     """Play every row of the ladder; Ctrl-C stops it with the rows finished so far."""
     runs, notes = find_runs(settings.runs)
     ladder = Ladder(notes=notes)
+    players = [*BASE_AGENTS, *runs, *settings.planners]
+    record_look(settings.seed, settings.episodes, players, settings.why, REPORT_SEED)
     rows = ladder.rows
     seed, n, m = settings.seed, settings.episodes, settings.planner_episodes
     report = progress or (lambda _row: None)

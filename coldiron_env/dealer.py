@@ -9,8 +9,10 @@ in the same order whatever else happens.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from enum import IntEnum
+from pathlib import Path
 from typing import Final
 
 import numpy as np
@@ -45,6 +47,53 @@ def shuffled_deck(rng: np.random.Generator) -> list[int]:
     return shuffled_decks(rng, 1)[0].tolist()  # type: ignore[no-any-return]
 
 
+# --------------------------------------------------------------------------- deal audit
+AUDIT_VARIABLE: Final = "COLDIRON_DEAL_AUDIT"
+"""Environment variable naming a folder: while it is set, every shuffled deck an env
+deals (single or vector, in any process) is appended to ``deals-<pid>.txt`` there, one
+line ``<seed> <deck as hex>`` where ``<seed>`` is the entropy of the generator that
+shuffled it (``unseeded`` for one seeded from the OS). It records what was dealt, not
+what was asked for: tests/test_held_out.py reads it to check that no training, imitation,
+labelling or validation deal comes from an evaluation seed."""
+AUDIT_FILE_PREFIX: Final = "deals-"
+
+
+def generator_seed(rng: np.random.Generator) -> int | None:
+    """The integer a generator was seeded with (its ``SeedSequence`` entropy), or None when
+    it was seeded otherwise (from the OS, or with a list of words)."""
+    bit_generator = rng.bit_generator
+    seq = getattr(bit_generator, "seed_seq", None) or getattr(bit_generator, "_seed_seq", None)
+    entropy = getattr(seq, "entropy", None)
+    if isinstance(entropy, (int, np.integer)) and not getattr(seq, "spawn_key", ()):
+        return int(entropy)
+    return None
+
+
+def audit_deals(
+    rngs: Sequence[np.random.Generator | None], decks: Sequence[Sequence[int]] | np.ndarray
+) -> None:
+    """Record ``decks[i]``, shuffled by ``rngs[i]``, when :data:`AUDIT_VARIABLE` is set."""
+    folder = os.environ.get(AUDIT_VARIABLE)
+    if not folder:
+        return
+    lines = []
+    for rng, deck in zip(rngs, np.asarray(decks, dtype=np.uint8), strict=True):
+        seed = None if rng is None else generator_seed(rng)
+        lines.append(f"{'unseeded' if seed is None else seed} {deck.tobytes().hex()}\n")
+    with open(Path(folder) / f"{AUDIT_FILE_PREFIX}{os.getpid()}.txt", "a") as fh:
+        fh.write("".join(lines))
+
+
+def read_audit(folder: str | os.PathLike[str]) -> list[tuple[int | None, tuple[int, ...]]]:
+    """Every ``(generator seed, deck)`` recorded in ``folder`` (see :data:`AUDIT_VARIABLE`)."""
+    out: list[tuple[int | None, tuple[int, ...]]] = []
+    for path in sorted(Path(folder).glob(f"{AUDIT_FILE_PREFIX}*.txt")):
+        for line in path.read_text().splitlines():
+            seed, deck = line.split()
+            out.append((None if seed == "unseeded" else int(seed), tuple(bytes.fromhex(deck))))
+    return out
+
+
 class Dealer:
     """Deals decks from a generator, a batch of shuffles at a time."""
 
@@ -62,7 +111,9 @@ class Dealer:
             self._rng = rng
             self._decks = shuffled_decks(rng, self.batch).tolist()
             self._decks.reverse()
-        return self._decks.pop()
+        deck = self._decks.pop()
+        audit_deals((rng,), (deck,))
+        return deck
 
 
 # --------------------------------------------------------------------------- seed streams

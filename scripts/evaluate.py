@@ -83,8 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed",
         type=int,
         default=REPORT_SEED,
-        help=f"seed of the deals (default {REPORT_SEED}: held out, nothing was tuned or trained "
-        "on them)",
+        help=f"seed of the deals (default {REPORT_SEED}, the report seed: held out, nothing was "
+        "tuned or trained on it; every evaluation on it is logged, see --why)",
     )
     parser.add_argument(
         "--deals",
@@ -99,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=PAIRED_DEFAULT,
         help=f"compare every other agent with this one, deal by deal (default {PAIRED_DEFAULT!r} "
         "when it is evaluated)",
+    )
+    parser.add_argument(
+        "--why",
+        metavar="TEXT",
+        help=f"why the report seed ({REPORT_SEED}) is looked at: recorded in the look log "
+        "(docs/report_looks.jsonl) with the date, commit and agents",
     )
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
     parser.add_argument("--plot", metavar="FILE", help="write a bar chart PNG")
@@ -172,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             env_kwargs,
             progress=progress,
             validation=args.deals == "validation",
+            why=args.why,
         )
     except KeyboardInterrupt:
         print("interrupted: no results written", file=sys.stderr)

@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed",
         type=int,
         default=REPORT_SEED,
-        help=f"seed of the deals (default {REPORT_SEED}: held out, nothing was tuned on them)",
+        help=f"seed of the deals (default {REPORT_SEED}, the report seed: every look is logged)",
     )
     parser.add_argument(
         "--planner-episodes",
@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"processes (default {ladder.DEFAULT_WORKERS})",
     )
     parser.add_argument("--solver-max-nodes", type=int, default=0, help="node cap (0: none)")
+    parser.add_argument(
+        "--why", metavar="TEXT", help="why the report seed is looked at (the look log)"
+    )
     parser.add_argument(
         "--out-dir", type=Path, default=ladder.DEFAULT_OUT_DIR, help="output folder"
     )
@@ -98,6 +101,7 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
         runs=None if args.runs is None else tuple(args.runs),
         workers=args.workers,
         solver_max_nodes=args.solver_max_nodes,
+        why=args.why,
     )
 
 

@@ -44,8 +44,13 @@ def main(argv: list[str] | None = None) -> int:
         "--seed",
         type=int,
         default=REPORT_SEED,
-        help=f"seed of the evaluation deals (default {REPORT_SEED}: held out, nothing was tuned "
-        "on them)",
+        help=f"seed of the evaluation deals (default {REPORT_SEED}, the report seed: held out, "
+        "nothing was tuned or trained on it)",
+    )
+    parser.add_argument(
+        "--why",
+        default="the main job: the trained default against the baselines",
+        help="recorded in the look log when the deals are the report seed's",
     )
     parser.add_argument("--no-progress-bar", action="store_true")
     args = parser.parse_args(argv)
@@ -95,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     trained = make_agent(str(result.run_dir))
     agents = [(cfg.name or "trained", trained), *((name, make_agent(name)) for name in BASELINES)]
     print(f"evaluating {len(agents)} agents on the same {args.episodes} deals (seed {args.seed})")
-    results = evaluate(agents, args.episodes, args.seed)
+    results = evaluate(agents, args.episodes, args.seed, why=args.why)
     print(format_table(results))
     print(format_paired(paired_lines(results, "heuristic")))
     atomic_write_json(result.run_dir / EVAL_JSON, report(results, args.episodes, args.seed, {}))

@@ -18,3 +18,13 @@ def pytest_configure(config: pytest.Config) -> None:
         'rule(rid): the test checks rule rid ("R1".."R20") of RULES.md '
         "(tests/test_rules_coverage.py requires one per rule)",
     )
+
+
+@pytest.fixture(autouse=True)
+def _looks_logged_apart(tmp_path_factory: pytest.TempPathFactory,
+                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Evaluations the tests run on the report seed go to a log of their own, never to the
+    committed docs/report_looks.jsonl."""
+    from agents.evaluation.looks import LOOK_LOG_VARIABLE
+
+    monkeypatch.setenv(LOOK_LOG_VARIABLE, str(tmp_path_factory.mktemp("looks") / "looks.jsonl"))

@@ -67,29 +67,37 @@ def test_text_is_drawn_and_clipped() -> None:
     assert set(FONT) >= set("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ:/-.")
 
 
-def test_record_video_with_draw_table(tmp_path: Path) -> None:
-    """RecordVideo accepts the frames (env.render wiring emulated by a subclass until
-    coldiron_env.env returns draw_table(self.game) for render_mode="rgb_array")."""
-    pytest.importorskip("moviepy")
+def test_record_video_records_a_real_episode_of_the_real_env(tmp_path: Path) -> None:
+    """Gymnasium's RecordVideo on ``gym.make("coldiron/ColdIron-v0", render_mode="rgb_array")``
+    (moviepy is in the dev extra): the file decodes to one frame per state of the episode,
+    each the env's picture of the table."""
     import gymnasium as gym
+    from moviepy import VideoFileClip
 
-    from coldiron_env.env import ColdIronEnv
-
-    class PictureEnv(ColdIronEnv):
-        metadata = {**ColdIronEnv.metadata, "render_modes": ["ansi", "human", "rgb_array"]}  # noqa: RUF012
-
-        def render(self) -> Any:
-            if self.render_mode == "rgb_array":
-                return draw_table(self.game)
-            return super().render()
+    import coldiron_env  # noqa: F401  (registers the id)
 
     env = gym.wrappers.RecordVideo(
-        PictureEnv(render_mode="rgb_array"), str(tmp_path / "video"), disable_logger=True
+        gym.make("coldiron/ColdIron-v0", render_mode="rgb_array"),
+        str(tmp_path / "video"),
+        disable_logger=True,
     )
-    env.reset(seed=0, options={"deck": [CARD_CODES[c] for c in DECK]})
+    _, info = env.reset(seed=0, options={"deck": [CARD_CODES[c] for c in DECK]})
+    frames = [env.render()]
     terminated = False
     while not terminated:
-        _, _, terminated, _, _ = env.step(np.int64(THREATEN))
+        _, _, terminated, _, info = env.step(np.int64(THREATEN))
+        frames.append(env.render())
     env.close()  # type: ignore[no-untyped-call]
-    videos = list((tmp_path / "video").glob("*.mp4"))
-    assert videos and videos[0].stat().st_size > 0
+    assert info["outcome"] == "won"
+    (video,) = (tmp_path / "video").glob("*.mp4")
+    clip = VideoFileClip(str(video))
+    try:
+        decoded = list(clip.iter_frames())
+        assert (clip.h, clip.w) == FRAME_SHAPE[:2]
+        assert len(decoded) == len(frames) == 13  # the dealt state, then 12 Threatens
+        first, last = decoded[0].astype(int), decoded[-1].astype(int)
+        assert np.abs(first - frames[0]).mean() < 8  # lossy, but the same picture
+        assert np.abs(last - frames[-1]).mean() < 8
+        assert np.abs(first - last).mean() > 1  # and the episode moved
+    finally:
+        clip.close()

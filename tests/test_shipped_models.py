@@ -96,3 +96,45 @@ def test_a_counting_network_plays_the_same_games_in_the_vector_env_and_in_single
         assert len({(e.outcome, e.turn) for e in single}) > 2, "the games must differ"
     with pytest.raises(ValueError, match="engine must be"):
         play_lockstep(policy, kwargs, by_seed, engine="fast")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- pins
+@pytest.mark.parametrize("name", sorted(SHIPPED_MODELS))
+def test_a_shipped_model_plays_its_pinned_games(name: str) -> None:
+    """A swapped or retrained zip (its meta.json updated to match) still fails here."""
+    from agents.pins import PIN_DEALS, outcome_counts, read_pins
+
+    pin = read_pins()["models"][name]
+    counts = outcome_counts(name)
+    assert sum(counts.values()) == PIN_DEALS
+    assert counts == pin["outcomes"], (
+        f"{name} plays other games than pinned: reship it on purpose with "
+        "scripts/pin_models.py --write"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED_MODELS))
+def test_every_shipped_file_is_hashed_in_its_meta(name: str) -> None:
+    from agents.pins import read_pins, shipped_files
+
+    meta = json.loads((SHIPPED_MODELS[name] / "meta.json").read_text(encoding="utf-8"))
+    assert sorted(meta["sha256"]) == shipped_files(SHIPPED_MODELS[name])
+    assert meta["sha256"] == read_pins()["models"][name]["sha256"]
+
+
+@pytest.mark.parametrize("changed", ["model.zip", "config.yaml"])
+def test_a_changed_shipped_file_is_refused_by_name(changed: str, tmp_path: Path) -> None:
+    import shutil
+
+    from agents.learning.sb3_agent import ModelLoadError
+
+    folder = tmp_path / "trained"
+    shutil.copytree(SHIPPED_MODELS["trained"], folder)
+    load_sb3_agent(folder)  # as shipped: loads
+    with open(folder / changed, "ab") as fh:
+        fh.write(b"\n")  # still a valid zip / YAML: only the hash tells
+    with pytest.raises(ModelLoadError, match=rf"{changed}: changed since .*meta.json"):
+        load_sb3_agent(folder)
+    (folder / changed).unlink()
+    with pytest.raises(ModelLoadError, match=rf"{changed}: (missing|run directory has no model)"):
+        load_sb3_agent(folder)

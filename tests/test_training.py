@@ -24,6 +24,7 @@ from agents.learning.sb3_agent import ModelLoadError, load_sb3_agent, tag_model
 from agents.learning.shaping import ShapingVecEnv, run_window_potential
 from agents.learning.training import (
     StagedEnv,
+    StreamSeededVecEnv,
     build_vec_env,
     evaluate_model,
     make_training_env,
@@ -33,6 +34,7 @@ from agents.learning.training import (
 from agents.players.base import Agent
 from coldiron_env.actions import BONUS, PHASE_BONUS, PHASE_IRON, STOP, THREATEN
 from coldiron_env.cards import deck_codes
+from coldiron_env.dealer import DealStream
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.observation import decode
 
@@ -245,7 +247,9 @@ def test_interrupt_then_resume_continues_the_run(name: str, tmp_path: Path) -> N
 
 # ---------------------------------------------------------------- shaping
 def test_shaping_terms_telescope_and_vanish_at_terminal() -> None:
-    venv = ShapingVecEnv(build_vec_env("dummy", 2, {}, seed=5), gamma=1.0, coefficient=0.5)
+    venv = StreamSeededVecEnv(build_vec_env("dummy", 2, {}), DealStream.TRAINING)
+    venv.seed(5)
+    venv = ShapingVecEnv(venv, gamma=1.0, coefficient=0.5)
     obs = venv.reset()
     totals = np.zeros(2)
     finished = 0
@@ -329,7 +333,10 @@ def test_observation_normalizer_is_saved_and_used_by_the_loaded_agent(tmp_path: 
 
 # ---------------------------------------------------------------- curriculum
 def test_staged_env_switches_rules_at_next_reset() -> None:
-    venv = build_vec_env("dummy", 2, {"turns": 40, "suits_required": 2}, seed=3)
+    venv = StreamSeededVecEnv(
+        build_vec_env("dummy", 2, {"turns": 40, "suits_required": 2}), DealStream.TRAINING
+    )
+    venv.seed(3)
     venv.reset()
     assert venv.get_attr("inner")[0].rules.turns == 40
     set_vec_env_kwargs(venv, {})
@@ -362,7 +369,7 @@ def small_model(name: str) -> Any:
     cfg = config_from_dict(data)
     from agents.learning.training import RunDir, build_model
 
-    return build_model(cfg, build_vec_env("dummy", 1, {}, seed=0), RunDir(Path("unused")))
+    return build_model(cfg, build_vec_env("dummy", 1, {}), RunDir(Path("unused")))
 
 
 @pytest.mark.parametrize("name", ["maskable_ppo", "ppo", "dqn", "recurrent_ppo"])
@@ -528,7 +535,7 @@ def test_batched_evaluation_of_a_dict_observation_model(tmp_path: Path) -> None:
     )
     from agents.learning.training import RunDir, build_model
 
-    model = build_model(cfg, build_vec_env("dummy", 1, env_kwargs, seed=0), RunDir(tmp_path))
+    model = build_model(cfg, build_vec_env("dummy", 1, env_kwargs), RunDir(tmp_path))
     tag_model(model, "maskable_ppo", env_kwargs)
     model.save(tmp_path / "m.zip")
     agent = load_sb3_agent(tmp_path / "m.zip")
@@ -604,7 +611,7 @@ def test_a_network_decides_from_what_a_player_knows_as_from_the_env(
             "training": {"total_timesteps": 1000, "n_envs": 1, "progress_bar": False},
         }
     )
-    model = build_model(cfg, build_vec_env("dummy", 1, env_kwargs, seed=0), RunDir(tmp_path))
+    model = build_model(cfg, build_vec_env("dummy", 1, env_kwargs), RunDir(tmp_path))
     with torch.no_grad():  # sharpen the untrained policy so that its choices vary
         for p in model.policy.parameters():
             p.mul_(6.0)

@@ -27,6 +27,7 @@ rate wrecked the policy (docs/experiments.md); the gentle default gains round af
 
 from __future__ import annotations
 
+import io
 import json
 import multiprocessing
 import signal
@@ -40,8 +41,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
-import coldiron_env
-from agents.atomic import atomic_save, atomic_write_json, atomic_write_text
+from agents.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from agents.learning.imitation import (
     DAGGER_BATCH,
     Demonstrations,
@@ -49,7 +49,15 @@ from agents.learning.imitation import (
     collect_dagger,
     concat,
 )
-from agents.learning.provenance import META_FILE, git_commit, library_versions, utc_now
+from agents.learning.provenance import (
+    META_FILE,
+    SHA256_KEY,
+    file_hashes,
+    provenance,
+    sha256_bytes,
+    sha256_file,
+    utc_now,
+)
 from agents.learning.sb3_agent import (
     CONFIG_FILE,
     MODEL_FILE,
@@ -346,6 +354,63 @@ def rounds_done(run_root: Path) -> int:
     return len(expert_rounds(run_root))
 
 
+MODEL_SHA_KEY: Final = "model_sha256"
+"""A round record's SHA-256 of the model it left (``model.zip``)."""
+START_SHA_KEY: Final = "start_sha256"
+"""The SHA-256 of ``model.zip`` before the first round."""
+
+
+def model_bytes(model: BaseAlgorithm) -> bytes:
+    """The bytes ``model.save`` writes (hashed and written as they are: a zip's timestamps
+    make two saves of one model differ)."""
+    buffer = io.BytesIO()
+    model.save(buffer)
+    return buffer.getvalue()
+
+
+def _start_hash(record_file: Path, model_file: Path, rounds: list[dict[str, Any]]) -> str | None:
+    """The recorded SHA-256 of the model before the first round (that model's file's now,
+    before any round)."""
+    if rounds and record_file.is_file():
+        start = json.loads(record_file.read_text(encoding="utf-8")).get(START_SHA_KEY)
+        return None if start is None else str(start)
+    return sha256_file(model_file) if model_file.is_file() else None
+
+
+def reconcile_rounds(record_file: Path, model_file: Path) -> str | None:
+    """Bring a round record and its model back in step after a hard kill.
+
+    A round is committed in two writes: the record naming the new model's SHA-256, then the
+    model. A kill between the two leaves the record one round ahead of ``model.zip``, which
+    still holds the previous round's model: that last record is dropped (the round is played
+    again). Returns what was done (None: nothing to do); :class:`DistillationError` when the
+    model matches neither the last round nor the one before.
+    """
+    if not record_file.is_file():
+        return None
+    doc = json.loads(record_file.read_text(encoding="utf-8"))
+    rounds = doc.get("rounds", [])
+    if not rounds or MODEL_SHA_KEY not in rounds[-1]:
+        return None  # no round, or a record from before the hashes
+    actual = sha256_file(model_file) if model_file.is_file() else None
+    if actual == rounds[-1][MODEL_SHA_KEY]:
+        return None
+    previous = rounds[-2].get(MODEL_SHA_KEY) if len(rounds) > 1 else doc.get(START_SHA_KEY)
+    if actual is None or actual != previous:
+        raise DistillationError(
+            f"{model_file} is neither the model of the last round recorded in {record_file} "
+            f"({len(rounds)}) nor the one before: the run directory was changed by hand"
+        )
+    doc["rounds"] = rounds[:-1]
+    if SHA256_KEY in doc:  # a distillation's meta.json also pins its files
+        doc[SHA256_KEY] = {**doc[SHA256_KEY], MODEL_FILE: actual}
+    atomic_write_json(record_file, doc)
+    return (
+        f"round {len(rounds)} was recorded but its model was not written (a hard kill): "
+        "it is played again"
+    )
+
+
 def check_resumable(cfg: Config, run_root: Path) -> None:
     """Raise :class:`DistillationError` if ``cfg`` cannot continue the run's rounds: only
     ``expert_iteration.rounds`` may change (anything else would mix two recipes)."""
@@ -392,12 +457,17 @@ def train_rounds(
         f"{settings.workers} process(es)"
     )
 
+    start = _start_hash(path, run_root / MODEL_FILE, rounds)
+
     def finished(record: dict[str, Any]) -> None:
         record["validation_win_rate"] = validate(model)
         log(f"  validation deals won: {record['validation_win_rate']:.2%}")
+        data = model_bytes(model)
+        record[MODEL_SHA_KEY] = sha256_bytes(data)
         rounds.append(record)
-        atomic_save(run_root / MODEL_FILE, model.save)
-        atomic_write_json(path, {"settings": settings.identity(), "rounds": rounds})
+        doc = {"settings": settings.identity(), START_SHA_KEY: start, "rounds": rounds}
+        atomic_write_json(path, doc)  # the record first, naming the model it expects ...
+        atomic_write_bytes(run_root / MODEL_FILE, data)  # ... then the model (reconcile_rounds)
 
     agent = SB3Agent(model, cfg.env_kwargs(), name=cfg.name or "model")
     return play_rounds(agent, settings, len(rounds), log, finished, stop)
@@ -444,6 +514,11 @@ def run_distillation(
                 f"{out} holds a distillation of other settings ({had}); "
                 "choose another --out or rerun with the same arguments to continue"
             )
+        note = reconcile_rounds(meta_path, out / MODEL_FILE)
+        if note is not None:
+            log(f"{out}: {note}")
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            meta["rounds_done"] = len(meta["rounds"])
         agent = load_sb3_agent(out)
         log(f"continuing {out} after round {meta['rounds_done']} of {settings.rounds}")
     else:
@@ -456,6 +531,7 @@ def run_distillation(
             raise DistillationError(f"{start!r}: no {CONFIG_FILE} beside the model")
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out / CONFIG_FILE, config.read_text(encoding="utf-8"))
+        data = model_bytes(agent.model)
         meta = {
             **wanted,
             "start_config": _shown(config),
@@ -463,22 +539,25 @@ def run_distillation(
             "rounds_done": 0,
             "rounds": [],
             "status": STATUS_RUNNING,
-            "package_version": coldiron_env.__version__,
-            "git_commit": git_commit(),
-            "versions": library_versions(),
+            **provenance(),
             "command": sys.argv,
             "start_time": utc_now(),
+            START_SHA_KEY: sha256_bytes(data),
+            SHA256_KEY: {MODEL_FILE: sha256_bytes(data), **file_hashes(out, [CONFIG_FILE])},
         }
-        atomic_save(out / MODEL_FILE, agent.model.save)
+        atomic_write_bytes(out / MODEL_FILE, data)
         atomic_write_json(meta_path, meta)
     t0, spent = time.perf_counter(), float(meta.get("wall_seconds", 0.0))
 
     def finished(record: dict[str, Any]) -> None:
+        data = model_bytes(agent.model)
+        record[MODEL_SHA_KEY] = sha256_bytes(data)
         meta["rounds"].append(record)
         meta["rounds_done"] = len(meta["rounds"])
         meta["wall_seconds"] = round(spent + time.perf_counter() - t0, 1)
-        atomic_save(out / MODEL_FILE, agent.model.save)
-        atomic_write_json(meta_path, meta)
+        meta[SHA256_KEY] = {**meta.get(SHA256_KEY, {}), MODEL_FILE: record[MODEL_SHA_KEY]}
+        atomic_write_json(meta_path, meta)  # the record first, then the model it names
+        atomic_write_bytes(out / MODEL_FILE, data)
 
     try:
         play_rounds(agent, settings, int(meta["rounds_done"]), log, finished)

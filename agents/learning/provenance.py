@@ -6,9 +6,10 @@ Every run directory (``scripts/train.py``, ``scripts/distill.py``) records them 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import platform
-import subprocess
-from datetime import datetime, timezone
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
@@ -19,24 +20,16 @@ import stable_baselines3
 import torch
 
 import coldiron_env
+from agents.gitinfo import git_commit, git_dirty, utc_now
+
+__all__ = [
+    "META_FILE", "SHA256_KEY", "FileChanged", "check_hashes", "file_hashes", "git_commit",
+    "git_dirty", "library_versions", "provenance", "sha256_bytes", "sha256_file", "utc_now",
+]  # fmt: skip
 
 META_FILE: Final = "meta.json"
-
-
-def git_commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(coldiron_env.__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    commit = out.stdout.strip()
-    return commit if out.returncode == 0 and commit else "unknown"
+SHA256_KEY: Final = "sha256"
+"""``meta.json``'s map of file name -> SHA-256 of the files a run directory holds."""
 
 
 def library_versions() -> dict[str, str]:
@@ -51,5 +44,58 @@ def library_versions() -> dict[str, str]:
     }
 
 
-def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+def provenance() -> dict[str, object]:
+    """What a run directory's ``meta.json`` records of the code that made it: the package
+    version, the commit, whether tracked files differed from it (``git_dirty``: the commit
+    alone does not reproduce the run), the library versions."""
+    return {
+        "package_version": coldiron_env.__version__,
+        "git_commit": git_commit(),
+        "git_dirty": git_dirty(),
+        "versions": library_versions(),
+    }
+
+
+class FileChanged(ValueError):
+    """A file that differs from the SHA-256 its ``meta.json`` records (the message names it)."""
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def file_hashes(folder: Path, names: Iterable[str]) -> dict[str, str]:
+    """``{name: sha256}`` of those of ``names`` that exist in ``folder``."""
+    return {name: sha256_file(folder / name) for name in names if (folder / name).is_file()}
+
+
+def check_hashes(folder: Path) -> None:
+    """Refuse (:class:`FileChanged`, naming the file) a file of ``folder`` whose SHA-256
+    differs from the one its ``meta.json`` records, or that is missing. Nothing to check
+    without a ``meta.json`` or without hashes in it."""
+    meta_path = folder / META_FILE
+    if not meta_path.is_file():
+        return
+    try:
+        recorded = json.loads(meta_path.read_text(encoding="utf-8")).get(SHA256_KEY) or {}
+    except (OSError, ValueError, AttributeError) as exc:
+        raise FileChanged(f"{meta_path}: cannot read the recorded hashes: {exc}") from None
+    for name, expected in sorted(recorded.items()):
+        path = folder / name
+        if not path.is_file():
+            raise FileChanged(f"{path}: missing, but {meta_path} records its SHA-256")
+        actual = sha256_file(path)
+        if actual != expected:
+            raise FileChanged(
+                f"{path}: changed since {meta_path} recorded it (SHA-256 {actual[:12]}..., "
+                f"recorded {expected[:12]}...): a swapped or retrained model; restore the file "
+                "or record the new one with its provenance"
+            )

@@ -31,6 +31,7 @@ import torch as th
 import yaml
 
 from agents.learning.algorithms import AlgorithmSpec, algorithm_of, get_algorithm
+from agents.learning.provenance import FileChanged, check_hashes
 from agents.players.base import Agent
 from coldiron_env import ENV_ID
 from coldiron_env.actions import ENV_MASKS
@@ -263,7 +264,8 @@ def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
     """Load a trained model (run directory or ``.zip``) as an agent.
 
     Raises :class:`ModelLoadError` naming the file when it is missing, corrupt,
-    not a model of a registered algorithm, or does not fit the env it was
+    changed since its folder's ``meta.json`` recorded its SHA-256 (the shipped models, a
+    finished run), not a model of a registered algorithm, or does not fit the env it was
     trained for.
     """
     given = Path(path)
@@ -271,6 +273,10 @@ def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
     if not zip_path.is_file():
         what = "run directory has no model" if given.is_dir() else "no such model file"
         raise ModelLoadError(f"{zip_path}: {what}")
+    try:
+        check_hashes(zip_path.parent)
+    except FileChanged as exc:
+        raise ModelLoadError(str(exc)) from None
     try:
         data = _zip_data(zip_path)
     except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:

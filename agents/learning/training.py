@@ -30,12 +30,14 @@ import contextlib
 import csv
 import io
 import json
+import os
 import pickle
 import shutil
 import signal
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -68,13 +70,15 @@ from agents.learning.config import (
     policy_kwargs,
 )
 from agents.learning.expert_iteration import (
+    EXPERT_FILE,
     DistillationError,
     check_resumable,
     expert_rounds,
+    reconcile_rounds,
     train_rounds,
 )
 from agents.learning.expert_iteration import rounds_done as expert_rounds_done
-from agents.learning.provenance import META_FILE, git_commit, library_versions, utc_now
+from agents.learning.provenance import META_FILE, SHA256_KEY, file_hashes, provenance, utc_now
 from agents.learning.sb3_agent import (
     CONFIG_FILE,
     MODEL_FILE,
@@ -83,7 +87,7 @@ from agents.learning.sb3_agent import (
     tag_model,
 )
 from agents.learning.shaping import ShapingVecEnv
-from coldiron_env.dealer import DealStream, stream_seed
+from coldiron_env.dealer import STREAM_SEED_BITS, DealStream, stream_seed
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import OUTCOMES
 
@@ -146,8 +150,8 @@ class StagedEnv(gym.Env[Any, np.int64]):
             rng = self.inner.np_random
             self._kwargs, self._pending = self._pending, None
             self.inner = ColdIronEnv(**self._kwargs)
-            if seed is None:
-                seed = int(rng.integers(2**31 - 1))
+            if seed is None:  # deal on from the same (training-stream) generator
+                self.inner.np_random = rng
         return self.inner.reset(seed=seed, options=options)
 
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
@@ -157,8 +161,39 @@ class StagedEnv(gym.Env[Any, np.int64]):
         return self.inner.action_masks()
 
 
-def build_vec_env(kind: str, n_envs: int, env_kwargs: dict[str, Any], seed: int) -> VecEnv:
-    """Base vectorised env of ``kind`` (``native``, ``dummy`` or ``subproc``), seeded."""
+class StreamSeededVecEnv(VecEnvWrapper):
+    """A training env whose seeds are always deal-stream seeds.
+
+    Stable-Baselines3 seeds the env it is given: the algorithm's constructor and
+    ``load`` call ``set_random_seed(seed)``, which calls ``env.seed(seed)``, and a plain
+    ``VecEnv`` then deals env ``i`` from ``reset(seed=seed + i)``: the deals of
+    ``evaluate.py --seed seed+i``. Here ``seed(s)`` deals env ``i`` from
+    ``stream_seed(stream, s, first_index + i)`` instead (a random run seed for
+    ``seed(None)``), so whoever seeds the env, with whatever value, it deals from its own
+    stream: never an evaluation deal (tests/test_held_out.py checks the decks dealt).
+    ``first_index`` moves a resumed run on to deals it has not played.
+    """
+
+    def __init__(self, venv: VecEnv, stream: DealStream, first_index: int = 0) -> None:
+        super().__init__(venv)
+        stream_seed(stream, 0, first_index + venv.num_envs - 1)  # refuses an index too large
+        self.stream = stream
+        self.first_index = first_index
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        if seed is None:
+            seed = int(np.random.default_rng().integers(1 << STREAM_SEED_BITS))
+        return self.venv.seed(stream_seed(self.stream, seed, self.first_index))
+
+    def reset(self) -> Any:
+        return self.venv.reset()
+
+    def step_wait(self) -> Any:
+        return self.venv.step_wait()
+
+
+def build_vec_env(kind: str, n_envs: int, env_kwargs: dict[str, Any]) -> VecEnv:
+    """Base vectorised env of ``kind`` (``native``, ``dummy`` or ``subproc``), unseeded."""
     if kind == "native":
         try:
             from agents.learning.sb3_vec import make_vec_env  # noqa: PLC0415  # type: ignore[import-not-found,unused-ignore]
@@ -166,7 +201,7 @@ def build_vec_env(kind: str, n_envs: int, env_kwargs: dict[str, Any], seed: int)
             raise TrainingError(
                 f"vec_env 'native' is not available ({exc}); use vec_env: dummy or subproc"
             ) from None
-        venv: VecEnv = make_vec_env("native", n_envs, dict(env_kwargs), seed)
+        venv: VecEnv = make_vec_env("native", n_envs, dict(env_kwargs))
         return venv
     space_kwargs = {k: v for k, v in env_kwargs.items() if k not in ("turns", "suits_required")}
     if kind == "subproc":
@@ -174,7 +209,6 @@ def build_vec_env(kind: str, n_envs: int, env_kwargs: dict[str, Any], seed: int)
         venv = SubprocVecEnv(fns, start_method="fork" if sys.platform != "win32" else None)
     else:
         venv = DummyVecEnv([_env_factory(env_kwargs, space_kwargs) for _ in range(n_envs)])
-    venv.seed(seed)
     return venv
 
 
@@ -205,12 +239,15 @@ def set_vec_env_kwargs(venv: VecEnv, env_kwargs: dict[str, Any]) -> None:
 
 
 def make_training_env(
-    cfg: Config, timesteps: int = 0, normalizer_path: Path | None = None
+    cfg: Config, timesteps: int = 0, normalizer_path: Path | None = None, first_index: int = 0
 ) -> VecEnv:
-    """The training env stack for ``cfg`` at ``timesteps`` (curriculum stage)."""
+    """The training env stack for ``cfg`` at ``timesteps`` (curriculum stage). Env ``i``
+    deals from ``stream_seed(TRAINING, cfg.seed, first_index + i)`` whoever seeds it
+    (:class:`StreamSeededVecEnv`)."""
     kwargs = cfg.stage_env_kwargs(timesteps)
-    seed = stream_seed(DealStream.TRAINING, cfg.seed)  # env i deals from seed + i
-    venv = build_vec_env(cfg.training.vec_env, cfg.training.n_envs, kwargs, seed)
+    base = build_vec_env(cfg.training.vec_env, cfg.training.n_envs, kwargs)
+    venv: VecEnv = StreamSeededVecEnv(base, DealStream.TRAINING, first_index)
+    venv.seed(cfg.seed)
     venv = VecMonitor(venv)
     if cfg.shaping.enabled:
         venv = ShapingVecEnv(
@@ -489,22 +526,71 @@ def write_history(run: RunDir, history: list[dict[str, Any]]) -> None:
 
 
 # ---------------------------------------------------------------- checkpoints
+CHECKPOINT_SLOT: Final = "checkpoint-"
+"""Prefix of the folders holding checkpoints; ``checkpoint`` is a link to the latest."""
+STAGING_PREFIX: Final = ".staging-"
+
+
 def save_checkpoint(
     model: BaseAlgorithm, run: RunDir, cfg: Config, reason: str = "periodic"
 ) -> None:
-    """Everything needed to resume: model, normalizer, replay buffer, state (written last)."""
-    ck = run.checkpoint
-    ck.mkdir(parents=True, exist_ok=True)
-    atomic_save(ck / MODEL_FILE, model.save)
+    """Everything needed to resume: model, normalizer, replay buffer and ``state.json``.
+
+    Written whole into a new folder, which then becomes the checkpoint by one atomic
+    replacement of the link ``checkpoint``: a kill at any moment (``kill -9`` included)
+    leaves the previous checkpoint or the new one, never a mix of the two. Older
+    checkpoint folders are removed afterwards.
+    """
+    steps = int(model.num_timesteps)
+    slot = run.root / f"{CHECKPOINT_SLOT}{steps:012d}-{uuid.uuid4().hex[:8]}"
+    staging = run.root / f"{STAGING_PREFIX}{slot.name}"
+    staging.mkdir(parents=True)
+    atomic_save(staging / MODEL_FILE, model.save)
     normalizer = model.get_vec_normalize_env()
     if normalizer is not None:
-        atomic_write_bytes(ck / VECNORMALIZE_FILE, pickle.dumps(normalizer))
+        atomic_write_bytes(staging / VECNORMALIZE_FILE, pickle.dumps(normalizer))
     if cfg.algorithm.spec.off_policy and getattr(model, "replay_buffer", None) is not None:
-        atomic_save(ck / REPLAY_FILE, model.save_replay_buffer)  # type: ignore[attr-defined]
+        atomic_save(staging / REPLAY_FILE, model.save_replay_buffer)  # type: ignore[attr-defined]
     atomic_write_json(
-        ck / STATE_FILE,
-        {"timesteps": int(model.num_timesteps), "reason": reason, "time": utc_now()},
+        staging / STATE_FILE, {"timesteps": steps, "reason": reason, "time": utc_now()}
     )
+    os.rename(staging, slot)
+    _point_checkpoint_at(run, slot)
+    tidy_checkpoints(run)
+
+
+def _point_checkpoint_at(run: RunDir, slot: Path) -> None:
+    """Make ``checkpoint`` a link to ``slot`` in one atomic step."""
+    link = run.checkpoint
+    if link.is_dir() and not link.is_symlink():  # a run directory of an older layout
+        os.rename(link, run.root / f"{CHECKPOINT_SLOT}legacy-{uuid.uuid4().hex[:8]}")
+    temporary = run.root / f"{STAGING_PREFIX}link-{uuid.uuid4().hex[:8]}"
+    os.symlink(slot.name, temporary)
+    os.replace(temporary, link)
+
+
+def tidy_checkpoints(run: RunDir) -> list[str]:
+    """Remove what a kill can leave behind: half-written checkpoint folders and links, and
+    checkpoint folders the link no longer points at. Returns the names removed."""
+    current = run.checkpoint.resolve() if run.checkpoint.is_symlink() else None
+    removed = []
+    for entry in run.root.iterdir():
+        stale_slot = entry.name.startswith(CHECKPOINT_SLOT) and entry.resolve() != current
+        if entry.name.startswith(STAGING_PREFIX) or stale_slot:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+            removed.append(entry.name)
+    return sorted(removed)
+
+
+def checkpoint_timesteps(run: RunDir) -> int | None:
+    """The timesteps of the run's checkpoint (None without one)."""
+    path = run.checkpoint / STATE_FILE
+    if not path.is_file():
+        return None
+    return int(json.loads(path.read_text(encoding="utf-8"))["timesteps"])
 
 
 def save_final(model: BaseAlgorithm, run: RunDir) -> None:
@@ -622,10 +708,16 @@ def train(
     rounds_before = 0  # expert-iteration rounds a resumed run had finished
     if resume is not None:
         run = RunDir(resume)
+        removed = tidy_checkpoints(run)
+        if removed:
+            log(f"{run.root}: removed what a hard stop left half-written: {', '.join(removed)}")
         try:
             check_resumable(cfg, run.root)
+            note = reconcile_rounds(run.root / EXPERT_FILE, run.model)
         except DistillationError as exc:
             raise TrainingError(str(exc)) from None
+        if note is not None:
+            log(f"{run.root}: {note}")
         state_path = run.checkpoint / STATE_FILE
         done = json.loads(state_path.read_text()) if state_path.is_file() else {}
         rounds_before = expert_rounds_done(run.root)
@@ -636,15 +728,30 @@ def train(
                 f"{cfg.training.total_timesteps:,} > {int(done.get('timesteps', 0)):,} trained)"
             )
         atomic_write_text(run.config, dump_config(cfg))
-        venv = make_training_env(
-            cfg, int(done.get("timesteps", 0)), run.checkpoint / VECNORMALIZE_FILE
-        )
-        model = _load_for_resume(cfg, venv, run)
         meta = json.loads(run.meta.read_text()) if run.meta.is_file() else {}
-        meta.setdefault("resumes", []).append({"time": utc_now(), "timesteps": model.num_timesteps})
+        resumes = meta.setdefault("resumes", [])
+        first_index = (len(resumes) + 1) * cfg.training.n_envs  # deals no earlier leg played
+        try:
+            venv = make_training_env(
+                cfg, int(done.get("timesteps", 0)), run.checkpoint / VECNORMALIZE_FILE, first_index
+            )
+        except ValueError as exc:  # the training stream's indices are used up
+            raise TrainingError(f"{run.root}: cannot resume again: {exc}") from None
+        model = _load_for_resume(cfg, venv, run)
+        resumes.append(
+            {"time": utc_now(), "timesteps": model.num_timesteps, "first_deal_index": first_index}
+        )
+        meta.pop(SHA256_KEY, None)  # the files change from here; hashed again at the end
         history = run.load_history()
-        best = max((h["win_rate"] for h in history), default=-1.0)
-        state = RunState(history, best)
+        kept = [h for h in history if h["timesteps"] <= model.num_timesteps]
+        if len(kept) < len(history):  # evaluations of a model lost with a hard kill
+            log(
+                f"{run.root}: {len(history) - len(kept)} evaluation(s) after the checkpoint's "
+                f"{model.num_timesteps:,} timesteps dropped (their model was not checkpointed)"
+            )
+            write_history(run, kept)
+        best = max((h["win_rate"] for h in kept), default=-1.0)
+        state = RunState(kept, best)
         log(f"resuming {run.root} at {model.num_timesteps} timesteps")
     else:
         run = prepare_run_dir(cfg, out, config_file)
@@ -652,12 +759,10 @@ def train(
             "config_file": config_file,
             "algorithm": cfg.algorithm.name,
             "seed": cfg.seed,
-            "git_commit": git_commit(),
-            "versions": library_versions(),
+            **provenance(),
             "command": sys.argv,
             "start_time": utc_now(),
             "status": STATUS_STARTING,
-            "package_version": coldiron_env.__version__,
         }
         atomic_write_json(run.meta, meta)
         state = RunState()
@@ -681,6 +786,8 @@ def train(
             return TrainResult(run.root, 0, True, time.perf_counter() - t_start, [])
     meta.update(status="running", package_version=coldiron_env.__version__)
     atomic_write_json(run.meta, meta)
+    if resume is None:  # a hard kill from here on resumes from a checkpoint, imitation kept
+        save_checkpoint(model, run, cfg, reason="start")
 
     title = f"{cfg.name or cfg.algorithm.name} (seed {cfg.seed})"
     callback = RunCallback(cfg, run, state, title)
@@ -736,6 +843,7 @@ def train(
         wall_seconds=round(wall + float(meta.get("wall_seconds", 0.0)), 1),
         expert_iteration_rounds=len(rounds),
     )
+    meta[SHA256_KEY] = file_hashes(run.root, PINNED_FILES)
     atomic_write_json(run.meta, meta)
     if interrupted and resume_hint:
         log(f"resume with: .venv/bin/python scripts/train.py --resume {run.root}")
@@ -761,6 +869,8 @@ def _expert_iteration(
     return stopped
 
 
+PINNED_FILES: Final = (MODEL_FILE, CONFIG_FILE, VECNORMALIZE_FILE, EXPERT_FILE)
+"""The files whose SHA-256 ``meta.json`` records when a run stops (checked on load)."""
 UNSTARTED_ENTRIES: Final = frozenset({CONFIG_FILE, META_FILE, IMITATION_FILE, "tb"})
 """What a run stopped before learning began can hold (all of it is made again)."""
 

@@ -1,0 +1,44 @@
+"""Where a result came from: the commit of the code, whether the tree had changes, the time.
+
+Light on purpose (git and the standard library only): every layer records provenance, from
+the look log of the evaluation (:mod:`agents.evaluation.looks`) to the run directories
+(:mod:`agents.learning.provenance`).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Final
+
+REPO_ROOT: Final = Path(__file__).resolve().parent.parent
+"""The checkout the package runs from (an editable install); its ``docs/`` holds records."""
+UNKNOWN: Final = "unknown"
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def git_commit() -> str:
+    """``git rev-parse HEAD`` of the checkout, or ``"unknown"`` outside one."""
+    out = _git("rev-parse", "HEAD")
+    return out.strip() if out and out.strip() else UNKNOWN
+
+
+def git_dirty() -> bool | None:
+    """Whether the checkout's tracked files differ from its commit (None outside a checkout).
+    Untracked files (run directories, caches) do not count."""
+    out = _git("status", "--porcelain", "--untracked-files=no")
+    return None if out is None else bool(out.strip())
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

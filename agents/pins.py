@@ -1,0 +1,73 @@
+"""Pins of the shipped models: the SHA-256 of every file, and the games each one plays.
+
+Two guards against a swapped or retrained model passing for the shipped one:
+
+- each shipped folder's ``meta.json`` records the SHA-256 of every other file in it
+  (``sha256``); :func:`agents.learning.sb3_agent.load_sb3_agent` refuses a file that
+  differs, naming it;
+- ``tests/pins/shipped_models.json`` records each shipped model's outcome counts on
+  :data:`PIN_DEALS` fixed validation deals (validation seed :data:`PIN_SEED`), and
+  tests/test_shipped_models.py plays them again.
+
+``scripts/pin_models.py --write`` records both after a model is (re)shipped on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Final
+
+from agents.atomic import atomic_write_json
+from agents.evaluation.arena import evaluate
+from agents.gitinfo import REPO_ROOT, git_commit, utc_now
+from agents.learning.provenance import META_FILE, SHA256_KEY, file_hashes
+from agents.registry import SHIPPED_MODELS, make_agent
+
+PIN_SEED: Final = 900
+"""Validation seed of the pinned deals (a deal stream no report or choice uses)."""
+PIN_DEALS: Final = 1_000
+PINS_FILE: Final = REPO_ROOT / "tests" / "pins" / "shipped_models.json"
+
+
+def shipped_files(folder: Path) -> list[str]:
+    """Every file a shipped model's folder holds but its ``meta.json``."""
+    return sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != META_FILE)
+
+
+def pin_hashes(name: str) -> dict[str, str]:
+    """Record in ``meta.json`` the SHA-256 of every file of shipped model ``name``."""
+    folder = SHIPPED_MODELS[name]
+    meta_path = folder / META_FILE
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta[SHA256_KEY] = file_hashes(folder, shipped_files(folder))
+    atomic_write_json(meta_path, meta)
+    return dict(meta[SHA256_KEY])
+
+
+def outcome_counts(name: str, episodes: int = PIN_DEALS, seed: int = PIN_SEED) -> dict[str, int]:
+    """The outcome counts of ``name`` on the first ``episodes`` validation deals of ``seed``."""
+    (result,) = evaluate([(name, make_agent(name))], episodes, seed, validation=True)
+    return dict(result.outcomes)
+
+
+def write_pins() -> dict[str, Any]:
+    """Hash every shipped model's files and record its outcome counts (the pins file)."""
+    doc: dict[str, Any] = {
+        "deals": f"the first {PIN_DEALS} validation deals of seed {PIN_SEED}: "
+        "reset(seed=stream_seed(DealStream.VALIDATION, seed, k))",
+        "command": ".venv/bin/python scripts/pin_models.py --write",
+        "commit": git_commit(),
+        "time": utc_now(),
+        "models": {},
+    }
+    for name in sorted(SHIPPED_MODELS):
+        hashes = pin_hashes(name)
+        doc["models"][name] = {"sha256": hashes, "outcomes": outcome_counts(name)}
+    atomic_write_json(PINS_FILE, doc)
+    return doc
+
+
+def read_pins() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(PINS_FILE.read_text(encoding="utf-8"))
+    return data
