@@ -49,8 +49,8 @@ def shuffled_deck(rng: np.random.Generator) -> list[int]:
 
 # --------------------------------------------------------------------------- deal audit
 AUDIT_VARIABLE: Final = "COLDIRON_DEAL_AUDIT"
-"""Environment variable naming a folder: while it is set, every shuffled deck an env
-deals (single or vector, in any process) is appended to ``deals-<pid>.txt`` there, one
+"""Environment variable naming a folder: while it is set (:func:`set_audit`), every
+shuffled deck an env deals (single or vector, in any process) is appended to ``deals-<pid>.txt`` there, one
 line ``<seed> <deck as hex>`` where ``<seed>`` is the entropy of the generator that
 shuffled it (``unseeded`` for one seeded from the OS). It records what was dealt, not
 what was asked for: tests/test_held_out.py reads it to check that no training, imitation,
@@ -69,12 +69,29 @@ def generator_seed(rng: np.random.Generator) -> int | None:
     return None
 
 
+_audit_folder: str | None = os.environ.get(AUDIT_VARIABLE) or None
+"""The audit folder of this process: read once at import (reading the environment at every
+deal costs a sixth of a reset), then set by :func:`set_audit`."""
+
+
+def set_audit(folder: str | os.PathLike[str] | None) -> None:
+    """Start (a folder) or stop (None) the deal audit in this process and in the processes it
+    starts from now on (through :data:`AUDIT_VARIABLE`)."""
+    global _audit_folder  # noqa: PLW0603 (the one switch of the audit)
+    if folder is None:
+        os.environ.pop(AUDIT_VARIABLE, None)
+        _audit_folder = None
+    else:
+        os.environ[AUDIT_VARIABLE] = str(folder)
+        _audit_folder = str(folder)
+
+
 def audit_deals(
     rngs: Sequence[np.random.Generator | None], decks: Sequence[Sequence[int]] | np.ndarray
 ) -> None:
-    """Record ``decks[i]``, shuffled by ``rngs[i]``, when :data:`AUDIT_VARIABLE` is set."""
-    folder = os.environ.get(AUDIT_VARIABLE)
-    if not folder:
+    """Record ``decks[i]``, shuffled by ``rngs[i]``, while the audit is on (:func:`set_audit`)."""
+    folder = _audit_folder
+    if folder is None:
         return
     lines = []
     for rng, deck in zip(rngs, np.asarray(decks, dtype=np.uint8), strict=True):

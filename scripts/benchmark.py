@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import random
 import sys
 import tempfile
@@ -48,6 +49,7 @@ from gymnasium.vector import AutoresetMode
 
 import coldiron_env
 from agents.atomic import atomic_write_json
+from agents.tables import benchmark_text
 from coldiron_env.vector import NUMBA_AVAILABLE, ColdIronVectorEnv
 
 BLACKJACK_ID = "Blackjack-v1"
@@ -489,36 +491,23 @@ def labelling_rows(budget: Budget, seed: int) -> list[LabelRow]:
 
 # ------------------------------------------------------------------ output
 def render(rows: list[Row], train: list[TrainRow], labels: list[LabelRow] | None = None) -> str:
-    header = (
-        f"{'env':<28} {'envs':>6} {'steps/s':>12} {'loop steps/s':>13} {'episodes/s':>11} "
-        f"{'x Blackjack':>12} {'bytes/env':>10}"
-    )
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        lines.append(
-            f"{r.name:<28} {r.num_envs:>6,} {r.steps_per_s:>12,.0f} {r.loop_steps_per_s:>13,.0f} "
-            f"{r.episodes_per_s:>11,.0f} {r.ratio:>11.1f}x {r.bytes_per_env:>10,.0f}"
-        )
-    lines.append("")
-    theader = f"{'training':<40} {'timesteps':>10} {'steps/s':>9} {'wall s':>8} {'env share':>10}"
-    lines += [theader, "-" * len(theader)]
-    for t in train:
-        lines.append(
-            f"{t.name:<40} {t.timesteps:>10,} {t.steps_per_s:>9,.0f} {t.wall_seconds:>8.1f} "
-            f"{t.env_share:>9.1%}"
-        )
-    if labels:
-        lheader = (
-            f"{'expert-iteration labelling':<40} {'deals':>6} {'decisions':>10} {'wall s':>8} "
-            f"{'deals/s':>8} {'speed-up':>9}"
-        )
-        lines += ["", lheader, "-" * len(lheader)]
-        for lab in labels:
-            lines.append(
-                f"{lab.name:<40} {lab.deals:>6,} {lab.decisions:>10,} {lab.wall_seconds:>8.1f} "
-                f"{lab.deals_per_s:>8.1f} {lab.speedup:>8.2f}x"
-            )
-    return "\n".join(lines)
+    """The three tables as text: the one formatter docs/speed.md is rendered with too."""
+    doc = {
+        "throughput": [asdict(r) for r in rows],
+        "training": [asdict(t) for t in train],
+        "labelling": [asdict(lab) for lab in labels or []],
+    }
+    return benchmark_text(doc)
+
+
+def machine_state(note: str, before: tuple[float, float, float]) -> dict[str, Any]:
+    """What the machine was doing: its cores and the load average around the run."""
+    return {
+        "cpus": os.cpu_count(),
+        "load_before": [round(x, 2) for x in before],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+        "note": note,
+    }
 
 
 def targets(rows: list[Row], train: list[TrainRow], largest: int) -> dict[str, dict[str, Any]]:
@@ -561,6 +550,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--note",
+        default="",
+        help="what else the machine was doing (recorded in the JSON beside the load average)",
+    )
+    parser.add_argument(
         "--no-train", action="store_true", help="skip the MaskablePPO training rows"
     )
     parser.add_argument(
@@ -568,6 +562,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     budget = QUICK if args.quick else FULL
+    load_before = os.getloadavg()
     rows = throughput_rows(budget, args.seed)
     train = [] if args.no_train else training_rows(budget, args.seed)
     labels = [] if args.no_label else labelling_rows(budget, args.seed)
@@ -591,6 +586,7 @@ def main(argv: list[str] | None = None) -> int:
                 "training": [asdict(t) for t in train],
                 "labelling": [asdict(lab) for lab in labels],
                 "targets": goals,
+                "machine": machine_state(args.note, load_before),
             },
         )
     return 0

@@ -271,10 +271,10 @@ def test_flat_equals_flat_from_dict_and_decode_round_trips(
                 _, _, _, _, info = flat_env.step(a)
 
 
-def test_readme_shows_the_observation_layout_of_the_one_module_that_knows_it() -> None:
+def test_the_docs_show_the_observation_layout_of_the_one_module_that_knows_it() -> None:
     from pathlib import Path
 
     from coldiron_env.observation import layout_table
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    assert layout_table(recall=True, counting=True) in readme
+    page = (Path(__file__).resolve().parent.parent / "docs" / "environment.md").read_text()
+    assert layout_table(recall=True, counting=True) in page

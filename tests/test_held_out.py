@@ -12,6 +12,8 @@ shuffled it.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from coldiron_env.dealer import (
     STREAM_SPAN,
     DealStream,
     read_audit,
+    set_audit,
 )
 
 RUN_SEED = 2026
@@ -85,11 +88,13 @@ def tiny(algorithm: str, vec_env: str, **sections: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def audit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def audit(tmp_path: Path) -> Iterator[Path]:
     folder = tmp_path / "audit"
     folder.mkdir()
-    monkeypatch.setenv(AUDIT_VARIABLE, str(folder))
-    return folder
+    set_audit(folder)
+    assert os.environ[AUDIT_VARIABLE] == str(folder)  # what subprocesses read
+    yield folder
+    set_audit(None)
 
 
 def test_the_audit_sees_an_evaluation_deal_as_one(audit: Path) -> None:

@@ -115,6 +115,7 @@ def test_deals_for_disjoint() -> None:
 ROW_KEYS = {
     "label", "kind", "episodes", "wins", "win_rate", "ci_low", "ci_high", "outcomes",
     "mean_turns", "mean_steps", "seconds", "seconds_per_game", "seconds_per_decision", "note",
+    "won_bits",
 }  # fmt: skip
 """The fields of a row of ladder.json (docs/ladder/ladder.json has them)."""
 

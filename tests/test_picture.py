@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-import pytest
 
 from coldiron_env.actions import IRON, STOP, THREATEN
 from coldiron_env.cards import CARD_CODES, DECK_SIZE, NUM_SUITS, numbered_id

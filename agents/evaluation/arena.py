@@ -223,7 +223,20 @@ class AgentResult:
             "mean_turns": self.mean_turns,
             "mean_steps": self.mean_steps,
             "seconds": self.seconds,
+            "won_bits": pack_wins(self.won),
         }
+
+
+def pack_wins(won: Sequence[bool]) -> str:
+    """Per-deal wins as hex (8 deals a byte, deal 0 the high bit): kept in the JSON records so
+    that any two agents of one record can be paired deal by deal afterwards."""
+    return np.packbits(np.asarray(won, dtype=bool)).tobytes().hex()
+
+
+def unpack_wins(bits: str, episodes: int) -> list[bool]:
+    """The per-deal wins :func:`pack_wins` wrote."""
+    unpacked = np.unpackbits(np.frombuffer(bytes.fromhex(bits), dtype=np.uint8))[:episodes]
+    return [bool(x) for x in unpacked]
 
 
 @dataclass(frozen=True)

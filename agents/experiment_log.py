@@ -1,0 +1,86 @@
+"""The experiment log: every long run, with what it measured, in one committed JSON file.
+
+``scripts/log_experiment.py`` appends an entry read from the run's own records (its
+``meta.json`` for the config, steps, rounds and wall time; an evaluation JSON written by
+``scripts/evaluate.py --json`` or ``scripts/main.py`` for the win rate, its interval and the
+deals), plus what the run was for and what came of it (including failures).
+docs/experiments.md shows the log as the ``experiments`` table (``agents/tables.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Final
+
+from agents.atomic import atomic_write_json
+from agents.gitinfo import REPO_ROOT, git_commit, utc_now
+
+EXPERIMENTS_JSON: Final = REPO_ROOT / "docs" / "records" / "experiments.json"
+
+
+def read_log(path: Path = EXPERIMENTS_JSON) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    entries: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["experiments"]
+    return entries
+
+
+def evaluation_of(path: Path, agent: str) -> dict[str, Any]:
+    """``agent``'s result in an evaluation JSON (``evaluate.py --json``, ``evaluation.json``)."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    for result in doc["agents"]:
+        if result["agent"] == agent:
+            deals = "validation" if "VALIDATION" in doc.get("deals", "") else "evaluation"
+            return {
+                "agent": agent,
+                "win_rate": result["win_rate"],
+                "ci_low": result["ci_low"],
+                "ci_high": result["ci_high"],
+                "episodes": result["episodes"],
+                "seed": doc["seed"],
+                "deals": deals,
+                "file": str(path),
+            }
+    names = [r["agent"] for r in doc["agents"]]
+    raise ValueError(f"{path}: no agent {agent!r} (it holds {names})")
+
+
+def run_of(run_dir: Path) -> dict[str, Any]:
+    """What a run directory's ``meta.json`` says of the run."""
+    meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
+    return {
+        "run": str(run_dir),
+        "config": meta.get("config_file") or meta.get("start"),
+        "seed": meta.get("seed", (meta.get("settings") or {}).get("seed")),
+        "timesteps": meta.get("timesteps"),
+        "rounds": meta.get("expert_iteration_rounds", meta.get("rounds_done")),
+        "wall_seconds": meta.get("wall_seconds"),
+        "status": meta.get("status"),
+        "commit": meta.get("git_commit"),
+    }
+
+
+def log_experiment(
+    ident: str,
+    what: str,
+    verdict: str,
+    command: str,
+    run_dir: Path | None = None,
+    evaluations: list[tuple[Path, str]] = (),  # type: ignore[assignment]
+    path: Path = EXPERIMENTS_JSON,
+) -> dict[str, Any]:
+    """Append (or replace, by ``ident``) one experiment's entry."""
+    entry: dict[str, Any] = {
+        "id": ident,
+        "date": utc_now(),
+        "commit": git_commit(),
+        "what": what,
+        "command": command,
+        "run": run_of(run_dir) if run_dir is not None else None,
+        "evaluations": [evaluation_of(p, agent) for p, agent in evaluations],
+        "verdict": verdict,
+    }
+    entries = [e for e in read_log(path) if e["id"] != ident] + [entry]
+    atomic_write_json(path, {"experiments": entries})
+    return entry

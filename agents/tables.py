@@ -1,0 +1,333 @@
+"""The tables of the README and docs/, rendered from the committed JSON records.
+
+A table sits in a markdown file between ``<!-- table:NAME -->`` and ``<!-- /table -->``;
+:func:`render` makes it from its record, so no figure is copied by hand.
+``scripts/tables.py`` rewrites every table (``--check``: report drift, change nothing)
+and tests/test_tables.py fails when a table differs from its record. Names:
+
+- ``results``: the README's players on the report seed (``docs/ladder/ladder.json``), each
+  paired with ``heuristic`` deal by deal (from the per-deal wins the record keeps);
+- ``ladder``: every row of that ladder, with its outcomes;
+- ``benchmark``: ``docs/benchmark.json`` (``scripts/benchmark.py --json``);
+- ``main-job``: the main job's run (``docs/records/main_job.json``, ``scripts/main.py
+  --record``);
+- ``looks``: the look log (``docs/report_looks.jsonl``);
+- ``experiments``: the experiment log (``docs/records/experiments.json``);
+- ``record:PATH``: a record that is a table itself (``header``, ``rows``, its source);
+- ``history:FILE#N``: table ``N`` of ``FILE`` as it was at the commit of
+  ``docs/history/tables-<commit>.json`` (``scripts/transcribe_history.py``): figures of
+  runs whose directories were not kept, shown as what they are.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from agents.atomic import atomic_write_text
+from agents.evaluation.arena import unpack_wins
+from agents.evaluation.looks import LOOK_LOG, read_looks
+from agents.evaluation.stats import mcnemar
+from agents.gitinfo import REPO_ROOT
+
+DOCS: Final = REPO_ROOT / "docs"
+LADDER_JSON: Final = DOCS / "ladder" / "ladder.json"
+BENCHMARK_JSON: Final = DOCS / "benchmark.json"
+MAIN_JOB_JSON: Final = DOCS / "records" / "main_job.json"
+HISTORY_JSON: Final = DOCS / "history" / "tables-8ad2cac.json"
+SEEDS_2026_JSON: Final = DOCS / "history" / "seeds-2026.json"
+MARKDOWN_FILES: Final = ("README.md", "docs")
+"""The README and every ``.md`` file under docs/."""
+BLOCK: Final = re.compile(r"<!-- table:(?P<name>[^ ]+) -->\n(?P<body>.*?)<!-- /table -->", re.S)
+PERCENT: Final = 100.0
+BASELINE: Final = "heuristic"
+
+RESULT_ROWS: Final = (
+    ("random", "`random` (uniform over the legal actions)", "--agent random"),
+    ("threaten", "`threaten` (always Threaten, take every bonus)", "--agent threaten"),
+    ("heuristic", "`heuristic` (hand-written, perfect memory)", "--agent heuristic"),
+    ("trained", "**`trained`** (the default config, seed 0: the main job's network)",
+     "--agent trained"),
+    ("distilled", "`distilled` (`trained` + 30 rounds of expert iteration)", "--agent distilled"),
+    ("planner-small", "`planner-small` (rollouts of `heuristic`, 256 orders a decision)",
+     "--agent planner-small"),
+    ("planner", "`planner` (rollouts of `heuristic`, 1,024 orders a decision)", "--agent planner"),
+    ("planner-trained", "`planner-trained` (the planner over `trained`)",
+     "--agent planner-trained"),
+)  # fmt: skip
+"""The README's results rows: ladder label, what it is, how ``evaluate.py`` names it."""
+
+
+def _load(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _pct(x: float) -> str:
+    return f"{PERCENT * x:.2f}%"
+
+
+def _interval(low: float, high: float) -> str:
+    return f"[{_pct(low)}, {_pct(high)}]"
+
+
+def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _short_label(label: str) -> str:
+    """A shipped model's ladder label (its folder's name, as ``--runs agents/models/NAME``)."""
+    return label.rsplit("/", 1)[-1]
+
+
+def ladder_rows(path: Path | None = None) -> dict[str, dict[str, Any]]:
+    rows = _load(LADDER_JSON if path is None else path)["rows"]
+    return {_short_label(r["label"]): r for r in rows if r["kind"] != "bound"}
+
+
+def paired_cell(base: dict[str, Any], other: dict[str, Any]) -> str:
+    """``other`` against ``base`` on the same deals: difference [95%], McNemar p."""
+    if "won_bits" not in base or "won_bits" not in other or base is other:
+        return ""
+    n = base["episodes"]
+    pair = mcnemar(unpack_wins(base["won_bits"], n), unpack_wins(other["won_bits"], n))
+    low, high = pair["difference_ci95"]
+    return (
+        f"{PERCENT * pair['difference']:+.2f} [{PERCENT * low:+.2f}, {PERCENT * high:+.2f}], "
+        f"p = {pair['p_two_sided']:.1g}"
+    )
+
+
+# --------------------------------------------------------------------------- the tables
+def results() -> str:
+    doc = _load(LADDER_JSON)
+    rows = ladder_rows()
+    base = rows[BASELINE]
+    out = []
+    for label, what, spec in RESULT_ROWS:
+        row = rows[label]
+        out.append(
+            [
+                what,
+                _pct(row["win_rate"]),
+                _interval(row["ci_low"], row["ci_high"]),
+                paired_cell(base, row),
+                f"`evaluate.py {spec}`",
+            ]
+        )
+    header = ["player", "win rate", "95% interval",
+              f"paired with `{BASELINE}` (points, 95%; McNemar)", "how"]  # fmt: skip
+    note = f"\n{doc['episodes']:,} deals of report seed {doc['seed']}.\n"
+    return _markdown(header, out) + note
+
+
+def ladder() -> str:
+    doc = _load(LADDER_JSON)
+    outcomes = ["won", "slain", "deck_exhausted", "midnight", "illegal"]
+    out = []
+    for r in doc["rows"]:
+        if r["kind"] == "bound":
+            cells = [f"{k} {v}" for k, v in r["outcomes"].items()] + [""] * 2
+        else:
+            cells = [str(r["outcomes"][o]) for o in outcomes]
+        out.append(
+            [r["label"], str(r["episodes"]), _pct(r["win_rate"]),
+             _interval(r["ci_low"], r["ci_high"]), *cells, f"{r['seconds_per_game']:.4f}"]
+        )  # fmt: skip
+    header = ["player", "deals", "win rate", "95% interval", *outcomes, "s/game"]
+    return _markdown(header, out) + f"\nDeals: report seed {doc['seed']}; `{doc['command']}`\n"
+
+
+def benchmark_text(doc: dict[str, Any]) -> str:
+    """The benchmark's three tables as text (``scripts/benchmark.py`` prints the same)."""
+    header = (
+        f"{'env':<28} {'envs':>6} {'steps/s':>12} {'loop steps/s':>13} {'episodes/s':>11} "
+        f"{'x Blackjack':>12} {'bytes/env':>10}"
+    )
+    lines = [header, "-" * len(header)]
+    for r in doc["throughput"]:
+        lines.append(
+            f"{r['name']:<28} {r['num_envs']:>6,} {r['steps_per_s']:>12,.0f} "
+            f"{r['loop_steps_per_s']:>13,.0f} {r['episodes_per_s']:>11,.0f} "
+            f"{r['ratio']:>11.1f}x {r['bytes_per_env']:>10,.0f}"
+        )
+    if doc["training"]:
+        theader = (
+            f"{'training':<40} {'timesteps':>10} {'steps/s':>9} {'wall s':>8} {'env share':>10}"
+        )
+        lines += ["", theader, "-" * len(theader)]
+        for t in doc["training"]:
+            lines.append(
+                f"{t['name']:<40} {t['timesteps']:>10,} {t['steps_per_s']:>9,.0f} "
+                f"{t['wall_seconds']:>8.1f} {t['env_share']:>9.1%}"
+            )
+    if doc["labelling"]:
+        lheader = (
+            f"{'expert-iteration labelling':<40} {'deals':>6} {'decisions':>10} {'wall s':>8} "
+            f"{'deals/s':>8} {'speed-up':>9}"
+        )
+        lines += ["", lheader, "-" * len(lheader)]
+        for lab in doc["labelling"]:
+            lines.append(
+                f"{lab['name']:<40} {lab['deals']:>6,} {lab['decisions']:>10,} "
+                f"{lab['wall_seconds']:>8.1f} {lab['deals_per_s']:>8.1f} {lab['speedup']:>8.2f}x"
+            )
+    return "\n".join(lines)
+
+
+def benchmark() -> str:
+    doc = _load(BENCHMARK_JSON)
+    machine = doc.get("machine", {})
+    said = (
+        f"\n{machine.get('cpus', '?')} cores; load average {machine.get('load_before', '?')} "
+        f"before, {machine.get('load_after', '?')} after; {machine.get('note', '')}\n"
+        if machine
+        else ""
+    )
+    return f"```text\n{benchmark_text(doc)}\n```\n{said}"
+
+
+def seeds_2026() -> str:
+    """Every config's three seeds on the deals of seed 2026 (the record of that evaluation)."""
+    import yaml  # noqa: PLC0415 (the training stack's)
+
+    doc = _load(SEEDS_2026_JSON)
+    rows = []
+    for agg in doc["seed_aggregates"]:
+        name = agg["name"]
+        config = yaml.safe_load((REPO_ROOT / "configs" / f"{name}.yaml").read_text())
+        pooled = agg["pooled_wins"] / agg["pooled_episodes"]
+        rows.append(
+            [
+                f"`{name}`",
+                str(config["algorithm"]["name"]),
+                ", ".join(str(s) for s in agg["seeds"]),
+                f"**{_pct(agg['mean_win_rate'])}**",
+                _interval(agg["ci_low"], agg["ci_high"]),
+                ", ".join(f"{PERCENT * r:.2f}" for r in agg["win_rates"]),
+                f"{_pct(pooled)} {_interval(agg['pooled_ci_low'], agg['pooled_ci_high'])}",
+            ]
+        )
+    base = next(a for a in doc["agents"] if a["agent"] == BASELINE)
+    rows.append(
+        [f"`{BASELINE}` (reference)", "hand-written", "—", _pct(base["win_rate"]),
+         _interval(base["ci_low"], base["ci_high"]), "—", "—"]
+    )  # fmt: skip
+    header = ["config", "algorithm", "seeds", "mean win rate", "95% CI (t over seeds)",
+              "per seed (%)", "pooled (Wilson)"]  # fmt: skip
+    return _markdown(header, rows) + f"\n{doc['episodes']:,} deals of seed {doc['seed']}.\n"
+
+
+def main_job() -> str:
+    doc = _load(MAIN_JOB_JSON)
+    header = ["what", "measured"]
+    rows = [[k, str(v)] for k, v in doc["summary"].items()]
+    return _markdown(header, rows) + f"\n`{doc['command']}` ({doc['machine']})\n"
+
+
+def looks() -> str:
+    header = ["date (UTC)", "commit", "deals", "players", "why"]
+    rows = []
+    for entry in read_looks():
+        commit = entry["commit"][:7] + (" (changes)" if entry.get("dirty") else "")
+        players = ", ".join(_short_label(a) for a in entry["agents"])
+        rows.append(
+            [entry["date"][:16].replace("T", " "), commit, f"{entry['episodes']:,}", players,
+             entry["why"].replace("|", "/")]
+        )  # fmt: skip
+    return _markdown(header, rows) + f"\nFrom `{LOOK_LOG.relative_to(REPO_ROOT)}`.\n"
+
+
+def experiments() -> str:
+    """The experiment log (``docs/records/experiments.json``, ``scripts/log_experiment.py``)."""
+    from agents.experiment_log import read_log  # noqa: PLC0415
+
+    rows = []
+    for e in read_log():
+        run = e.get("run") or {}
+        made = ""
+        if run:
+            made = (
+                f"`{run['config']}` seed {run['seed']}: {run['timesteps'] or 0:,} RL steps"
+                + (f", {run['rounds']} rounds" if run.get("rounds") else "")
+                + (f"; {run['wall_seconds']:,.0f} s" if run.get("wall_seconds") else "")
+            )
+        results = "; ".join(
+            f"{_pct(v['win_rate'])} {_interval(v['ci_low'], v['ci_high'])} on {v['episodes']:,} "
+            f"{v['deals']} deals (seed {v['seed']})"
+            for v in e["evaluations"]
+        )
+        rows.append([e["id"], e["what"], made, results, e["verdict"]])
+    header = ["run", "what", "made", "won", "verdict"]
+    return _markdown(header, rows) + "\nFrom `docs/records/experiments.json`.\n"
+
+
+def history(ref: str) -> str:
+    """Table ``N`` of ``FILE`` (``ref`` = ``FILE#N``) as transcribed at its commit."""
+    file, _, index = ref.rpartition("#")
+    doc = _load(HISTORY_JSON)
+    table = doc["files"][file][int(index)]
+    note = f"\nTranscribed from `{file}` at commit {doc['commit']} (`{HISTORY_JSON.name}`).\n"
+    return _markdown(table[0], table[1:]) + note
+
+
+TABLES: Final[dict[str, Callable[[], str]]] = {
+    "results": results,
+    "ladder": ladder,
+    "benchmark": benchmark,
+    "main-job": main_job,
+    "seeds-2026": seeds_2026,
+    "experiments": experiments,
+    "looks": looks,
+}
+
+
+def record(path: str) -> str:
+    """A record that is itself a table (``header``, ``rows``, and ``source`` or ``command``)."""
+    doc = _load(REPO_ROOT / path)
+    said = doc.get("source") or f"`{doc['command']}`"
+    return _markdown(doc["header"], doc["rows"]) + f"\nFrom `{path}`: {said}.\n"
+
+
+def render(name: str) -> str:
+    """The markdown of table ``name``."""
+    if name.startswith("history:"):
+        return history(name.removeprefix("history:"))
+    if name.startswith("record:"):
+        return record(name.removeprefix("record:"))
+    if name not in TABLES:
+        raise KeyError(f"no table named {name!r}; known: {sorted(TABLES)} and history:FILE#N")
+    return TABLES[name]()
+
+
+def markdown_files() -> list[Path]:
+    files = [REPO_ROOT / "README.md"]
+    files += sorted((REPO_ROOT / "docs").rglob("*.md"))
+    return files
+
+
+def refresh(path: Path, check: bool = False) -> list[str]:
+    """Re-render every table of ``path``; returns the names that differed (written unless
+    ``check``)."""
+    text = path.read_text(encoding="utf-8")
+    changed: list[str] = []
+
+    def replace(match: re.Match[str]) -> str:
+        name = match["name"]
+        body = render(name)
+        if body != match["body"]:
+            changed.append(name)
+        return f"<!-- table:{name} -->\n{body}<!-- /table -->"
+
+    new = BLOCK.sub(replace, text)
+    if changed and not check:
+        atomic_write_text(path, new)
+    return changed
+
+
+def tables_in(path: Path) -> list[str]:
+    return [m["name"] for m in BLOCK.finditer(path.read_text(encoding="utf-8"))]

@@ -1,0 +1,92 @@
+"""Every table of the README and docs/ is its committed record, rendered (agents/tables.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agents import tables
+from agents.evaluation.stats import mcnemar, wilson_interval
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("path", tables.markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_table_is_its_record(path: Path) -> None:
+    drift = tables.refresh(path, check=True)
+    assert not drift, f"{path}: {drift} differ from their records: run scripts/tables.py"
+
+
+def test_every_named_table_is_shown_somewhere() -> None:
+    shown = {name for path in tables.markdown_files() for name in tables.tables_in(path)}
+    assert set(tables.TABLES) <= shown, set(tables.TABLES) - shown
+
+
+def test_a_changed_record_is_a_drifted_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ladder = tmp_path / "ladder.json"
+    shutil.copy(tables.LADDER_JSON, ladder)
+    doc = json.loads(ladder.read_text())
+    row = next(r for r in doc["rows"] if r["label"].endswith("trained"))
+    row["win_rate"] += 0.0001
+    ladder.write_text(json.dumps(doc))
+    monkeypatch.setattr(tables, "LADDER_JSON", ladder)
+    assert "results" in tables.refresh(ROOT / "README.md", check=True)
+
+
+def _row(text: str, start: str) -> list[str]:
+    line = next(x for x in text.splitlines() if x.startswith(f"| {start}"))
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def test_the_readme_results_are_the_ladder_record_recomputed() -> None:
+    """Independently of the renderer: each row's rate and interval from its wins and deals,
+    the pairing from the per-deal wins."""
+    doc = json.loads(tables.LADDER_JSON.read_text())
+    readme = (ROOT / "README.md").read_text()
+    rows = {r["label"].rsplit("/", 1)[-1]: r for r in doc["rows"] if r["kind"] != "bound"}
+    heuristic = rows["heuristic"]
+    for label, what, _ in tables.RESULT_ROWS:
+        record = rows[label]
+        cells = _row(readme, what)
+        wins, n = record["outcomes"]["won"], record["episodes"]
+        low, high = wilson_interval(wins, n)
+        assert cells[1] == f"{100 * wins / n:.2f}%"
+        assert cells[2] == f"[{100 * low:.2f}%, {100 * high:.2f}%]"
+        if label != "heuristic":
+            from agents.evaluation.arena import unpack_wins
+
+            base_won = unpack_wins(heuristic["won_bits"], n)
+            pair = mcnemar(base_won, unpack_wins(record["won_bits"], n))
+            assert cells[3].startswith(f"{100 * pair['difference']:+.2f} ")
+
+
+def test_the_readme_prose_has_no_figure_without_a_record() -> None:
+    """A percentage written in the README's prose must be a value some committed record
+    holds (rounded as shown); tables are checked above."""
+    values: set[str] = set()
+
+    def collect(x: object) -> None:
+        if isinstance(x, dict):
+            for v in x.values():
+                collect(v)
+        elif isinstance(x, list):
+            for v in x:
+                collect(v)
+        elif isinstance(x, float):
+            values.update({f"{100 * x:.2f}%", f"{100 * x:.1f}%", f"{x:.2f}%"})
+        elif isinstance(x, str):
+            values.update(re.findall(r"\d+\.\d+%", x))
+
+    for record in (ROOT / "docs").rglob("*.json"):
+        collect(json.loads(record.read_text()))
+    readme = (ROOT / "README.md").read_text()
+    text = re.sub(r"<!-- table:.*?<!-- /table -->", "", readme, flags=re.S)
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    orphans = sorted(set(re.findall(r"\d+\.\d+%", text)) - values)
+    assert not orphans, f"README figures with no record: {orphans}"
