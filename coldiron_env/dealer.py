@@ -53,8 +53,8 @@ AUDIT_VARIABLE: Final = "COLDIRON_DEAL_AUDIT"
 shuffled deck an env deals (single or vector, in any process) is appended to
 ``deals-<pid>.txt`` there, one line ``<seed> <deck as hex>`` where ``<seed>`` is the
 entropy of the generator that shuffled it (``unseeded`` for one seeded from the OS). It
-records what was dealt, not what was asked for: tests/test_held_out.py reads it to check that no training, imitation,
-labelling or validation deal comes from an evaluation seed."""
+records what was dealt, not what was asked for: tests/test_held_out.py reads it to check
+that no training, imitation, labelling or validation deal comes from an evaluation seed."""
 AUDIT_FILE_PREFIX: Final = "deals-"
 
 
