@@ -30,7 +30,7 @@ from typing import Any, Final
 from agents.atomic import atomic_write_text
 from agents.evaluation.arena import unpack_wins
 from agents.evaluation.looks import LOOK_LOG, read_looks
-from agents.evaluation.stats import mcnemar
+from agents.evaluation.stats import mcnemar, wilson_interval
 from agents.gitinfo import REPO_ROOT
 
 DOCS: Final = REPO_ROOT / "docs"
@@ -266,6 +266,72 @@ def experiments() -> str:
     return _markdown(header, rows) + "\nFrom `docs/records/experiments.json`.\n"
 
 
+def clone_variants() -> str:
+    """One round of expert iteration's cloning, by variant (``scripts/experiments/
+    clone_variants.py``, ``docs/records/clone_variants.json``)."""
+    doc = _load(DOCS / "records" / "clone_variants.json")
+    rows = []
+    for r in doc["results"]:
+        n = 10_000 if "10000" in doc["deals"]["validation"] else 0
+        low, high = wilson_interval(r["validation_wins"], n) if n else (0.0, 0.0)
+        rows.append(
+            [r["variant"], f"{100 * r['switch_recall']:.1f}%", f"{100 * r['collateral']:.2f}%",
+             f"{_pct(r['validation_win_rate'])} {_interval(low, high)}"]
+        )  # fmt: skip
+    header = ["cloning", "planner's changes learned", "kept decisions changed",
+              "validation win rate [95%]"]  # fmt: skip
+    return _markdown(header, rows) + (
+        f"\nStart `{doc['start']}`; labels {doc['deals']['labels']}; "
+        f"{doc['deals']['validation']}; `{doc['command']}`.\n"
+    )
+
+
+def bounds() -> str:
+    """Every bound computed (``scripts/bound.py --json``: ``docs/records/bound*.json``)."""
+    rows = []
+    for path in sorted((DOCS / "records").glob("bound*.json")):
+        doc = _load(path)
+        if "mean" not in doc:
+            continue
+        rise = doc.get("drift", {})
+        rows.append(
+            [
+                doc["value_function"]["name"],
+                f"{doc['episodes']:,} {doc['deals']} deals (seed {doc['seed']})",
+                f"{_pct(doc['mean'])} {_interval(doc['ci_low'], doc['ci_high'])}",
+                f"{rise.get('mean_positive_drift', 0.0):+.4f} at "
+                f"{_pct(rise.get('share_positive', 0.0))}"
+                if rise.get("decision_points")
+                else "none (W = 0)",
+                f"{doc['seconds']:,.0f} s on {doc['workers']} processes",
+                f"`{path.name}`",
+            ]
+        )
+    header = ["W", "deals", "bound [95%]", "mean positive drift, at share of positions",
+              "time", "record"]  # fmt: skip
+    return _markdown(header, rows)
+
+
+def bound_cost() -> str:
+    """The exact search of the real game, with (turn, Hurt) dominance: its size per deal."""
+    rows = []
+    for name in ("bound_cost.json", "bound_cost_large.json"):
+        doc = _load(DOCS / "records" / name)
+        for r in doc["rows"]:
+            rows.append(
+                [
+                    r["penalties"],
+                    str(r["deal"]),
+                    f"{r['explored']:,}" + ("" if r["finished"] else " (budget spent)"),
+                    f"{r['seconds']:,.1f}",
+                    "yes" if r["finished"] else "no",
+                    f"`{name}`",
+                ]
+            )
+    header = ["penalties", "deal", "states explored", "seconds", "finished", "record"]
+    return _markdown(header, rows)
+
+
 def history(ref: str) -> str:
     """Table ``N`` of ``FILE`` (``ref`` = ``FILE#N``) as transcribed at its commit."""
     file, _, index = ref.rpartition("#")
@@ -282,6 +348,9 @@ TABLES: Final[dict[str, Callable[[], str]]] = {
     "main-job": main_job,
     "seeds-2026": seeds_2026,
     "experiments": experiments,
+    "clone-variants": clone_variants,
+    "bounds": bounds,
+    "bound-cost": bound_cost,
     "looks": looks,
 }
 

@@ -50,6 +50,7 @@ Q_MARGIN: Final = 0.05  # DQfD-style margin between the teacher's Q and any othe
 MASKED_LOGIT: Final = -1e8  # logit given to illegal actions in the masked cross-entropy
 VALUE_LOSS_WEIGHT: Final = 0.5
 DAGGER_BATCH: Final = 256
+REFERENCE_CHUNK: Final = 4096  # decisions per forward pass of the pre-cloning logits
 """Games the student plays in lockstep while DAgger's teachers label them."""
 
 
@@ -309,9 +310,23 @@ def behaviour_clone(
     value_pretrain: bool = True,
     seed: int = 0,
     log: Callable[[str], None] | None = None,
+    anchor: float = 0.0,
+    changed_weight: float = 1.0,
 ) -> dict[str, Any]:
-    """Train ``model``'s network to imitate ``demos``; returns accuracy and loss figures."""
+    """Train ``model``'s network to imitate ``demos``; returns accuracy and loss figures.
+
+    ``anchor`` > 0 adds ``anchor`` times the KL divergence from the network's own masked
+    policy before this call to the new one, on every decision: the labels that agree with
+    the network then move its logits little, so teaching the labels that differ changes
+    fewer other decisions. ``changed_weight`` weighs the labels that differ from the
+    network's choice before this call (1: all labels alike). Actor-critic, flat
+    observations only for either.
+    """
     cloner = _Cloner(model)
+    weighted = bool(anchor) or changed_weight != 1.0
+    if weighted and (cloner.spec.recurrent or cloner.spec.family == "q_value"):
+        raise ValueError("anchor and changed_weight are for flat actor-critic networks")
+    reference = _reference_logits(cloner, demos) if weighted else None
     params = list(model.policy.parameters())
     optimizer = th.optim.Adam(params, lr=learning_rate)
     rng = np.random.default_rng(seed)
@@ -325,8 +340,9 @@ def behaviour_clone(
             )
         else:
             loss_sum, batches = _flat_epoch(
-                cloner, demos, optimizer, batch_size, rng, value_pretrain
-            )
+                cloner, demos, optimizer, batch_size, rng, value_pretrain,
+                reference, anchor, changed_weight,
+            )  # fmt: skip
         losses.append(loss_sum / max(batches, 1))
         if log is not None:
             log(f"  imitation epoch {epoch + 1}/{epochs}: loss {losses[-1]:.4f}")
@@ -353,6 +369,17 @@ def _descend(optimizer: th.optim.Optimizer, loss: th.Tensor) -> float:
     return float(loss.detach())
 
 
+def _reference_logits(cloner: _Cloner, demos: Demonstrations) -> th.Tensor:
+    """The network's masked logits on every decision, before cloning (no gradient)."""
+    rows = []
+    with th.no_grad():
+        for start in range(0, len(demos), REFERENCE_CHUNK):
+            idx = np.arange(start, min(start + REFERENCE_CHUNK, len(demos)))
+            scores, _ = cloner.scores_values(_rows(demos.obs, idx))
+            rows.append(_masked(scores, th.as_tensor(demos.masks[idx], device=scores.device)))
+    return th.cat(rows)
+
+
 def _flat_epoch(
     cloner: _Cloner,
     demos: Demonstrations,
@@ -360,6 +387,9 @@ def _flat_epoch(
     batch_size: int,
     rng: np.random.Generator,
     value_pretrain: bool,
+    reference: th.Tensor | None = None,
+    anchor: float = 0.0,
+    changed_weight: float = 1.0,
 ) -> tuple[float, int]:
 
     device = cloner.policy.device
@@ -380,7 +410,18 @@ def _flat_epoch(
                 loss = loss + F.mse_loss(q_teacher, returns)
         else:
             logits = _masked(scores, masks) if cloner.spec.supports_masks else scores
-            loss = F.cross_entropy(logits, actions)
+            if reference is None:
+                loss = F.cross_entropy(logits, actions)
+            else:
+                old = reference[th.as_tensor(idx, device=device)]
+                changed = (old.argmax(dim=1) != actions).float()
+                weights = 1.0 + (changed_weight - 1.0) * changed
+                loss = (weights * F.cross_entropy(logits, actions, reduction="none")).mean()
+                if anchor:
+                    old_logp = F.log_softmax(old, dim=1)
+                    new_logp = F.log_softmax(logits, dim=1)
+                    kl = (old_logp.exp() * (old_logp - new_logp)).sum(dim=1)
+                    loss = loss + anchor * kl.mean()
             if value_pretrain and values is not None:
                 loss = loss + VALUE_LOSS_WEIGHT * F.mse_loss(values, returns)
         total += _descend(optimizer, loss)

@@ -1,0 +1,129 @@
+"""An upper bound on every honest player's win rate (agents/evaluation/bound.py).
+
+    .venv/bin/python scripts/bound.py --fit docs/records/bound_w.json             # fit W
+    .venv/bin/python scripts/bound.py --model docs/records/bound_w.json --deals validation \\
+        --episodes 200 --seed 901 --json bound-validation.json
+    .venv/bin/python scripts/bound.py --model docs/records/bound_w.json --episodes 200 \\
+        --json docs/records/bound.json --why "..."                  # the report seed: logged
+
+Each deal's bound is the clairvoyant's maximum of (win - penalties) over every game of the
+relaxed game (every numbered card drawn is kept); their mean bounds the win rate of every
+player who sees only what a player sees. Deals run in parallel processes. ``--model zero``
+is W = 0: the clairvoyant (100% here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.atomic import atomic_write_json
+from agents.evaluation.arena import REPORT_SEED, deal_decks, validation_decks
+from agents.evaluation.bound import ValueModel, deal_bound
+from agents.evaluation.looks import record_look
+from agents.gitinfo import git_commit, utc_now
+
+Z_95 = 1.96
+DRIFT_SEED = 906
+DRIFT_DEALS = 300
+_MODEL: dict[str, ValueModel] = {}
+
+
+def _init(model: ValueModel) -> None:
+    _MODEL["w"] = model
+
+
+def _one(deck: np.ndarray) -> float:
+    return deal_bound(deck, _MODEL["w"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--fit", type=Path, metavar="FILE", help="fit W and write it to FILE")
+    parser.add_argument("--rounds", type=int, default=8, help="fitting rounds (with --fit)")
+    parser.add_argument("--fit-deals", type=int, default=1500, help="deals a fitting round plays")
+    parser.add_argument(
+        "--monte-carlo-rounds", type=int, default=2, help="first rounds fitted to game results"
+    )
+    parser.add_argument("--network", action="store_true", help="W as a small network")
+    parser.add_argument("--model", default=None, help="W: a file written by --fit, or zero")
+    parser.add_argument("--episodes", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=REPORT_SEED)
+    parser.add_argument("--deals", choices=("evaluation", "validation"), default="evaluation")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--why", help="why the report seed is looked at (the look log)")
+    args = parser.parse_args(argv)
+    command = ".venv/bin/python scripts/bound.py " + " ".join(
+        sys.argv[1:] if argv is None else argv
+    )
+    if args.fit is not None:
+        from agents.evaluation.bound_fit import FitSettings, fit_value_model
+
+        settings = FitSettings(
+            rounds=args.rounds,
+            deals=args.fit_deals,
+            monte_carlo_rounds=args.monte_carlo_rounds,
+            network=args.network,
+        )
+        if args.network:  # the settings measured for the network form
+            settings.learning_rate, settings.epochs, settings.expectile = 0.01, 400, 0.5
+            settings.l2 = 1e-6
+        model = fit_value_model(settings)
+        if args.monte_carlo_rounds >= args.rounds:
+            model.name = "fitted to game results (Monte Carlo)"
+        elif args.network:
+            model.name = "fitted value iteration, small network"
+        model.meta["command"] = command
+        model.save(args.fit)
+        print(f"wrote {args.fit}")
+        return 0
+    if args.model is None:
+        parser.error("--model FILE (or zero) or --fit FILE")
+    model = ValueModel.zero() if args.model == "zero" else ValueModel.load(Path(args.model))
+    if args.deals == "validation":
+        decks = validation_decks(args.seed, args.episodes)
+    else:
+        decks = deal_decks(args.seed, args.episodes)
+        record_look(args.seed, args.episodes, [f"bound ({model.name})"], args.why, REPORT_SEED)
+    start = time.perf_counter()
+    if args.workers > 1:
+        with mp.get_context("spawn").Pool(args.workers, _init, (model,)) as pool:
+            values = np.asarray(pool.map(_one, list(decks), chunksize=4))
+    else:
+        _init(model)
+        values = np.asarray([_one(d) for d in decks])
+    seconds = time.perf_counter() - start
+    mean = float(values.mean())
+    half = Z_95 * float(values.std(ddof=1)) / np.sqrt(len(values)) if len(values) > 1 else 0.0
+    print(f"bound on {len(values)} {args.deals} deals (seed {args.seed}), W = {model.name}: "
+          f"{100 * mean:.2f}% [{100 * (mean - half):.2f}%, {100 * (mean + half):.2f}%] "
+          f"({seconds:.0f} s)")  # fmt: skip
+    from agents.evaluation.bound_fit import drift
+
+    rises = drift(model, validation_decks(DRIFT_SEED, DRIFT_DEALS).astype(np.int64))
+    print(f"drift of W where its greedy player goes ({DRIFT_DEALS} validation deals): {rises}")
+    if args.json is not None:
+        doc: dict[str, Any] = {
+            "drift": {**rises, "deals": f"{DRIFT_DEALS} validation deals of seed {DRIFT_SEED}"},
+            "episodes": len(values), "mean": mean, "ci_low": mean - half, "ci_high": mean + half,
+            "interval": "normal 95% over deals", "seed": args.seed, "deals": args.deals,
+            "value_function": {"name": model.name, "file": args.model, "meta": model.meta},
+            "per_deal": values.tolist(), "seconds": round(seconds, 1), "workers": args.workers,
+            "command": command, "commit": git_commit(), "time": utc_now(),
+        }  # fmt: skip
+        atomic_write_json(args.json, doc)
+        print(f"json: {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

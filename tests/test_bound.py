@@ -1,0 +1,142 @@
+"""The bound of agents/evaluation/bound.py is valid by construction; these tests check the
+construction on data: with W = 0 it is the clairvoyant, along honest players' games the
+penalties have mean zero, on every deal it is at least each player's own penalised result
+(the clairvoyant can play their game), and the relaxed twin wins whenever the real game does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents.evaluation.arena import validation_decks
+from agents.evaluation.bound import NUM_PARAMS, ValueModel, deal_bound, twin_result
+from agents.evaluation.bound_fit import FitSettings, fit_value_model
+from agents.players.roster import BUILTIN_AGENTS
+from agents.players.solver import solve_deck
+from coldiron_env.game import Game
+from coldiron_env.knowledge import Knowledge
+
+
+def play(agent_name: str, deck: np.ndarray, seed: int) -> list[int]:
+    """The actions a built-in player takes on ``deck`` (deciding from its Knowledge)."""
+    agent = BUILTIN_AGENTS[agent_name]()
+    agent.reset(seed=seed)
+    game = Game([int(c) for c in deck])
+    actions = []
+    while game.outcome is None:
+        action = int(agent.act_knowledge(Knowledge.from_game(game)))  # type: ignore[attr-defined]
+        actions.append(action)
+        game.step(action)
+    return actions
+
+
+@pytest.fixture(scope="module")
+def fitted() -> ValueModel:
+    """A W fitted quickly (two rounds on game results): the checks hold for any W."""
+    return fit_value_model(
+        FitSettings(rounds=2, deals=300, monte_carlo_rounds=2), log=lambda _: None
+    )
+
+
+def test_with_w_zero_the_bound_is_the_clairvoyant() -> None:
+    for deck in validation_decks(902, 20):
+        assert deal_bound(deck, ValueModel.zero()) == float(solve_deck(deck.tolist()).winnable)
+
+
+@pytest.mark.parametrize("model", ["fitted", "random"])
+def test_the_bound_is_at_least_every_players_penalised_result(
+    model: str, fitted: ValueModel
+) -> None:
+    w = (
+        fitted
+        if model == "fitted"
+        else ValueModel(np.random.default_rng(1).normal(0, 1, NUM_PARAMS))
+    )
+    for k, deck in enumerate(validation_decks(903, 40)):
+        bound = deal_bound(deck, w)
+        for name in ("heuristic", "threaten", "random"):
+            actions = play(name, deck, k)
+            r, z, outcome = twin_result(deck, actions, w)
+            assert bound >= r - z - 1e-9, (k, name, bound, r, z)
+            assert r >= (outcome == "won"), "the relaxed twin wins whenever the real game does"
+
+
+def test_penalties_have_mean_zero_along_honest_games(fitted: ValueModel) -> None:
+    """Thousands of heuristic games: the mean of Z is zero within its 99.9% interval, while
+    the same sums with the realised card's penalty doubled (a biased check) are not."""
+    sums = []
+    for k, deck in enumerate(validation_decks(904, 1500)):
+        _, z, _ = twin_result(deck, play("heuristic", deck, k), fitted)
+        sums.append(z)
+    z = np.asarray(sums)
+    se = z.std(ddof=1) / np.sqrt(len(z))
+    assert abs(z.mean()) < 3.3 * se, (z.mean(), se)
+    assert se > 0  # the penalties are not all zero: the check can fail
+
+
+def reference_bound(deck: np.ndarray, w: ValueModel) -> float:
+    """The clairvoyant's maximum again, independently: every legal action of the reference
+    engine (``Game``) at every decision point, memoised, the relaxed win read off the cards
+    drawn, the penalties of each draw as :func:`twin_result` charges them."""
+    from agents.evaluation.bound import (
+        ACTION_REST,
+        ACTION_TAKE_BONUS,
+        DRAW_HURTING,
+        DRAW_RACK,
+        DRAW_SAFE,
+        RACK_ACTION_FIRST,
+        DealFacts,
+        _arrays,
+        penalty,
+    )  # fmt: skip
+    from coldiron_env.actions import LEGAL_ACTIONS
+    from coldiron_env.cards import FIRST_COURT, FIRST_JOKER
+    from coldiron_env.game import BONUS_FROM_IRON
+
+    facts = DealFacts.of(deck)
+    arrays = _arrays(facts, w)
+    memo: dict[tuple[int, ...], float] = {}
+
+    def value(game: Game) -> float:
+        key = (game.pos, game.turn, game.hurt, game.phase, game.iron_count, game.bonus_source)
+        if key in memo:
+            return memo[key]
+        best = -np.inf
+        for action in LEGAL_ACTIONS[game.phase]:
+            child = game.clone()
+            pos, turn, hurt = child.pos, child.turn, child.hurt
+            iron_bonus = child.bonus_source == BONUS_FROM_IRON
+            child.step(action)
+            total, won = 0.0, False
+            for card in child.drawn:
+                if action == ACTION_TAKE_BONUS:
+                    kind = DRAW_HURTING if iron_bonus else DRAW_SAFE
+                elif RACK_ACTION_FIRST <= action < ACTION_REST:
+                    kind = DRAW_RACK
+                else:
+                    kind = DRAW_SAFE
+                total -= penalty(pos, turn, hurt, kind, *arrays[:9])
+                pos += 1
+                if facts.won[pos]:
+                    won = True
+                    break
+                if kind != DRAW_SAFE and FIRST_COURT <= card < FIRST_JOKER:
+                    hurt += 1
+            if won:
+                best = max(best, total + 1.0)
+            elif child.outcome is not None:
+                best = max(best, total)
+            else:
+                best = max(best, total + value(child))
+        memo[key] = best
+        return best
+
+    return value(Game([int(c) for c in deck]))
+
+
+def test_the_search_is_the_reference_engines_maximum() -> None:
+    """On a random W (every penalty nonzero), deal by deal, to rounding."""
+    w = ValueModel(np.random.default_rng(2).normal(0, 1, NUM_PARAMS))
+    for deck in validation_decks(905, 4):
+        assert deal_bound(deck, w) == pytest.approx(reference_bound(deck, w), abs=1e-9)
