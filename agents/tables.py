@@ -39,6 +39,8 @@ BENCHMARK_JSON: Final = DOCS / "benchmark.json"
 MAIN_JOB_JSON: Final = DOCS / "records" / "main_job.json"
 HISTORY_JSON: Final = DOCS / "history" / "tables-8ad2cac.json"
 SEEDS_2026_JSON: Final = DOCS / "history" / "seeds-2026.json"
+SEEDS_2026_TABLE: Final = 4
+"""The seeds table's index among the README's tables at the transcribed commit."""
 MARKDOWN_FILES: Final = ("README.md", "docs")
 """The README and every ``.md`` file under docs/."""
 BLOCK: Final = re.compile(r"<!-- table:(?P<name>[^ ]+) -->\n(?P<body>.*?)<!-- /table -->", re.S)
@@ -49,7 +51,7 @@ RESULT_ROWS: Final = (
     ("random", "`random` (uniform over the legal actions)", "--agent random"),
     ("threaten", "`threaten` (always Threaten, take every bonus)", "--agent threaten"),
     ("heuristic", "`heuristic` (hand-written, perfect memory)", "--agent heuristic"),
-    ("trained", "**`trained`** (the default config, seed 0: the main job's network)",
+    ("trained", "**`trained`** (the default config, seed 0, trained at commit d741df9)",
      "--agent trained"),
     ("distilled", "`distilled` (`trained` + 30 rounds of expert iteration)", "--agent distilled"),
     ("planner-small", "`planner-small` (rollouts of `heuristic`, 256 orders a decision)",
@@ -193,18 +195,17 @@ def benchmark() -> str:
 
 def seeds_2026() -> str:
     """Every config's three seeds on the deals of seed 2026 (the record of that evaluation)."""
-    import yaml  # noqa: PLC0415 (the training stack's)
-
     doc = _load(SEEDS_2026_JSON)
+    transcribed = _load(HISTORY_JSON)["files"]["README.md"][SEEDS_2026_TABLE]
+    algorithm = {re.sub(r"`([^`]+)`.*", r"\1", row[0]): row[1] for row in transcribed[1:]}
     rows = []
     for agg in doc["seed_aggregates"]:
         name = agg["name"]
-        config = yaml.safe_load((REPO_ROOT / "configs" / f"{name}.yaml").read_text())
         pooled = agg["pooled_wins"] / agg["pooled_episodes"]
         rows.append(
             [
                 f"`{name}`",
-                str(config["algorithm"]["name"]),
+                algorithm[name],
                 ", ".join(str(s) for s in agg["seeds"]),
                 f"**{_pct(agg['mean_win_rate'])}**",
                 _interval(agg["ci_low"], agg["ci_high"]),
@@ -272,8 +273,8 @@ def clone_variants() -> str:
     doc = _load(DOCS / "records" / "clone_variants.json")
     rows = []
     for r in doc["results"]:
-        n = 10_000 if "10000" in doc["deals"]["validation"] else 0
-        low, high = wilson_interval(r["validation_wins"], n) if n else (0.0, 0.0)
+        n = round(r["validation_wins"] / r["validation_win_rate"])
+        low, high = wilson_interval(r["validation_wins"], n)
         rows.append(
             [r["variant"], f"{100 * r['switch_recall']:.1f}%", f"{100 * r['collateral']:.2f}%",
              f"{_pct(r['validation_win_rate'])} {_interval(low, high)}"]

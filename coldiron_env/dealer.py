@@ -86,6 +86,11 @@ def set_audit(folder: str | os.PathLike[str] | None) -> None:
         _audit_folder = str(folder)
 
 
+def auditing() -> bool:
+    """Whether the deal audit is on in this process (callers skip building its arguments)."""
+    return _audit_folder is not None
+
+
 def audit_deals(
     rngs: Sequence[np.random.Generator | None], decks: Sequence[Sequence[int]] | np.ndarray
 ) -> None:

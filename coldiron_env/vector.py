@@ -95,7 +95,7 @@ from coldiron_env.cards import (
     hand_codes,
     parse_deck,
 )
-from coldiron_env.dealer import SHUFFLE_BATCH, audit_deals, relabel_jokers
+from coldiron_env.dealer import SHUFFLE_BATCH, audit_deals, auditing, relabel_jokers
 from coldiron_env.env import RESET_OPTION_KEYS, ColdIronEnv
 from coldiron_env.game import (
     GameOverError,
@@ -502,7 +502,8 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             self._pool.reshape(-1, DECK_SIZE), envs * SHUFFLE_BATCH + self._pool_next[envs], axis=0
         )
         self._pool_next[envs] += 1
-        audit_deals([self._rngs[i] for i in envs.tolist()], decks)
+        if auditing():
+            audit_deals([self._rngs[i] for i in envs.tolist()], decks)
         return decks
 
     def _start(self, envs: I64, decks: I8) -> None:

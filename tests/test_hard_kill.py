@@ -147,7 +147,7 @@ def resume(out: Path) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def check_whole(out: Path, rounds: int) -> None:
+def check_whole(out: Path, rounds: int, resumed: bool = True) -> None:
     """Every file of the finished run is complete and readable, and the records agree."""
     leftovers = [p.name for p in out.iterdir() if p.name.startswith((".", "checkpoint-"))]
     assert len(leftovers) == 1 and leftovers[0].startswith("checkpoint-"), leftovers
@@ -170,7 +170,7 @@ def check_whole(out: Path, rounds: int) -> None:
             yaml.safe_load(path.read_text())
     meta = json.loads((out / "meta.json").read_text())
     assert meta["status"] == "completed" and meta["timesteps"] == STEPS
-    assert meta["resumes"], "the run was resumed"
+    assert bool(meta.get("resumes")) == resumed
     history = json.loads((out / "evaluations.json").read_text())["evaluations"]
     steps = [h["timesteps"] for h in history]
     assert steps == sorted(set(steps)), f"evaluations out of order or repeated: {steps}"
@@ -220,3 +220,22 @@ def test_a_hard_kill_during_expert_iteration_then_resume_finishes_the_rounds(
     check_whole(out, ROUNDS)
     first = json.loads((out / "expert_iteration.json").read_text())["rounds"][0]
     assert first == recorded[0], "the first round's record is kept as it was"
+
+
+@pytest.mark.slow
+def test_a_run_killed_before_its_first_checkpoint_starts_over(tmp_path: Path) -> None:
+    """A run directory whose meta.json says ``running`` but holds no checkpoint (a kill
+    between the two writes, or before the first checkpoint): --resume starts it over."""
+    from agents.learning.config import config_from_dict
+    from agents.learning.training import RunDir, prepare_run_dir, train
+
+    cfg = config_from_dict(tiny_config(0))
+    run = prepare_run_dir(cfg, tmp_path / "run", None)
+    (run.root / "meta.json").write_text(json.dumps({"status": "running", "seed": 5}))
+    (run.root / ".staging-checkpoint-000000000000-deadbeef").mkdir()  # half-written
+    logs: list[str] = []
+    result = train(cfg, resume=run.root, log=logs.append)
+    assert not result.interrupted and result.timesteps == STEPS
+    assert any("stopped before training began" in m for m in logs)
+    check_whole(run.root, 0, resumed=False)
+    assert isinstance(RunDir(run.root).checkpoint, Path)

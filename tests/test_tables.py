@@ -83,10 +83,20 @@ def test_the_readme_prose_has_no_figure_without_a_record() -> None:
         elif isinstance(x, str):
             values.update(re.findall(r"\d+\.\d+%", x))
 
-    for record in (ROOT / "docs").rglob("*.json"):
+    for record in (tables.LADDER_JSON, tables.MAIN_JOB_JSON):  # the README's records
         collect(json.loads(record.read_text()))
     readme = (ROOT / "README.md").read_text()
     text = re.sub(r"<!-- table:.*?<!-- /table -->", "", readme, flags=re.S)
     text = re.sub(r"```.*?```", "", text, flags=re.S)
     orphans = sorted(set(re.findall(r"\d+\.\d+%", text)) - values)
     assert not orphans, f"README figures with no record: {orphans}"
+
+
+def test_every_config_has_its_three_seeds_in_the_history_table() -> None:
+    doc = json.loads(tables.SEEDS_2026_JSON.read_text())
+    configs = {p.stem for p in (ROOT / "configs").glob("*.yaml") if not p.stem.startswith("tune_")}
+    shown = {a["name"]: a for a in doc["seed_aggregates"]}
+    assert configs <= set(shown), configs - set(shown)
+    assert all(len(shown[c]["seeds"]) >= 3 for c in configs)
+    table = tables.render("seeds-2026")
+    assert all(f"`{c}`" in table for c in configs)

@@ -57,11 +57,6 @@ planner's budgets were set on seed 0; choices are made on validation deals), no 
 trained on them (training, imitation, labelling and validation deal from streams apart
 from every evaluation seed, ``coldiron_env.dealer.DealStream``, checked on the decks
 actually dealt), and every evaluation on it is logged (:mod:`agents.evaluation.looks`)."""
-PREVIOUS_REPORT_SEED: Final = 2026
-"""The report seed until 2026-11-30. Looked at in many commits, and within reach of the
-training envs of runs made before SB3's reseeding was caught (their env ``i`` dealt the
-deals of evaluation seed ``seed + i``: seeds 0 to about 1,025 for the shipped runs); its
-figures stay in the docs where history needs them, labelled as such."""
 AGENT_SEED_STREAM: Final = 1
 """Second word of the seed of the generator of the agents' per-deal seeds."""
 MAX_AGENT_SEED: Final = 2**31 - 1

@@ -28,6 +28,7 @@ Standard rules only.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from coldiron_env.actions import RACK_ACTIONS, RACK_TARGETS
+from coldiron_env.actions import BONUS, RACK_ACTIONS, RACK_TARGETS, REST, STOP
 from coldiron_env.analysis import IMPOSSIBLE, NUM_COURTS, suit_tables
 from coldiron_env.batched import compiled
 from coldiron_env.cards import (
@@ -109,11 +110,11 @@ DRAW_RACK: Final = 2
 """A rack: a court costs 1 Hurt, a Joker slays."""
 
 RACK_MASKS: Final = np.array([RACK_TARGETS[a] for a in RACK_ACTIONS], dtype=np.int64)
-RACK_ACTION_FIRST: Final = 2
-ACTION_REST: Final = 16
-ACTION_STOP: Final = 17
-ACTION_TAKE_BONUS: Final = 18
-ACTIONS_AT_TURN: Final = ACTION_REST + 1
+RACK_ACTION_FIRST: Final = RACK_ACTIONS[0]
+ACTION_REST: Final = REST
+ACTION_STOP: Final = STOP
+ACTION_TAKE_BONUS: Final = BONUS
+ACTIONS_AT_TURN: Final = REST + 1
 HAS_RUN_ARRAY: Final = np.array(HAS_RUN, dtype=np.bool_)
 UNSET: Final = -1e9
 
@@ -700,14 +701,10 @@ def _arrays(facts: DealFacts, model: ValueModel) -> tuple[Any, ...]:
     )
 
 
-_TABLES: dict[str, I64] = {}
-
-
+@functools.cache
 def _tables() -> tuple[I64, I64]:
-    if not _TABLES:
-        _TABLES["phi"] = suit_feature_table()
-        _TABLES["need"] = suit_need_table()
-    return _TABLES["phi"], _TABLES["need"]
+    """The per-suit feature and need tables (built once per process)."""
+    return suit_feature_table(), suit_need_table()
 
 
 def deal_bound(deck: Any, model: ValueModel) -> float:
@@ -715,9 +712,7 @@ def deal_bound(deck: Any, model: ValueModel) -> float:
     return float(_solve(0, 1, 0, CTX_TURN, _arrays(DealFacts.of(deck), model)))
 
 
-def deal_bound_path(
-    deck: Any, model: ValueModel
-) -> tuple[float, list[tuple[int, int, int, int]]]:
+def deal_bound_path(deck: Any, model: ValueModel) -> tuple[float, list[tuple[int, int, int, int]]]:
     """The deal's bound and the decision points ``(pos, turn, hurt, ctx)`` of the
     clairvoyant's best relaxed game."""
     facts = DealFacts.of(deck)

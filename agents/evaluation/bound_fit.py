@@ -27,6 +27,7 @@ from agents.evaluation.bound import (
     CTX_BONUS,
     CTX_TURN,
     FEATURES_PER_STATE,
+    HAS_RUN_ARRAY,
     MLP_HIDDEN,
     MLP_SIZE,
     NUM_PARAMS,
@@ -36,10 +37,10 @@ from agents.evaluation.bound import (
     state_features,
     value,
 )
+from coldiron_env.actions import BONUS, IRON, NUM_ACTIONS, RACK_ACTIONS, REST, STOP, THREATEN
 from coldiron_env.batched import compiled
 from coldiron_env.cards import DECK_SIZE, FIRST_COURT, FIRST_JOKER, NUM_NUMBERED, NUM_SUITS
 from coldiron_env.dealer import DealStream, shuffled_decks, stream_seed
-from coldiron_env.judge import HAS_RUN
 from coldiron_env.options import IRON_APPLICATIONS_PER_TURN, MAX_HURT, STANDARD_TURNS
 
 F64 = npt.NDArray[np.float64]
@@ -47,11 +48,16 @@ I64 = npt.NDArray[np.int64]
 
 FIT_SEED: Final = 900
 """Seed of the fitting deals in the ``SEARCH`` stream (no report or choice uses them)."""
-NUM_ACTIONS_RELAXED: Final = 19
-ACTION_THREATEN, ACTION_IRON, ACTION_REST, ACTION_STOP, ACTION_BONUS = 0, 1, 16, 17, 18
-RACK_FIRST: Final = 2
+NUM_ACTIONS_RELAXED: Final = NUM_ACTIONS
+ACTION_THREATEN, ACTION_IRON, ACTION_REST, ACTION_STOP, ACTION_BONUS = (
+    THREATEN,
+    IRON,
+    REST,
+    STOP,
+    BONUS,
+)
+RACK_FIRST: Final = RACK_ACTIONS[0]
 NO_VALUE: Final = -1.0
-HAS_RUN_ARRAY: Final = np.array(HAS_RUN, dtype=np.bool_)
 
 
 @compiled

@@ -50,8 +50,8 @@ Q_MARGIN: Final = 0.05  # DQfD-style margin between the teacher's Q and any othe
 MASKED_LOGIT: Final = -1e8  # logit given to illegal actions in the masked cross-entropy
 VALUE_LOSS_WEIGHT: Final = 0.5
 DAGGER_BATCH: Final = 256
-REFERENCE_CHUNK: Final = 4096  # decisions per forward pass of the pre-cloning logits
 """Games the student plays in lockstep while DAgger's teachers label them."""
+REFERENCE_CHUNK: Final = 4096  # decisions per forward pass of the pre-cloning logits
 
 
 @dataclass

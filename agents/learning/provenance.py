@@ -77,10 +77,11 @@ def file_hashes(folder: Path, names: Iterable[str]) -> dict[str, str]:
     return {name: sha256_file(folder / name) for name in names if (folder / name).is_file()}
 
 
-def check_hashes(folder: Path) -> None:
+def check_hashes(folder: Path, names: Iterable[str] | None = None) -> None:
     """Refuse (:class:`FileChanged`, naming the file) a file of ``folder`` whose SHA-256
-    differs from the one its ``meta.json`` records, or that is missing. Nothing to check
-    without a ``meta.json`` or without hashes in it."""
+    differs from the one its ``meta.json`` records, or that is missing: every recorded file,
+    or those of ``names`` it records. Nothing to check without a ``meta.json`` or without
+    hashes in it."""
     meta_path = folder / META_FILE
     if not meta_path.is_file():
         return
@@ -88,7 +89,10 @@ def check_hashes(folder: Path) -> None:
         recorded = json.loads(meta_path.read_text(encoding="utf-8")).get(SHA256_KEY) or {}
     except (OSError, ValueError, AttributeError) as exc:
         raise FileChanged(f"{meta_path}: cannot read the recorded hashes: {exc}") from None
+    wanted = None if names is None else set(names)
     for name, expected in sorted(recorded.items()):
+        if wanted is not None and name not in wanted:
+            continue
         path = folder / name
         if not path.is_file():
             raise FileChanged(f"{path}: missing, but {meta_path} records its SHA-256")

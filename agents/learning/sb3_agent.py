@@ -273,8 +273,8 @@ def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
     if not zip_path.is_file():
         what = "run directory has no model" if given.is_dir() else "no such model file"
         raise ModelLoadError(f"{zip_path}: {what}")
-    try:
-        check_hashes(zip_path.parent)
+    try:  # the files this load reads, where meta.json records them
+        check_hashes(zip_path.parent, (zip_path.name, CONFIG_FILE, VECNORMALIZE_FILE))
     except FileChanged as exc:
         raise ModelLoadError(str(exc)) from None
     try:

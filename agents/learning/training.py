@@ -565,32 +565,33 @@ def _point_checkpoint_at(run: RunDir, slot: Path) -> None:
     if link.is_dir() and not link.is_symlink():  # a run directory of an older layout
         os.rename(link, run.root / f"{CHECKPOINT_SLOT}legacy-{uuid.uuid4().hex[:8]}")
     temporary = run.root / f"{STAGING_PREFIX}link-{uuid.uuid4().hex[:8]}"
-    os.symlink(slot.name, temporary)
+    try:
+        os.symlink(slot.name, temporary)
+    except OSError:  # no symbolic links here (Windows without the privilege): not atomic
+        if link.is_symlink():
+            link.unlink()
+        elif link.exists():
+            shutil.rmtree(link)
+        os.rename(slot, link)
+        return
     os.replace(temporary, link)
 
 
 def tidy_checkpoints(run: RunDir) -> list[str]:
-    """Remove what a kill can leave behind: half-written checkpoint folders and links, and
-    checkpoint folders the link no longer points at. Returns the names removed."""
+    """Remove what a kill can leave behind: half-written checkpoint folders, links and files,
+    and checkpoint folders the link no longer points at. Returns the names removed."""
     current = run.checkpoint.resolve() if run.checkpoint.is_symlink() else None
     removed = []
     for entry in run.root.iterdir():
         stale_slot = entry.name.startswith(CHECKPOINT_SLOT) and entry.resolve() != current
-        if entry.name.startswith(STAGING_PREFIX) or stale_slot:
+        half_written = entry.name.startswith(".") and entry.name.endswith(".tmp")  # atomic_target
+        if entry.name.startswith(STAGING_PREFIX) or stale_slot or half_written:
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry)
             else:
                 entry.unlink()
             removed.append(entry.name)
     return sorted(removed)
-
-
-def checkpoint_timesteps(run: RunDir) -> int | None:
-    """The timesteps of the run's checkpoint (None without one)."""
-    path = run.checkpoint / STATE_FILE
-    if not path.is_file():
-        return None
-    return int(json.loads(path.read_text(encoding="utf-8"))["timesteps"])
 
 
 def save_final(model: BaseAlgorithm, run: RunDir) -> None:
@@ -727,8 +728,10 @@ def train(
                 f"followed; RL cannot continue after them (total_timesteps "
                 f"{cfg.training.total_timesteps:,} > {int(done.get('timesteps', 0)):,} trained)"
             )
-        atomic_write_text(run.config, dump_config(cfg))
         meta = json.loads(run.meta.read_text()) if run.meta.is_file() else {}
+        if meta.pop(SHA256_KEY, None) is not None:  # the files change from here
+            atomic_write_json(run.meta, meta)
+        atomic_write_text(run.config, dump_config(cfg))
         resumes = meta.setdefault("resumes", [])
         first_index = (len(resumes) + 1) * cfg.training.n_envs  # deals no earlier leg played
         try:
@@ -741,16 +744,17 @@ def train(
         resumes.append(
             {"time": utc_now(), "timesteps": model.num_timesteps, "first_deal_index": first_index}
         )
-        meta.pop(SHA256_KEY, None)  # the files change from here; hashed again at the end
         history = run.load_history()
         kept = [h for h in history if h["timesteps"] <= model.num_timesteps]
+        best = max((h["win_rate"] for h in kept), default=-1.0)
         if len(kept) < len(history):  # evaluations of a model lost with a hard kill
             log(
                 f"{run.root}: {len(history) - len(kept)} evaluation(s) after the checkpoint's "
                 f"{model.num_timesteps:,} timesteps dropped (their model was not checkpointed)"
             )
             write_history(run, kept)
-        best = max((h["win_rate"] for h in kept), default=-1.0)
+            if max(h["win_rate"] for h in history[len(kept) :]) > best:
+                run.best_model.unlink(missing_ok=True)  # it was a dropped evaluation's model
         state = RunState(kept, best)
         log(f"resuming {run.root} at {model.num_timesteps} timesteps")
     else:
@@ -784,10 +788,10 @@ def train(
             if resume_hint:
                 log(f"start it over with: .venv/bin/python scripts/train.py --resume {run.root}")
             return TrainResult(run.root, 0, True, time.perf_counter() - t_start, [])
-    meta.update(status="running", package_version=coldiron_env.__version__)
-    atomic_write_json(run.meta, meta)
     if resume is None:  # a hard kill from here on resumes from a checkpoint, imitation kept
         save_checkpoint(model, run, cfg, reason="start")
+    meta.update(status="running", package_version=coldiron_env.__version__)
+    atomic_write_json(run.meta, meta)
 
     title = f"{cfg.name or cfg.algorithm.name} (seed {cfg.seed})"
     callback = RunCallback(cfg, run, state, title)
@@ -877,6 +881,7 @@ UNSTARTED_ENTRIES: Final = frozenset({CONFIG_FILE, META_FILE, IMITATION_FILE, "t
 
 def _clear_unstarted(run: RunDir) -> None:
     """Empty a run directory stopped before learning began; refuse anything unexpected."""
+    tidy_checkpoints(run)  # a checkpoint folder a hard kill left unlinked
     extra = sorted(p.name for p in run.root.iterdir() if p.name not in UNSTARTED_ENTRIES)
     if extra:
         raise TrainingError(
@@ -891,14 +896,15 @@ def _clear_unstarted(run: RunDir) -> None:
 
 
 def _stopped_before_training(run: RunDir) -> bool:
-    """A run directory left by a stop before learning began (no checkpoint yet)."""
+    """A run directory left by a stop before learning began: no checkpoint yet (the first
+    is written before the status becomes ``running``; a hard kill can land in between)."""
     if (run.checkpoint / STATE_FILE).is_file() or not run.meta.is_file():
         return False
     try:
         status = json.loads(run.meta.read_text(encoding="utf-8")).get("status")
     except (OSError, ValueError):
         return False
-    return bool(status == STATUS_STARTING)
+    return status in (STATUS_STARTING, "running")
 
 
 def load_run_config(run_dir: Path) -> Config:
