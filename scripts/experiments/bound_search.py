@@ -66,7 +66,7 @@ from coldiron_env.cards import (
     NUM_SUITS,
     SUIT_FIELD_MASK,
 )
-from coldiron_env.judge import HAS_RUN, NUM_FIELDS, WINDOW_MASKS
+from coldiron_env.judge import HAS_RUN, NUM_FIELDS
 from coldiron_env.options import IRON_APPLICATIONS_PER_TURN, MAX_HURT, STANDARD_TURNS
 
 F64 = npt.NDArray[np.float64]
@@ -113,33 +113,10 @@ NEGATIVE: Final = -1.0
 
 
 def feature_table() -> npt.NDArray[np.int16]:
-    """``PHI[held, unseen]``: the feature index of one suit (10-bit rank fields)."""
-    need, useful, _ = suit_tables()
-    held = np.arange(NUM_FIELDS)[:, None]
-    unseen = np.arange(NUM_FIELDS)[None, :]
-    shape = (NUM_FIELDS, NUM_FIELDS)
-    best = np.zeros(shape, dtype=np.int64)
-    need64 = need.astype(np.int64)
-    for window in WINDOW_MASKS:
-        missing = window & ~held
-        alive = np.broadcast_to((missing & ~unseen) == 0, shape)
-        count = np.broadcast_to(
-            np.array([bin(m).count("1") for m in missing[:, 0]])[:, None], shape
-        )
-        best += alive & (count == need64)
-    n_useful = np.vectorize(lambda m: bin(int(m)).count("1"))(useful.astype(np.int64))
-    index = (
-        2
-        + (
-            (np.clip(need64, 1, NEED_LEVELS) - 1) * (MAX_USEFUL + 1)
-            + np.minimum(n_useful, MAX_USEFUL)
-        )
-        * (MAX_WINDOWS + 1)
-        + np.minimum(best, MAX_WINDOWS)
-    )
-    index = np.where(need64 >= IMPOSSIBLE, DEAD, index)
-    index = np.where(np.asarray(HAS_RUN, dtype=bool)[:, None], DONE, index)
-    return index.astype(np.int16)
+    """``PHI[held, unseen]``: the feature index of one suit (the package's table, 2-D)."""
+    from agents.evaluation.bound import suit_feature_table
+
+    return suit_feature_table().reshape(NUM_FIELDS, NUM_FIELDS).astype(np.int16)
 
 
 # --------------------------------------------------------------------------- the tables
