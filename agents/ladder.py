@@ -17,6 +17,12 @@ Rows, all on the deals of ``agents.evaluation.arena.deal_decks(SEED, EPISODES)``
   at all with the deck order known) on the first ``SOLVER_EPISODES`` deals
   (default: all).
 
+One more row can be added to an existing ladder without replaying it (:func:`add_row`,
+``scripts/ladder.py --add-row SPEC --add-deals N``): the player on the ladder's first ``N``
+deals, paired with ``heuristic`` replayed on those deals (checked against the ladder's own
+``heuristic`` row, deal by deal), written as a new ladder (the old rows unchanged) and as a
+standalone record.
+
 Each agent is reset with the evaluation's per-deal seed (``agent_seeds``), so a
 row is the same whether it is played by one process or split over
 ``--workers``. "s/game" is the processing time per game (summed over workers).
@@ -31,8 +37,10 @@ command line.
 
 from __future__ import annotations
 
+import json
 import math
 import multiprocessing as mp
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -48,6 +56,7 @@ from agents.evaluation.arena import (
     agent_seeds,
     deal_decks,
     evaluate_agent,
+    unpack_wins,
 )
 from agents.evaluation.looks import record_look
 from agents.evaluation.stats import Z_95, intervals_disjoint, mcnemar
@@ -433,3 +442,141 @@ def write_outputs(
         if path.exists():
             path.chmod(PUBLIC_FILE_MODE)  # temporary files are created private
     return paths
+
+
+# --------------------------------------------------------------------------- one more row
+ADDED_KIND: Final[ResultKind] = "planner"
+"""An added row's kind: a search player on the first deals, paired with ``heuristic``."""
+LOAD_AVERAGE_MINUTES: Final = 1
+"""Which of ``os.getloadavg()``'s figures a record keeps (the 1-minute one)."""
+
+
+def row_from_dict(row: dict[str, Any]) -> AgentResult:
+    """The :class:`AgentResult` of a ``ladder.json`` row (:func:`row_dict`'s inverse)."""
+    episodes = int(row["episodes"])
+    return AgentResult(
+        row["label"],
+        episodes=episodes,
+        outcomes=dict(row["outcomes"]),
+        total_turns=round(row["mean_turns"] * episodes),
+        total_steps=round(row["mean_steps"] * episodes),
+        seconds=float(row["seconds"]),
+        kind=row["kind"],
+        won=unpack_wins(row["won_bits"], episodes),
+        note=row.get("note", ""),
+    )
+
+
+def load_ladder(path: Path) -> tuple[Ladder, LadderSettings, str]:
+    """A written ``ladder.json``: its rows and comparisons, settings, and command."""
+    if not path.is_file():
+        raise ValueError(f"no ladder at {path} (write one with scripts/ladder.py first)")
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    missing = [k for k in ("seed", "episodes", "rows", "command") if k not in doc]
+    if missing:
+        raise ValueError(f"{path} is not a ladder.json: it lacks {missing}")
+    absent = [r["label"] for r in doc["rows"] if "won_bits" not in r]
+    if absent:
+        raise ValueError(f"{path}: rows {absent} lack per-deal wins (won_bits); replay the ladder")
+    ladder = Ladder(
+        rows=[row_from_dict(r) for r in doc["rows"]],
+        comparisons=dict(doc.get("paired", {})),
+        notes=list(doc.get("notes", [])),
+        interrupted=bool(doc.get("interrupted", False)),
+    )
+    settings = LadderSettings(
+        seed=int(doc["seed"]),
+        episodes=int(doc["episodes"]),
+        planner_episodes=int(doc.get("planner_episodes", doc["episodes"])),
+        solver_episodes=int(doc.get("solver_episodes", 0)),
+    )
+    return ladder, settings, str(doc["command"])
+
+
+def add_row(
+    ladder: Ladder,
+    settings: LadderSettings,
+    spec: str,
+    deals: int,
+    workers: int = 1,
+    why: str | None = None,
+    progress: Callable[[AgentResult], None] | None = None,
+) -> tuple[AgentResult, AgentResult, dict[str, Any]]:
+    """Play ``spec`` on the ladder's first ``deals`` deals and add its row (and ``heuristic``
+    on those deals, unless the ladder has that row already) to ``ladder``, with the paired
+    comparison. Returns (the baseline row, the new row, the comparison)."""
+    if isinstance(deals, bool) or not isinstance(deals, int) or not 0 < deals <= settings.episodes:
+        raise ValueError(f"deals must be in 1..{settings.episodes} (the ladder's), got {deals!r}")
+    labels = [r.agent for r in ladder.rows]
+    if spec in labels:
+        raise ValueError(f"the ladder already has a row {spec!r}")
+    full = next((r for r in ladder.rows if r.agent == PLANNER_BASELINE), None)
+    if full is None or full.episodes != settings.episodes:
+        raise ValueError(f"the ladder has no {PLANNER_BASELINE!r} row on all its deals")
+    make_agent(spec)  # an unknown player is refused before anything runs
+    record_look(settings.seed, deals, [spec, PLANNER_BASELINE], why, REPORT_SEED)
+    seed, n = settings.seed, settings.episodes
+    label = f"{PLANNER_BASELINE} (first {deals})" if deals < n else PLANNER_BASELINE
+    pool = (
+        mp.get_context("spawn").Pool(workers, initializer=set_torch_threads)
+        if workers > 1
+        else None
+    )
+    try:
+        base = next((r for r in ladder.rows if r.agent == label and r.episodes == deals), None)
+        if base is None:
+            base = play_row(pool, PLANNER_BASELINE, label, "baseline-subset", seed, n, deals)
+            if base.won != full.won[:deals]:
+                raise RuntimeError(
+                    f"{PLANNER_BASELINE} replayed on the first {deals} deals does not win the "
+                    "deals the ladder's row says it won: the deals or the player changed"
+                )
+            ladder.rows.append(base)
+        row = play_row(pool, spec, spec, ADDED_KIND, seed, n, deals)
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+    ladder.rows.append(row)
+    if progress is not None:
+        progress(row)
+    pair = mcnemar(base.won, row.won)
+    pair["disjoint"] = intervals_disjoint(base.interval, row.interval)
+    pair["deals_for_disjoint"] = deals_for_disjoint(base.win_rate, row.win_rate)
+    pair["seconds_per_decision"] = row.seconds / max(row.total_steps, 1)
+    ladder.comparisons[spec] = pair
+    return base, row, pair
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (None where the platform has none)."""
+    try:
+        return os.getloadavg()[LOAD_AVERAGE_MINUTES - 1]
+    except (AttributeError, OSError):
+        return None
+
+
+def added_record(
+    base: AgentResult,
+    row: AgentResult,
+    pair: dict[str, Any],
+    settings: LadderSettings,
+    command: str,
+    load: tuple[float | None, float | None],
+) -> dict[str, Any]:
+    """The standalone record of an added row: both rows, the comparison, speed, machine load."""
+    return {
+        "seed": settings.seed,
+        "ladder_episodes": settings.episodes,
+        "deals": row.episodes,
+        "rows": [row_dict(base), row_dict(row)],
+        "paired": {row.agent: pair},
+        "seconds_per_decision": row.seconds_per_decision,
+        "mean_decisions_per_game": row.mean_steps,
+        "load_average_before": load[0],
+        "load_average_after": load[1],
+        "note": "processing seconds on a shared 2-core machine; other work may have been "
+        "running, so speed figures are approximate",
+        "command": command,
+        "interval": "Wilson score, 95% (z = 1.96)",
+    }

@@ -4,8 +4,10 @@ A spec is a built-in player's name (:data:`BUILTIN_AGENTS`), the name of a
 model shipped with the package (:data:`SHIPPED_MODELS`: ``trained``, the
 strongest trained network), or a path to a trained model: a run directory
 (this project's or rl-zoo3's) or a ``.zip`` file, loaded by
-:func:`agents.learning.sb3_agent.load_sb3_agent` (imported only when needed, so the
-built-in players work without the training stack).
+:func:`agents.learning.sb3_agent.load_sb3_agent`; an ``.onnx`` file written by
+``scripts/export.py`` (:mod:`agents.integrations.onnx_policy`, onnxruntime only); or
+an RLlib checkpoint directory (:mod:`agents.integrations.rllib`). Each loader is
+imported only when needed, so the built-in players work without the training stack.
 
 The built-in players are :mod:`agents.players.roster`'s.
 """
@@ -41,6 +43,9 @@ def _planner_over(name: str, model: str) -> Agent:
 
 
 MODEL_SUFFIX: Final = ".zip"
+ONNX_SUFFIX: Final = ".onnx"
+RLLIB_CHECKPOINT_FILE: Final = "rllib_checkpoint.json"
+"""The file every RLlib checkpoint directory holds: how one is told from a run directory."""
 MODELS_DIR: Final = Path(__file__).resolve().parent / "models"
 SHIPPED_MODELS: Final[dict[str, Path]] = {
     "trained": MODELS_DIR / "trained",
@@ -88,16 +93,25 @@ def make_agent(spec: str) -> Agent:
     path = Path(spec) if shipped is None else shipped
     names = ", ".join(agent_names())
     if not path.exists():
-        if path.suffix == MODEL_SUFFIX or len(path.parts) > 1:
+        if path.suffix in (MODEL_SUFFIX, ONNX_SUFFIX) or len(path.parts) > 1:
             raise ValueError(f"model path {spec!r} does not exist")
         raise ValueError(
             f"unknown agent {spec!r}: expected a built-in agent ({names}), "
             f"a run directory or a {MODEL_SUFFIX} model file"
         )
+    if path.suffix == ONNX_SUFFIX and path.is_file():
+        from agents.integrations.onnx_policy import load_onnx_agent  # noqa: PLC0415 (onnx extra)
+
+        return load_onnx_agent(path)
+    if path.is_dir() and (path / RLLIB_CHECKPOINT_FILE).is_file():
+        from agents.integrations.rllib import load_rllib_agent  # noqa: PLC0415 (rllib extra)
+
+        return load_rllib_agent(path)
     if not (path.is_dir() or path.suffix == MODEL_SUFFIX):
         raise ValueError(
-            f"cannot load agent from {spec!r}: expected a run directory or a "
-            f"{MODEL_SUFFIX} model file (built-in agents: {names})"
+            f"cannot load agent from {spec!r}: expected a run directory, a "
+            f"{MODEL_SUFFIX} model file, an {ONNX_SUFFIX} policy or an RLlib checkpoint "
+            f"directory (built-in agents: {names})"
         )
     try:
         from agents.learning.sb3_agent import load_sb3_agent  # noqa: PLC0415 (training stack, lazily)

@@ -3,7 +3,9 @@
 A table sits in a markdown file between ``<!-- table:NAME -->`` and ``<!-- /table -->``;
 :func:`render` makes it from its record, so no figure is copied by hand.
 ``scripts/tables.py`` rewrites every table (``--check``: report drift, change nothing)
-and tests/test_tables.py fails when a table differs from its record. Names:
+and tests/test_tables.py fails when a table differs from its record. A file quoted in a
+code block after ``<!-- include:PATH -->`` is kept equal to that file the same way (the
+README's ONNX example). Names:
 
 - ``results``: the README's players on the report seed (``docs/ladder/ladder.json``), each
   paired with ``heuristic`` deal by deal (from the per-deal wins the record keeps);
@@ -13,6 +15,8 @@ and tests/test_tables.py fails when a table differs from its record. Names:
   --record``);
 - ``looks``: the look log (``docs/report_looks.jsonl``);
 - ``experiments``: the experiment log (``docs/records/experiments.json``);
+- ``works-with``: the other RL code Cold Iron was run in (``docs/records/works_with.json``),
+  each figure read from the record the row names;
 - ``record:PATH``: a record that is a table itself (``header``, ``rows``, its source);
 - ``history:FILE#N``: table ``N`` of ``FILE`` as it was at the commit of
   ``docs/history/tables-<commit>.json`` (``scripts/transcribe_history.py``): figures of
@@ -28,7 +32,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from agents.atomic import atomic_write_text
-from agents.evaluation.arena import unpack_wins
+from agents.evaluation.arena import REPORT_SEED, unpack_wins
 from agents.evaluation.looks import LOOK_LOG, read_looks
 from agents.evaluation.stats import mcnemar, wilson_interval
 from agents.gitinfo import REPO_ROOT
@@ -37,6 +41,9 @@ DOCS: Final = REPO_ROOT / "docs"
 LADDER_JSON: Final = DOCS / "ladder" / "ladder.json"
 BENCHMARK_JSON: Final = DOCS / "benchmark.json"
 MAIN_JOB_JSON: Final = DOCS / "records" / "main_job.json"
+WORKS_WITH_JSON: Final = DOCS / "records" / "works_with.json"
+ONNX_SPEED_JSON: Final = DOCS / "records" / "onnx_speed.json"
+RLLIB_SPEED_DIR: Final = DOCS / "records" / "rllib_speed"
 HISTORY_JSON: Final = DOCS / "history" / "tables-8ad2cac.json"
 SEEDS_2026_JSON: Final = DOCS / "history" / "seeds-2026.json"
 SEEDS_2026_TABLE: Final = 4
@@ -44,6 +51,10 @@ SEEDS_2026_TABLE: Final = 4
 MARKDOWN_FILES: Final = ("README.md", "docs")
 """The README and every ``.md`` file under docs/."""
 BLOCK: Final = re.compile(r"<!-- table:(?P<name>[^ ]+) -->\n(?P<body>.*?)<!-- /table -->", re.S)
+INCLUDE: Final = re.compile(
+    r"<!-- include:(?P<path>[^ ]+) -->\n```(?P<lang>[a-z]*)\n(?P<body>.*?)```", re.S
+)
+"""A file quoted whole in a code block (``<!-- include:PATH -->``), kept equal to it."""
 PERCENT: Final = 100.0
 BASELINE: Final = "heuristic"
 
@@ -303,6 +314,8 @@ def bounds() -> str:
                 f"{rise.get('mean_positive_drift', 0.0):+.4f} at "
                 f"{_pct(rise.get('share_positive', 0.0))}"
                 if rise.get("decision_points")
+                else "not measured"
+                if rise.get("not_measured")
                 else "none (W = 0)",
                 f"{doc['seconds']:,.0f} s on {doc['workers']} processes",
                 f"`{path.name}`",
@@ -342,6 +355,114 @@ def history(ref: str) -> str:
     return _markdown(table[0], table[1:]) + note
 
 
+def _reaches(spec: dict[str, Any]) -> str:
+    """A works-with row's figure, read from the record it names (``record`` FILE, ``key`` a
+    dotted path, ``match`` picking a list's element by its fields): a result with a win
+    rate is shown with its interval and deals; any other value through ``format`` (with
+    ``{value}``). The row's own words go ``before`` and ``after`` it."""
+    before, after = spec.get("before", ""), spec.get("after", "")
+    figure = ""
+    if "record" in spec:
+        doc = _load(REPO_ROOT / spec["record"])
+        value: Any = doc
+        for part in filter(None, spec.get("key", "").split(".")):
+            value = value[int(part)] if isinstance(value, list) else value[part]
+        if "match" in spec:
+            found = [v for v in value if all(v.get(k) == x for k, x in spec["match"].items())]
+            if len(found) != 1:
+                raise KeyError(f"{spec['record']}: {len(found)} entries match {spec['match']}")
+            value = found[0]
+        if isinstance(value, dict) and "win_rate" in value:
+            seed = value.get("seed", doc.get("seed"))
+            if seed is None and spec.get("seed") == "report":  # a record of the report seed's
+                seed = REPORT_SEED
+            deals = value.get("deals", doc.get("deals", ""))
+            kind = "validation " if "validation" in str(deals).lower() else ""
+            figure = (
+                f"{_pct(value['win_rate'])} {_interval(value['ci_low'], value['ci_high'])} on "
+                f"{value['episodes']:,} {kind}deals of seed {seed}"
+            )
+        else:
+            figure = spec["format"].format(value=value)
+    return f"{before}{figure}{after}".strip()
+
+
+def onnx() -> str:
+    """An exported policy under onnxruntime against the SB3 agent it came from
+    (``scripts/export.py --benchmark``: ``docs/records/onnx_speed.json``)."""
+    doc = _load(ONNX_SPEED_JSON)
+    games, inference, agree = doc["games"], doc["inference_only"], doc["agreement"]
+    deals = doc["deals"]
+
+    def us(x: float) -> str:
+        return f"{x:,.1f} us"
+
+    rows = [
+        ["decisions with the same action",
+         f"{agree['decisions_with_the_same_action']:,} of {agree['decisions_compared']:,}", ""],
+        ["deals won", str(games["sb3"]["one_at_a_time"]["wins"]),
+         str(games["onnx"]["one_at_a_time"]["wins"])],
+        ["a decision, inference only, batch of 1",
+         us(inference["sb3"]["batch_1_microseconds_per_decision"]),
+         us(inference["onnx"]["batch_1_microseconds_per_decision"])],
+        ["a decision, inference only, batch of 256",
+         us(inference["sb3"]["batch_256_microseconds_per_decision"]),
+         us(inference["onnx"]["batch_256_microseconds_per_decision"])],
+        ["a decision in whole games, one env",
+         us(games["sb3"]["one_at_a_time"]["microseconds_per_decision"]),
+         us(games["onnx"]["one_at_a_time"]["microseconds_per_decision"])],
+        ["a decision in whole games, lockstep",
+         us(games["sb3"]["lockstep"]["microseconds_per_decision"]),
+         us(games["onnx"]["lockstep"]["microseconds_per_decision"])],
+    ]  # fmt: skip
+    header = [f"`{doc['agent']}` on {deals['episodes']:,} {deals['set']} deals (seed "
+              f"{deals['seed']})", "Stable-Baselines3", "onnxruntime"]  # fmt: skip
+    machine = doc["machine"]
+    return _markdown(header, rows) + (
+        f"\nFrom `{ONNX_SPEED_JSON.relative_to(REPO_ROOT)}` ({machine['cpus']} cores, one "
+        f"thread each; {machine['note']}).\n"
+    )
+
+
+def rllib_speed() -> str:
+    """RLlib PPO's speed on this machine by env runners and envs per runner
+    (``scripts/rllib_train.py --record``: ``docs/records/rllib_speed/*.json``)."""
+    rows = []
+    for path in sorted(RLLIB_SPEED_DIR.glob("*.json")):
+        doc = _load(path)
+        envs = doc["settings"]["env_runners"]["num_envs_per_env_runner"]
+        rows.append(
+            [
+                str(doc["num_env_runners"]),
+                str(envs),
+                str(doc["torch_threads"]),
+                doc["address"],
+                f"{doc['env_steps']:,}",
+                f"{doc['steps_per_second']:,.0f}",
+                f"`{path.name}`",
+            ]
+        )
+    header = ["env runners", "envs a runner", "torch threads", "Ray", "env steps", "steps/s",
+              "record"]  # fmt: skip
+    return _markdown(header, rows) + (
+        f"\nFrom `{RLLIB_SPEED_DIR.relative_to(REPO_ROOT)}/`: short runs on 2 shared cores "
+        "(each record keeps its load average; times are approximate).\n"
+    )
+
+
+def works_with() -> str:
+    """Other RL code Cold Iron runs in: library, version tried, command, what it reaches
+    (read from the record named), and the test that runs it in CI."""
+    doc = _load(WORKS_WITH_JSON)
+    out = [
+        [row["library"], row["version"], f"`{row['command']}`", _reaches(row["reaches"]),
+         row["ci"]]
+        for row in doc["rows"]
+    ]  # fmt: skip
+    header = ["library", "version tried", "command", "what it reaches", "in CI"]
+    return _markdown(header, out) + f"\nFrom `{WORKS_WITH_JSON.relative_to(REPO_ROOT)}`.\n"
+
+
 TABLES: Final[dict[str, Callable[[], str]]] = {
     "results": results,
     "ladder": ladder,
@@ -353,6 +474,9 @@ TABLES: Final[dict[str, Callable[[], str]]] = {
     "bounds": bounds,
     "bound-cost": bound_cost,
     "looks": looks,
+    "works-with": works_with,
+    "onnx": onnx,
+    "rllib-speed": rllib_speed,
 }
 
 
@@ -393,7 +517,14 @@ def refresh(path: Path, check: bool = False) -> list[str]:
             changed.append(name)
         return f"<!-- table:{name} -->\n{body}<!-- /table -->"
 
-    new = BLOCK.sub(replace, text)
+    def include(match: re.Match[str]) -> str:
+        name = match["path"]
+        body = (REPO_ROOT / name).read_text(encoding="utf-8")
+        if body != match["body"]:
+            changed.append(f"include:{name}")
+        return f"<!-- include:{name} -->\n```{match['lang']}\n{body}```"
+
+    new = INCLUDE.sub(include, BLOCK.sub(replace, text))
     if changed and not check:
         atomic_write_text(path, new)
     return changed

@@ -88,13 +88,6 @@ def rack_rank_action(rank: int) -> int:
     return RACK_RANK_FIRST + rank - 1
 
 
-def rack_suit_action(suit: int) -> int:
-    """Action that racks for suit 0..3 (Hearts, Diamonds, Clubs, Spades)."""
-    if not 0 <= suit < NUM_SUITS:
-        raise ValueError(f"rack suit must be 0..{NUM_SUITS - 1}, got {suit!r}")
-    return RACK_SUIT_FIRST + suit
-
-
 def is_rack(action: int) -> bool:
     return RACK_RANK_FIRST <= action < REST
 

@@ -45,18 +45,6 @@ def numbered_id(suit: int, rank: int) -> int:
     return suit * NUM_RANKS + rank - 1
 
 
-def is_numbered(card: int) -> bool:
-    return card < FIRST_COURT
-
-
-def is_court(card: int) -> bool:
-    return FIRST_COURT <= card < FIRST_JOKER
-
-
-def is_joker(card: int) -> bool:
-    return card >= FIRST_JOKER
-
-
 def suit_of(card: int) -> int:
     """Suit index (0..3) of a numbered or court card; ``-1`` for a Joker."""
     if card < FIRST_COURT:
@@ -64,15 +52,6 @@ def suit_of(card: int) -> int:
     if card < FIRST_JOKER:
         return (card - FIRST_COURT) // NUM_COURTS_PER_SUIT
     return -1
-
-
-def rank_of(card: int) -> int:
-    """Rank 1..10 of a numbered card, 11..13 for J, Q, K; ``0`` for a Joker."""
-    if card < FIRST_COURT:
-        return card % NUM_RANKS + 1
-    if card < FIRST_JOKER:
-        return NUM_RANKS + 1 + (card - FIRST_COURT) % NUM_COURTS_PER_SUIT
-    return 0
 
 
 def _code(card: int) -> str:
@@ -93,13 +72,6 @@ _CODE_TO_ID: Final[dict[str, int]] = {
 for _card in range(FIRST_COURT):
     if CARD_CODES[_card].startswith("10"):
         _CODE_TO_ID["T" + CARD_CODES[_card][2:]] = _card
-
-
-def card_code(card: int) -> str:
-    """The code of card id ``card`` (``0 <= card < 54``)."""
-    if not 0 <= card < DECK_SIZE:
-        raise ValueError(f"card id {card!r} is out of range 0..{DECK_SIZE - 1}")
-    return CARD_CODES[card]
 
 
 def parse_card(code: str) -> int:
@@ -166,15 +138,6 @@ def parse_deck(codes: Iterable[str]) -> list[int]:
 def deck_codes(deck: Sequence[int]) -> list[str]:
     """Codes of a deck of card ids (inverse of :func:`parse_deck`)."""
     return [CARD_CODES[c] for c in deck]
-
-
-def normalize_jokers(deck: list[int]) -> list[int]:
-    """Relabel the Jokers of ``deck`` in place so that 52 comes before 53."""
-    first = deck.index(FIRST_JOKER)
-    second = deck.index(FIRST_JOKER + 1)
-    if second < first:
-        deck[first], deck[second] = deck[second], deck[first]
-    return deck
 
 
 def hand_codes(hand: int) -> list[str]:

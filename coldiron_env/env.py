@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import operator
+from collections.abc import Mapping
 from typing import Any, Final, Literal, SupportsFloat, get_args
 
 import gymnasium as gym
@@ -32,6 +34,9 @@ DEFAULT_ILLEGAL_REWARD: Final = -0.1
 DEFAULT_MAX_ILLEGAL: Final = 10
 """Illegal actions in one episode that truncate it under ``illegal_action="penalize"``."""
 RESET_OPTION_KEYS: Final = ("deck",)
+CURRICULUM_KEYS: Final = ("turns", "suits_required")
+"""The options :meth:`ColdIronEnv.set_env_kwargs` (and the vector env's) may change between
+deals: a training curriculum."""
 
 
 class ColdIronEnv(gym.Env[Any, np.int64]):
@@ -90,7 +95,12 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
     Discrete(turns + 1), ``deck_count`` Discrete(55), ``phase`` Discrete(4),
     ``iron_count`` Discrete(4), and with ``recall=True`` ``discarded``
     MultiBinary(54), with ``counting=True`` ``counting`` (``Box(0, 1, (153,))``,
-    the counting rows of the table in order). Without ``recall`` or
+    the counting rows of the table in order).
+
+    ``mask_in_observation=True`` (either mode): ``Dict({"observations": <the
+    observation above>, "action_mask": Box(0, 1, (19,), int8)})``, the
+    convention of RLlib's action-masking RLModule and TorchRL's ``ActionMask``
+    transform; ``action_mask`` equals ``info["action_mask"]``. Without ``recall`` or
     ``counting`` the discard pile is hidden, as the rules require, and the game
     is partially observable: a player must remember what was drawn.
 
@@ -166,12 +176,19 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         max_illegal_actions=10,      # "penalize": truncate the episode at this many
         turns=24,                    # training curricula only: not the real game
         suits_required=4,            # training curricula only: not the real game
+        mask_in_observation=False,   # True: Dict(observations=, action_mask=) (RLlib, TorchRL)
     )
     obs, info = env.reset(seed=0, options={"deck": None})  # or 54 card codes
     ```
 
+    A training curriculum changes ``turns`` and ``suits_required`` between deals, in any
+    framework: ``env.unwrapped.set_env_kwargs({"suits_required": 1})`` (or
+    ``envs.call("set_env_kwargs", {...})`` on a Gymnasium vector env) takes effect at the
+    next ``reset``; the observation space stays as built.
+
     ## Version History
-    * v0: Initial version.
+    * v0: Initial version (``mask_in_observation`` added later; off by default, so
+      the observation of every earlier configuration is unchanged).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}  # noqa: RUF012 (Gymnasium declares it so)
@@ -191,6 +208,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         max_illegal_actions: int = DEFAULT_MAX_ILLEGAL,
         turns: int = 24,
         suits_required: int = 4,
+        mask_in_observation: bool = False,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -202,7 +220,12 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
                 f"observation_mode must be one of {obs_layout.OBSERVATION_MODES}, "
                 f"got {observation_mode!r}"
             )
-        for name, flag in (("recall", recall), ("counting", counting)):
+        flags = (
+            ("recall", recall),
+            ("counting", counting),
+            ("mask_in_observation", mask_in_observation),
+        )
+        for name, flag in flags:
             if not isinstance(flag, bool):
                 raise ValueError(f"{name} must be a bool, got {flag!r}")
         if illegal_action not in ILLEGAL_ACTION_POLICIES:
@@ -239,6 +262,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         self.observation_mode = observation_mode
         self.recall = recall
         self.counting = counting
+        self.mask_in_observation = mask_in_observation
         self.win_reward = float(win_reward)
         self.loss_reward = float(loss_reward)
         self.illegal_action = illegal_action
@@ -254,11 +278,12 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
 
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self.observation_space = obs_layout.observation_space(
-            observation_mode, recall, self.rules.turns, counting
+            observation_mode, recall, self.rules.turns, counting, mask_in_observation
         )
         self._flat = observation_mode == "flat"
         self._encoder = obs_layout.FlatEncoder(recall, self.rules.turns, counting)
         self.game = Game(list(range(DECK_SIZE)), self.rules)
+        self._next_rules = self.rules
         self._dealer = Dealer()
         self._needs_reset = True
         self._hand_mask = -1
@@ -277,6 +302,8 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
                     f"unknown reset option(s) {unknown}; known: {list(RESET_OPTION_KEYS)}"
                 )
             codes = options.get("deck")
+        if self._next_rules is not self.rules:  # a curriculum's new stage
+            self._apply_rules(self._next_rules)
         self.game.reset(self._dealer.deal(self.np_random, codes))
         self.illegal_count = 0
         self._needs_reset = False
@@ -341,6 +368,33 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
             return None
         return text
 
+    def env_kwargs(self) -> dict[str, Any]:
+        """Every option of this env by name, as ``ColdIronEnv(**env.env_kwargs())`` rebuilds
+        it (``render_mode`` aside); the rule options are those of the current deal."""
+        out = {
+            name: getattr(self, name)
+            for name in inspect.signature(ColdIronEnv).parameters
+            if name != "render_mode" and hasattr(self, name)
+        }
+        out.update(self.rules.to_dict())
+        return out
+
+    def set_env_kwargs(self, env_kwargs: Mapping[str, Any]) -> None:
+        """Deal every game from the next ``reset`` on with these ``turns`` /
+        ``suits_required`` (a training curriculum); any other option must keep its value
+        (the spaces and rewards are fixed at construction)."""
+        check_curriculum(self.env_kwargs(), env_kwargs, "the env")
+        values = {k: env_kwargs[k] for k in CURRICULUM_KEYS if k in env_kwargs}
+        self._next_rules = RuleOptions(**{**self._next_rules.to_dict(), **values})
+
+    def _apply_rules(self, rules: RuleOptions) -> None:
+        self.rules = rules
+        self.game = Game(list(range(DECK_SIZE)), rules)
+        self._encoder = obs_layout.FlatEncoder(self.recall, rules.turns, self.counting)
+        self.max_episode_steps = max_decisions(rules) + (
+            self.max_illegal_actions if self._penalize else 0
+        )
+
     def action_masks(self) -> np.ndarray:
         """Legal actions as a bool array of shape (19,) (for sb3-contrib's MaskablePPO);
         every action once the episode has ended (see ``info["action_mask"]``)."""
@@ -349,9 +403,14 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
 
     # ------------------------------------------------------------ helpers
     def _observe(self) -> Any:
+        obs: Any
         if self._flat:
-            return self._encoder.encode(self.game)
-        return obs_layout.dict_observation(self.game, self.recall, self.counting)
+            obs = self._encoder.encode(self.game)
+        else:
+            obs = obs_layout.dict_observation(self.game, self.recall, self.counting)
+        if self.mask_in_observation:
+            return obs_layout.with_mask(obs, ENV_MASKS_INT8[self.game.phase].copy())
+        return obs
 
     def _info(self) -> dict[str, Any]:
         game = self.game
@@ -372,6 +431,19 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
             info["outcome"] = game.outcome
             info["is_success"] = game.outcome == WON
         return info
+
+
+def check_curriculum(known: Mapping[str, Any], env_kwargs: Mapping[str, Any], who: str) -> None:
+    """Refuse, by name, an unknown option or a change to anything but :data:`CURRICULUM_KEYS`
+    (``known``: the env's options now)."""
+    unknown = sorted(set(env_kwargs) - set(known))
+    if unknown:
+        raise ValueError(f"unknown env option(s) {unknown}; known: {sorted(known)}")
+    fixed = sorted(k for k, v in env_kwargs.items() if k not in CURRICULUM_KEYS and v != known[k])
+    if fixed:
+        raise ValueError(
+            f"{who} can change only {list(CURRICULUM_KEYS)} between deals, not {fixed}"
+        )
 
 
 assert ColdIronEnv.__doc__ is not None

@@ -37,10 +37,6 @@ def suits_with_run(hand: int) -> int:
     return sum(HAS_RUN[suit_field(hand, s)] for s in range(NUM_SUITS))
 
 
-def phrase_complete(hand: int, suits_required: int = NUM_SUITS) -> bool:
-    return suits_with_run(hand) >= suits_required
-
-
 def run_cards(field: int, unseen: int = SUIT_FIELD_MASK) -> int:
     """Ranks of ``field`` (as a field) that form or advance the suit's run: one window's.
 

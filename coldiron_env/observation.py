@@ -19,6 +19,12 @@ Discrete(4), ``iron_count`` Discrete(4); with ``recall=True`` ``discarded``
 MultiBinary(54); with ``counting=True`` ``counting``, a ``Box(0, 1, (153,))``
 laid out as the flat counting fields.
 
+``mask_in_observation=True`` wraps either mode in a ``Dict`` with two keys,
+``observations`` (the configured observation) and ``action_mask``
+(``Box(0, 1, (19,), int8)``, the legal actions): the convention of RLlib's
+action-masking RLModule and TorchRL's ``ActionMask`` transform
+(:func:`masked_space`, :func:`with_mask`).
+
 Card ids are those of :mod:`coldiron_env.cards`: numbered ``suit * 10 + rank - 1``,
 court ``40 + suit * 3 + (J, Q, K)``, Jokers 52 then 53 in the order drawn.
 
@@ -35,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from coldiron_env.actions import NUM_PHASES
+from coldiron_env.actions import NUM_ACTIONS, NUM_PHASES
 from coldiron_env.analysis import IMPOSSIBLE, NUM_COURTS, RACK_COUNT, Counting, popcount
 from coldiron_env.cards import (
     DECK_SIZE,
@@ -56,6 +62,10 @@ ObservationMode = Literal["flat", "dict"]
 OBSERVATION_MODES: Final = ("flat", "dict")
 COUNTING_KEY: Final = "counting"
 """Dict-mode key of the counting block."""
+OBSERVATIONS_KEY: Final = "observations"
+"""``mask_in_observation=True``: the key of the configured observation."""
+ACTION_MASK_KEY: Final = "action_mask"
+"""``mask_in_observation=True``: the key of the legal-action mask (int8, 1 = legal)."""
 MAX_NEED: Final = NUM_SUITS * RUN_LENGTH  # 12: the phrase from an empty hand
 KEEP_SCALE: Final = STANDARD_TURNS  # keep bounds are shown divided by this, clipped to 1
 
@@ -154,9 +164,12 @@ def layout_table(recall: bool = True, counting: bool = True) -> str:
 
 
 def observation_space(
-    mode: str, recall: bool, turns: int, counting: bool = False
+    mode: str, recall: bool, turns: int, counting: bool = False, mask: bool = False
 ) -> spaces.Space[Any]:
-    """The env's observation space (the only part of this module that needs Gymnasium)."""
+    """The env's observation space (the only part of this module that needs Gymnasium);
+    with ``mask``, wrapped with the action mask (:func:`masked_space`)."""
+    if mask:
+        return masked_space(observation_space(mode, recall, turns, counting))
     from gymnasium import spaces  # noqa: PLC0415 (the layout and encoders do without it)
 
     if mode == "flat":
@@ -322,6 +335,24 @@ def dict_observation(game: Game, recall: bool, counting: bool = False) -> dict[s
     if counting:
         obs[COUNTING_KEY] = _game_counting(game)
     return obs
+
+
+def masked_space(inner: spaces.Space[Any]) -> spaces.Dict:
+    """``Dict({"observations": inner, "action_mask": Box(0, 1, (19,), int8)})``."""
+    from gymnasium import spaces  # noqa: PLC0415
+
+    return spaces.Dict(
+        {
+            OBSERVATIONS_KEY: inner,
+            ACTION_MASK_KEY: spaces.Box(0, 1, shape=(NUM_ACTIONS,), dtype=np.int8),
+        }
+    )
+
+
+def with_mask(observation: Any, action_mask: npt.NDArray[np.int8]) -> dict[str, Any]:
+    """An observation of :func:`masked_space`: ``observation`` (one game's or a batch's)
+    beside its ``action_mask`` (shape (19,) or (n, 19))."""
+    return {OBSERVATIONS_KEY: observation, ACTION_MASK_KEY: action_mask}
 
 
 # --------------------------------------------------------------------------- many games

@@ -51,11 +51,6 @@ class RuleOptions:
         _check_int("turns", self.turns, 1, MAX_TURNS_OPTION)
         _check_int("suits_required", self.suits_required, 1, NUM_SUITS)
 
-    @property
-    def is_standard(self) -> bool:
-        """True when the turn count and the phrase are those of the real game."""
-        return self.turns == STANDARD_TURNS and self.suits_required == NUM_SUITS
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -48,7 +48,6 @@ deals after ``reset(seed=s + i)``, on the first deal and on every automatic one.
 
 from __future__ import annotations
 
-import inspect
 import operator
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -96,13 +95,13 @@ from coldiron_env.cards import (
     parse_deck,
 )
 from coldiron_env.dealer import SHUFFLE_BATCH, audit_deals, auditing, relabel_jokers
-from coldiron_env.env import RESET_OPTION_KEYS, ColdIronEnv
+from coldiron_env.env import CURRICULUM_KEYS, RESET_OPTION_KEYS, ColdIronEnv, check_curriculum
 from coldiron_env.game import (
     GameOverError,
     IllegalActionError,
     describe_illegal,
 )
-from coldiron_env.observation import encode_batch
+from coldiron_env.observation import encode_batch, with_mask
 from coldiron_env.options import RuleOptions
 
 U64 = npt.NDArray[np.uint64]
@@ -117,7 +116,6 @@ _ORDERED_BATCH: Final = np.broadcast_to(
 )
 AUTORESET_MODES: Final = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP)
 BACKENDS: Final = ("auto", "numba", "python")
-CURRICULUM_KEYS: Final = ("turns", "suits_required")
 """The rule options :meth:`ColdIronVectorEnv.set_env_kwargs` may change between deals."""
 
 
@@ -199,18 +197,14 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             warnings.warn(SLOW_WARNING, RuntimeWarning, stacklevel=2)
         self._step_games = step_games if self.backend == "numba" else step_games.py_func
         template = ColdIronEnv(**kwargs)  # validates every option, with its messages
-        self._env_kwargs = {
-            name: getattr(template, name, None)
-            for name in inspect.signature(ColdIronEnv).parameters
-            if name != "render_mode"
-        }
-        self._env_kwargs.update(template.rules.to_dict())
+        self._env_kwargs = template.env_kwargs()
         self.num_envs = num_envs
         self.render_mode = None
         self.rules = template.rules
         self.observation_mode = template.observation_mode
         self.recall = template.recall
         self.counting = template.counting
+        self.mask_in_observation = template.mask_in_observation
         self.win_reward = template.win_reward
         self.loss_reward = template.loss_reward
         self.illegal_action = template.illegal_action
@@ -353,7 +347,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         final_obs = np.full(self.num_envs, None, dtype=object)
         if isinstance(final_batch, dict):
             for j, i in enumerate(ended.tolist()):
-                final_obs[i] = {key: value[j] for key, value in final_batch.items()}
+                final_obs[i] = _row(final_batch, j)
         else:
             final_obs[ended] = np.fromiter(final_batch, dtype=object, count=ended.size)
         self._start(ended, self._deal(ended))
@@ -378,17 +372,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         For training curricula; any other option must keep its value (the spaces
         and rewards are fixed at construction). Games in progress keep their rules.
         """
-        known = self._env_kwargs
-        unknown = sorted(set(env_kwargs) - set(known))
-        if unknown:
-            raise ValueError(f"unknown env option(s) {unknown}; known: {sorted(known)}")
-        fixed = sorted(
-            k for k, v in env_kwargs.items() if k not in CURRICULUM_KEYS and v != known[k]
-        )
-        if fixed:
-            raise ValueError(
-                f"the vector env can change only {list(CURRICULUM_KEYS)} between deals, not {fixed}"
-            )
+        check_curriculum(self._env_kwargs, env_kwargs, "the vector env")
         values = {k: env_kwargs[k] for k in CURRICULUM_KEYS if k in env_kwargs}
         self._next_rules = RuleOptions(**{**self._next_rules.to_dict(), **values})
 
@@ -521,7 +505,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
 
     def _observe(self, envs: I64 | None) -> Any:
         pick = slice(None) if envs is None else envs
-        return encode_batch(
+        obs = encode_batch(
             self.observation_mode,
             self._hand[pick].view(np.uint64),
             self._discarded[pick].view(np.uint64),
@@ -536,6 +520,9 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             self.recall,
             self.counting,
         )
+        if self.mask_in_observation:
+            return with_mask(obs, np.take(ENV_MASKS_INT8, self._phase[pick], axis=0))
+        return obs
 
     def _info(
         self,
@@ -568,6 +555,11 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             info["is_success"] = outcome == CODE_WON
             info["_is_success"] = over
         return info
+
+
+def _row(batch: dict[str, Any], j: int) -> dict[str, Any]:
+    """Game ``j``'s observation from a batch of (possibly nested) dict observations."""
+    return {k: _row(v, j) if isinstance(v, dict) else v[j] for k, v in batch.items()}
 
 
 def _autoreset_mode(value: AutoresetMode | str) -> AutoresetMode:

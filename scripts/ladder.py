@@ -3,6 +3,14 @@
     nice -n 10 .venv/bin/python scripts/ladder.py --episodes 10000 --planner-episodes 10000 \\
         --seed 0 --workers 2 --out-dir docs/ladder
 
+One more player on an existing ladder's first N deals (paired with ``heuristic`` there),
+without replaying the ladder; the new ladder goes to ``--out-dir``, the added rows also to
+``--record``::
+
+    flock /tmp/coldiron-cpu.lock nice -n 5 .venv/bin/python scripts/ladder.py --add-row mcts \
+        --add-deals 500 --workers 1 --ladder docs/ladder/ladder.json --out-dir docs/ladder \
+        --record docs/records/ladder_add_mcts.json --why "..."
+
 Exit status: 0 done, 2 bad arguments, 130 interrupted (the rows finished are written).
 """
 
@@ -14,6 +22,7 @@ from pathlib import Path
 from typing import Final
 
 from agents import ladder
+from agents.atomic import atomic_write_json
 from agents.evaluation.arena import REPORT_SEED
 from agents.registry import make_agent, set_torch_threads
 
@@ -72,7 +81,62 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--out-dir", type=Path, default=ladder.DEFAULT_OUT_DIR, help="output folder"
     )
+    parser.add_argument(
+        "--add-row",
+        metavar="SPEC",
+        help="add this player's row to the existing --ladder instead of playing a ladder",
+    )
+    parser.add_argument(
+        "--add-deals",
+        type=int,
+        default=ladder.DEFAULT_PLANNER_EPISODES,
+        help="--add-row: the first deals of the ladder it plays "
+        f"(default {ladder.DEFAULT_PLANNER_EPISODES})",
+    )
+    parser.add_argument(
+        "--ladder",
+        type=Path,
+        default=ladder.DEFAULT_OUT_DIR / "ladder.json",
+        help="--add-row: the ladder.json to add to (its seed and deals are used)",
+    )
+    parser.add_argument(
+        "--record", type=Path, help="--add-row: also write the added rows to this JSON file"
+    )
     return parser
+
+
+def add_row_main(args: argparse.Namespace, command: str) -> int:
+    """``--add-row``: one more row on the existing ladder's first ``--add-deals`` deals."""
+    if args.workers <= 0:
+        print(f"error: --workers must be positive, got {args.workers}", file=sys.stderr)
+        return EXIT_ERROR
+    before = ladder.load_average()
+    try:
+        result, settings, old_command = ladder.load_ladder(args.ladder)
+        base, row, pair = ladder.add_row(
+            result,
+            settings,
+            args.add_row,
+            args.add_deals,
+            workers=args.workers,
+            why=args.why,
+            progress=ladder.print_progress,
+        )
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_ERROR
+    load = (before, ladder.load_average())
+    result.notes.append(f"row {row.agent} ({row.episodes} deals) added by: {command}")
+    paths = ladder.write_outputs(args.out_dir, result, settings, old_command)
+    if args.record is not None:
+        record = ladder.added_record(base, row, pair, settings, command, load)
+        atomic_write_json(args.record, record)
+        args.record.chmod(ladder.PUBLIC_FILE_MODE)  # temporary files are created private
+        paths.append(args.record)
+    print(ladder.table_markdown([base, row], settings.seed, settings.episodes))
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
 
 
 def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
@@ -110,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     set_torch_threads()  # trained rows play fastest on one thread (workers inherit it)
     arguments = sys.argv[1:] if argv is None else argv
     command = ".venv/bin/python scripts/ladder.py " + " ".join(arguments)
+    if args.add_row is not None:
+        return add_row_main(args, command)
     try:
         settings = settings_of(args)
     except ValueError as err:

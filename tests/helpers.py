@@ -16,7 +16,11 @@ of the pack in a fixed order". The fixed order of the rest can be chosen:
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -125,3 +129,14 @@ def game_cards(game: Any) -> list[int]:
 
 def hand_sort_key(code: str) -> tuple[int, int]:
     return SUITS.index(code[-1]), rank_value(code)
+
+
+def load_file(path: Path, name: str) -> ModuleType:
+    """The module of a script or example file (scripts/ and docs/examples/ are not packages),
+    registered under ``name`` (dataclasses look their module up by name)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
+from helpers import load_file
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "benchmark.py"
 
 
 def load_benchmark() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("coldiron_benchmark", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look the module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_file(SCRIPT, "coldiron_benchmark")
 
 
 def test_batched_policy_picks_uniformly_among_legal_actions() -> None:

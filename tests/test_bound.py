@@ -8,9 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import load_file
 
 from agents.evaluation.arena import validation_decks
-from agents.evaluation.bound import NUM_PARAMS, ValueModel, deal_bound, twin_result
+from agents.evaluation.bound import (
+    CAPACITY_SIZE,
+    NUM_PARAMS,
+    ValueModel,
+    completion_curve,
+    deal_bound,
+    twin_result,
+)
 from agents.evaluation.bound_fit import FitSettings, fit_value_model
 from agents.players.roster import BUILTIN_AGENTS
 from agents.players.solver import solve_deck
@@ -46,15 +54,52 @@ def test_with_w_zero_the_bound_is_the_clairvoyant() -> None:
         assert deal_bound(deck, ValueModel.zero()) == float(solve_deck(deck.tolist()).winnable)
 
 
-@pytest.mark.parametrize("model", ["fitted", "random"])
+@pytest.fixture(scope="module")
+def capacity() -> ValueModel:
+    """The capacity form of W, fitted on a few hundred deals of the fitting stream."""
+    from pathlib import Path
+
+    from agents.evaluation.bound_fit import fit_decks
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "experiments" / "capacity_w.py"
+    module = load_file(path, "capacity_w")
+
+    q, _ = module.fit(fit_decks(400))
+    return ValueModel(q.reshape(-1), name="capacity (test)")
+
+
+def test_the_completion_curve_counts_every_subset() -> None:
+    """P(m random unseen numbered cards complete the phrase), against an enumeration of
+    every m-subset on hands with few unseen cards."""
+    from itertools import combinations
+
+    from coldiron_env.judge import HAS_RUN
+
+    def complete(hand: int) -> bool:
+        return all(HAS_RUN[(hand >> (10 * s)) & 1023] for s in range(4))
+
+    rng = np.random.default_rng(7)
+    for _ in range(6):
+        unseen = rng.choice(40, size=9, replace=False)
+        hand = sum(1 << c for c in range(40) if c not in set(unseen.tolist()))
+        curve = np.zeros(41)
+        assert completion_curve(hand, curve) == 9
+        for m in range(10):
+            subsets = list(combinations(unseen.tolist(), m))
+            hits = sum(complete(hand | sum(1 << int(c) for c in sub)) for sub in subsets)
+            assert curve[m] == pytest.approx(hits / len(subsets)), (m, curve[m])
+
+
+@pytest.mark.parametrize("model", ["fitted", "random", "capacity"])
 def test_the_bound_is_at_least_every_players_penalised_result(
-    model: str, fitted: ValueModel
+    model: str, fitted: ValueModel, capacity: ValueModel
 ) -> None:
-    w = (
-        fitted
-        if model == "fitted"
-        else ValueModel(np.random.default_rng(1).normal(0, 1, NUM_PARAMS))
-    )
+    w = {
+        "fitted": fitted,
+        "capacity": capacity,
+        "random": ValueModel(np.random.default_rng(1).normal(0, 1, NUM_PARAMS)),
+    }[model]
+    assert model != "capacity" or w.theta.size == CAPACITY_SIZE
     for k, deck in enumerate(validation_decks(903, 40)):
         bound = deal_bound(deck, w)
         for name in ("heuristic", "threaten", "random"):
@@ -64,11 +109,15 @@ def test_the_bound_is_at_least_every_players_penalised_result(
             assert r >= (outcome == "won"), "the relaxed twin wins whenever the real game does"
 
 
-def test_penalties_have_mean_zero_along_honest_games(fitted: ValueModel) -> None:
+@pytest.mark.parametrize("model", ["fitted", "capacity"])
+def test_penalties_have_mean_zero_along_honest_games(
+    model: str, fitted: ValueModel, capacity: ValueModel
+) -> None:
     """Thousands of heuristic games: the mean of Z is zero within its 99.9% interval."""
+    w = fitted if model == "fitted" else capacity
     sums = []
     for k, deck in enumerate(validation_decks(904, 1500)):
-        _, z, _ = twin_result(deck, play("heuristic", deck, k), fitted)
+        _, z, _ = twin_result(deck, play("heuristic", deck, k), w)
         sums.append(z)
     z = np.asarray(sums)
     se = z.std(ddof=1) / np.sqrt(len(z))

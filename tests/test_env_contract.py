@@ -29,18 +29,30 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "bonus_always": {"bonus_always": True},
     "joker_more": {"bonus_joker_grants_more": True},
 }
-CONFIGS = [
-    pytest.param({"observation_mode": mode, "recall": recall, **variant}, id=f"{mode}-{r}-{vid}")
-    for (mode, (recall, r), (vid, variant)) in itertools.product(
-        ("flat", "dict"), ((False, "norecall"), (True, "recall")), VARIANTS.items()
-    )
-] + [
-    pytest.param(
-        {"observation_mode": mode, "counting": True, **variant}, id=f"{mode}-counting-{vid}"
-    )
-    for mode in ("flat", "dict")
-    for vid, variant in VARIANTS.items()
-]
+CONFIGS = (
+    [
+        pytest.param(
+            {"observation_mode": mode, "recall": recall, **variant}, id=f"{mode}-{r}-{vid}"
+        )
+        for (mode, (recall, r), (vid, variant)) in itertools.product(
+            ("flat", "dict"), ((False, "norecall"), (True, "recall")), VARIANTS.items()
+        )
+    ]
+    + [
+        pytest.param(
+            {"observation_mode": mode, "counting": True, **variant}, id=f"{mode}-counting-{vid}"
+        )
+        for mode in ("flat", "dict")
+        for vid, variant in VARIANTS.items()
+    ]
+    + [
+        pytest.param(
+            {"observation_mode": mode, "counting": True, "mask_in_observation": True},
+            id=f"{mode}-counting-mask",
+        )
+        for mode in ("flat", "dict")
+    ]
+)
 PHASES = ("turn", "iron", "bonus", "over")
 
 
@@ -75,7 +87,12 @@ def test_env_checkers_pass_without_warnings(kwargs: dict[str, Any]) -> None:
             from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
             sb3_check_env(gymnasium.make(ENV_ID, **kwargs).unwrapped)
-    assert [str(w.message) for w in caught] == []
+    messages = [str(w.message) for w in caught]
+    if kwargs.get("mask_in_observation") and kwargs.get("observation_mode") == "dict":
+        # SB3 takes no nested Dict (the documented limit: SB3 users keep the mask in info)
+        assert all(m.startswith("Nested observation spaces") for m in messages), messages
+        return
+    assert messages == []
 
 
 @pytest.mark.parametrize("kwargs", CONFIGS)
@@ -91,6 +108,42 @@ def test_obs_in_space_and_masks_agree_every_step(kwargs: dict[str, Any]) -> None
             prev_mask = mask
             assert info["phase"] in PHASES
         assert "outcome" in info and isinstance(info["is_success"], bool)
+
+
+@pytest.mark.parametrize("mode", ["flat", "dict"])
+def test_mask_in_observation_wraps_the_same_observation_with_the_mask(mode: str) -> None:
+    from coldiron_env.observation import ACTION_MASK_KEY, OBSERVATIONS_KEY
+
+    kwargs = {"observation_mode": mode, "recall": True, "counting": True}
+    plain = ColdIronEnv(**kwargs)
+    masked = ColdIronEnv(mask_in_observation=True, **kwargs)
+    assert set(masked.observation_space.spaces) == {OBSERVATIONS_KEY, ACTION_MASK_KEY}
+    assert masked.observation_space[OBSERVATIONS_KEY] == plain.observation_space
+    mask_space = masked.observation_space[ACTION_MASK_KEY]
+    assert mask_space.shape == (19,) and mask_space.dtype == np.int8
+    for seed in range(6):
+        theirs = random_episode(plain, seed, seed + 7)
+        ours = random_episode(masked, seed, seed + 7)
+        assert len(theirs) == len(ours)
+        previous = None
+        for (obs, info), (wrapped, winfo) in zip(theirs, ours, strict=True):
+            assert set(wrapped) == {OBSERVATIONS_KEY, ACTION_MASK_KEY}
+            inner = wrapped[OBSERVATIONS_KEY]
+            if mode == "flat":
+                np.testing.assert_array_equal(inner, obs)
+            else:
+                assert set(inner) == set(obs)
+                for key in obs:
+                    np.testing.assert_array_equal(inner[key], obs[key])
+            np.testing.assert_array_equal(wrapped[ACTION_MASK_KEY], winfo["action_mask"])
+            np.testing.assert_array_equal(winfo["action_mask"], info["action_mask"])
+            assert previous is None or not np.shares_memory(wrapped[ACTION_MASK_KEY], previous)
+            previous = wrapped[ACTION_MASK_KEY]
+
+
+def test_mask_in_observation_must_be_a_bool() -> None:
+    with pytest.raises(ValueError, match="mask_in_observation must be a bool"):
+        ColdIronEnv(mask_in_observation="yes")  # type: ignore[arg-type]
 
 
 def test_masks_are_fresh_arrays_not_views_of_state() -> None:
@@ -278,3 +331,42 @@ def test_the_docs_show_the_observation_layout_of_the_one_module_that_knows_it() 
 
     page = (Path(__file__).resolve().parent.parent / "docs" / "environment.md").read_text()
     assert layout_table(recall=True, counting=True) in page
+
+
+def test_a_curriculum_changes_the_rules_from_the_next_deal_like_the_vector_env() -> None:
+    """``set_env_kwargs`` on the single env: the game in progress keeps its rules, the next
+    deal has the new ones, and the games and observations are the vector env's, step by step."""
+    from coldiron_env.vector import ColdIronVectorEnv
+
+    kwargs = {"counting": True}
+    env = ColdIronEnv(**kwargs)
+    vec = ColdIronVectorEnv(1, autoreset_mode="NEXT_STEP", backend="python", **kwargs)
+    obs, info = env.reset(seed=11)
+    vobs, _ = vec.reset(seed=11)
+    env.set_env_kwargs({"turns": 3, "suits_required": 1, "counting": True})
+    vec.set_env_kwargs({"turns": 3, "suits_required": 1})
+    assert env.rules.turns == 24  # the game in progress keeps its rules
+    deals, pending = 0, False
+    for _ in range(200):
+        action = int(np.flatnonzero(info["action_mask"])[0])
+        if pending:  # NEXT_STEP: the vector env deals now; the single env was reset below
+            vobs, *_ = vec.step(np.array([action]))
+            pending = False
+        np.testing.assert_array_equal(vobs[0], obs)
+        obs, _, terminated, _, info = env.step(action)
+        vobs, _, vterm, _, _ = vec.step(np.array([action]))
+        assert bool(vterm[0]) == terminated
+        if terminated:
+            deals += 1
+            obs, info = env.reset()
+            pending = True
+            assert env.rules.turns == 3 and env.rules.suits_required == 1
+            assert info["turn"] == 1
+    assert deals >= 3
+    assert env.env_kwargs()["turns"] == 3
+    with pytest.raises(ValueError, match=r"only \['turns', 'suits_required'\]"):
+        env.set_env_kwargs({"recall": True})
+    with pytest.raises(ValueError, match="unknown env option"):
+        env.set_env_kwargs({"colour": "red"})
+    with pytest.raises(ValueError, match="turns"):
+        env.set_env_kwargs({"turns": 0})

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import load_file
 
 from agents.evaluation.arena import (
     AgentResult,
@@ -210,14 +211,10 @@ def test_cli_unknown_agent_and_bad_kwarg(tmp_path: Path) -> None:
 
 def test_trained_models_play_on_one_torch_thread_unless_told() -> None:
     torch = pytest.importorskip("torch")
-    import importlib.util
 
-    spec = importlib.util.spec_from_file_location(
-        "coldiron_evaluate_cli", Path(__file__).resolve().parent.parent / "scripts" / "evaluate.py"
+    cli = load_file(
+        Path(__file__).resolve().parent.parent / "scripts" / "evaluate.py", "coldiron_evaluate_cli"
     )
-    assert spec is not None and spec.loader is not None
-    cli = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cli)
     previous = torch.get_num_threads()
     try:
         torch.set_num_threads(2)

@@ -7,13 +7,13 @@ with ``python scripts/regen_golden.py`` and review the diff.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from helpers import load_file
 
 from coldiron_env.env import ColdIronEnv
 
@@ -138,10 +138,7 @@ def test_golden_set_covers_outcomes_variants_and_phases() -> None:
 
 
 def test_regen_check_mode_reports_up_to_date() -> None:
-    spec = importlib.util.spec_from_file_location("regen_golden", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_file(SCRIPT, "regen_golden")
     assert module.main(["--check"]) == 0, "golden files are stale: run scripts/regen_golden.py"
 
 

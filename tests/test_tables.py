@@ -100,3 +100,29 @@ def test_every_config_has_its_three_seeds_in_the_history_table() -> None:
     assert all(len(shown[c]["seeds"]) >= 3 for c in configs)
     table = tables.render("seeds-2026")
     assert all(f"`{c}`" in table for c in configs)
+
+
+def test_the_works_with_rows_name_real_tests_and_copy_no_figure() -> None:
+    """Each row's CI column names test files that exist; its own words carry no figure
+    (every figure is read from the record it names)."""
+    import json
+    import re
+
+    doc = json.loads((ROOT / "docs" / "records" / "works_with.json").read_text())
+    assert doc["rows"]
+    for row in doc["rows"]:
+        for name in re.findall(r"tests/[\w/]+\.py", row["ci"]):
+            assert (ROOT / name).is_file(), (row["library"], name)
+        words = row["reaches"].get("before", "") + row["reaches"].get("after", "")
+        assert not re.search(r"\d+(\.\d+)?%", words), (row["library"], words)
+        if "record" in row["reaches"]:
+            assert (ROOT / row["reaches"]["record"]).is_file(), row["library"]
+
+
+def test_an_included_file_that_changes_is_drift(tmp_path: Path) -> None:
+    """A README code block quoting a file (``<!-- include:PATH -->``) must equal the file."""
+    readme = (ROOT / "README.md").read_text()
+    assert "<!-- include:docs/examples/onnx_play.py -->" in readme
+    copy = tmp_path / "README.md"
+    copy.write_text(readme.replace("policy.run(", "policy.run2(", 1))
+    assert "include:docs/examples/onnx_play.py" in tables.refresh(copy, check=True)

@@ -32,6 +32,7 @@ from typing import Any, NoReturn
 import optuna
 import pytest
 import yaml
+from helpers import load_file
 from optuna.trial import TrialState
 
 from agents.evaluation.stats import wilson_interval
@@ -78,11 +79,7 @@ SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
 def script_main(name: str) -> Any:
     """``main`` of ``scripts/<name>.py`` (the scripts folder is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"_script_{name}", SCRIPTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main
+    return load_file(SCRIPTS / f"{name}.py", f"_script_{name}").main
 
 
 BASE: dict[str, Any] = {

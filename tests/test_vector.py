@@ -92,6 +92,9 @@ def assert_same_obs(vector_obs: Any, single_obs: list[Any], where: str) -> None:
     if isinstance(vector_obs, dict):
         assert set(vector_obs) == set(single_obs[0]), where
         for key, batch in vector_obs.items():
+            if isinstance(batch, dict):  # mask_in_observation: the observation inside
+                assert_same_obs(batch, [o[key] for o in single_obs], f"{where}: {key}")
+                continue
             expected = np.stack([np.asarray(o[key]) for o in single_obs])
             assert batch.dtype == expected.dtype, (where, key)
             np.testing.assert_array_equal(batch, expected, err_msg=f"{where}: {key}")
@@ -99,6 +102,13 @@ def assert_same_obs(vector_obs: Any, single_obs: list[Any], where: str) -> None:
         expected = np.stack(single_obs)
         assert vector_obs.dtype == np.float32
         np.testing.assert_array_equal(vector_obs, expected, err_msg=where)
+
+
+def batch_of_one(obs: Any) -> Any:
+    """One game's observation as a batch of one (nested dicts too)."""
+    if isinstance(obs, dict):
+        return {k: batch_of_one(v) for k, v in obs.items()}
+    return np.asarray(obs)[None]
 
 
 def assert_same_info_row(info: dict[str, Any], i: int, single: dict[str, Any], where: str) -> None:
@@ -161,13 +171,7 @@ def lockstep(
             phases.add(info["phase"])
             if terminated or truncated:
                 final = vinfo["final_obs"][i]
-                assert_same_obs(
-                    {k: v[None] for k, v in final.items()}
-                    if isinstance(final, dict)
-                    else final[None],
-                    [obs],
-                    where + " final_obs",
-                )
+                assert_same_obs(batch_of_one(final), [obs], where + " final_obs")
                 assert_same_info_row(vinfo["final_info"], i, info, where + " final_info")
                 assert vinfo["outcome"][i] == info["outcome"], where
                 assert vinfo["is_success"][i] == info["is_success"], where
@@ -228,6 +232,16 @@ CONFIGS: list[tuple[str, dict[str, Any], str, int, float]] = [
         "counting-curriculum",
         {"counting": True, "turns": 8, "suits_required": 2},
         "quiet", 0, 0.0,
+    ),
+    (
+        "mask-in-flat-counting",
+        {"counting": True, "mask_in_observation": True},
+        "threaten", 12, 0.0,
+    ),
+    (
+        "mask-in-dict-penalize",
+        {"observation_mode": "dict", "mask_in_observation": True, "illegal_action": "penalize"},
+        "uniform", 0, 0.05,
     ),
 ]  # fmt: skip
 

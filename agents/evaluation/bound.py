@@ -45,6 +45,7 @@ from coldiron_env.cards import (
     FIRST_COURT,
     FIRST_JOKER,
     NUM_JOKERS,
+    NUM_NUMBERED,
     NUM_RANKS,
     NUM_SUITS,
     RUN_LENGTH,
@@ -148,6 +149,93 @@ def suit_feature_table() -> npt.NDArray[np.int64]:
     return index.reshape(-1).astype(np.int64)
 
 
+# --------------------------------------------------------------------------- capacity W
+CAPACITY_M: Final = NUM_NUMBERED + 1
+"""Numbered cards still to be drawn: 0..40."""
+CAPACITY_JOKERS: Final = NUM_JOKERS + 1
+CAPACITY_CTX: Final = (STANDARD_TURNS + 1) * MAX_HURT * CAPACITY_JOKERS
+CAPACITY_SIZE: Final = CAPACITY_CTX * CAPACITY_M
+"""Weights of the capacity form of ``W``: ``q[context, m]``, the chance that ``m`` more
+numbered cards are drawn from a context (turns left, Hurt, Jokers unseen)."""
+
+
+def completion_table() -> F64:
+    """``COMPLETIONS[held, j]``: how many ``j``-card subsets of a suit's ranks not in
+    ``held`` complete a run with ``held`` (every rank not held is unseen in the relaxed
+    game)."""
+    out = np.zeros((NUM_FIELDS, NUM_RANKS + 1))
+    for held in range(NUM_FIELDS):
+        free = SUIT_FIELD_MASK & ~held
+        sub = free
+        while True:  # every subset of ``free``, the empty one last
+            if HAS_RUN[held | sub]:
+                out[held, bin(sub).count("1")] += 1
+            if sub == 0:
+                break
+            sub = (sub - 1) & free
+    return out
+
+
+def binomial_table() -> F64:
+    out = np.zeros((CAPACITY_M, CAPACITY_M))
+    for n in range(CAPACITY_M):
+        out[n, 0] = 1.0
+        for k in range(1, n + 1):
+            out[n, k] = out[n - 1, k - 1] + out[n - 1, k]
+    return out
+
+
+COMPLETIONS: Final = completion_table()
+BINOMIAL: Final = binomial_table()
+
+
+def capacity_index(turns_left: int, hurt: int, jokers: int) -> int:
+    """The context row of ``q`` (turns left 0..24, Hurt 0..5, Jokers unseen 0..2)."""
+    return (turns_left * MAX_HURT + hurt) * CAPACITY_JOKERS + jokers
+
+
+@compiled
+def completion_curve(hand: int, out: F64) -> int:
+    """``out[m]``: the chance that ``m`` numbered cards drawn at random from the unseen ones
+    complete the phrase with ``hand`` (relaxed: every numbered card not held is unseen);
+    returns how many numbered cards are unseen."""
+    poly = np.zeros(CAPACITY_M)
+    poly[0] = 1.0
+    degree = 0
+    for s in range(NUM_SUITS):
+        held = (hand >> (s * NUM_RANKS)) & SUIT_FIELD_MASK
+        free = NUM_RANKS
+        h = held
+        while h:
+            h &= h - 1
+            free -= 1
+        new = np.zeros(CAPACITY_M)
+        for a in range(degree + 1):
+            if poly[a] == 0.0:
+                continue
+            for b in range(free + 1):
+                new[a + b] += poly[a] * COMPLETIONS[held, b]
+        poly = new
+        degree += free
+    for m in range(degree + 1):
+        out[m] = poly[m] / BINOMIAL[degree, m]
+    for m in range(degree + 1, CAPACITY_M):
+        out[m] = out[degree]
+    return degree
+
+
+@compiled
+def capacity_value(hand: int, jokers: int, turns_left: int, hurt: int, theta: F64) -> float:
+    """``W = sum over m of q[context, m] * P(m more numbered cards complete the phrase)``."""
+    curve = np.zeros(CAPACITY_M)
+    completion_curve(hand, curve)
+    base = ((turns_left * MAX_HURT + hurt) * CAPACITY_JOKERS + jokers) * CAPACITY_M
+    total = 0.0
+    for m in range(CAPACITY_M):
+        total += theta[base + m] * curve[m]
+    return total
+
+
 def suit_need_table() -> npt.NDArray[np.int64]:
     """``NEED[held * 1024 + unseen]`` (0 when complete, IMPOSSIBLE without a live window)."""
     return suit_tables()[0].astype(np.int64).reshape(-1)
@@ -218,6 +306,8 @@ def value(
         return 0.0  # W = 0: the clairvoyant
     if turns_left <= 0:
         return 0.0  # past midnight
+    if theta.shape[0] == CAPACITY_SIZE:
+        return capacity_value(hand, jokers, min(turns_left, STANDARD_TURNS), hurt, theta)
     status = state_features(
         hand, unseen, deck, courts, jokers, turns_left, hurt, ctx, phi, need_t, scratch
     )
@@ -278,9 +368,10 @@ class ValueModel:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ValueModel:
         theta = np.asarray(data["theta"], dtype=np.float64)
-        if theta.size not in (0, NUM_PARAMS, MLP_SIZE):
+        if theta.size not in (0, NUM_PARAMS, MLP_SIZE, CAPACITY_SIZE):
             raise ValueError(
-                f"a value model has {NUM_PARAMS} or {MLP_SIZE} weights, got {theta.size}"
+                f"a value model has {NUM_PARAMS}, {MLP_SIZE} or {CAPACITY_SIZE} weights, "
+                f"got {theta.size}"
             )
         return cls(theta, str(data.get("name", "W")), dict(data.get("meta", {})))
 

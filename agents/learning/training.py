@@ -66,7 +66,6 @@ from agents.learning.config import (
     algorithm_kwargs,
     default_hyperparameter,
     dump_config,
-    load_config,
     policy_kwargs,
 )
 from agents.learning.expert_iteration import (
@@ -88,7 +87,7 @@ from agents.learning.sb3_agent import (
 )
 from agents.learning.shaping import ShapingVecEnv
 from coldiron_env.dealer import STREAM_SEED_BITS, DealStream, stream_seed
-from coldiron_env.env import ColdIronEnv
+from coldiron_env.env import CURRICULUM_KEYS, ColdIronEnv
 from coldiron_env.game import OUTCOMES
 
 if TYPE_CHECKING:
@@ -139,9 +138,6 @@ class StagedEnv(gym.Env[Any, np.int64]):
     def set_env_kwargs(self, env_kwargs: dict[str, Any]) -> None:
         if env_kwargs != self._kwargs:
             self._pending = dict(env_kwargs)
-
-    def get_env_kwargs(self) -> dict[str, Any]:
-        return dict(self._pending or self._kwargs)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -203,7 +199,7 @@ def build_vec_env(kind: str, n_envs: int, env_kwargs: dict[str, Any]) -> VecEnv:
             ) from None
         venv: VecEnv = make_vec_env("native", n_envs, dict(env_kwargs))
         return venv
-    space_kwargs = {k: v for k, v in env_kwargs.items() if k not in ("turns", "suits_required")}
+    space_kwargs = {k: v for k, v in env_kwargs.items() if k not in CURRICULUM_KEYS}
     if kind == "subproc":
         fns = [_env_factory(env_kwargs, space_kwargs, ignore_sigint=True) for _ in range(n_envs)]
         venv = SubprocVecEnv(fns, start_method="fork" if sys.platform != "win32" else None)
@@ -905,11 +901,3 @@ def _stopped_before_training(run: RunDir) -> bool:
     except (OSError, ValueError):
         return False
     return status in (STATUS_STARTING, "running")
-
-
-def load_run_config(run_dir: Path) -> Config:
-    """The resolved config saved in a run directory."""
-    path = run_dir / CONFIG_FILE
-    if not path.is_file():
-        raise TrainingError(f"{path}: not a run directory (no {CONFIG_FILE})")
-    return load_config(path)
