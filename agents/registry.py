@@ -97,7 +97,8 @@ def make_agent(spec: str) -> Agent:
             raise ValueError(f"model path {spec!r} does not exist")
         raise ValueError(
             f"unknown agent {spec!r}: expected a built-in agent ({names}), "
-            f"a run directory or a {MODEL_SUFFIX} model file"
+            f"a run directory, a {MODEL_SUFFIX} model file, an {ONNX_SUFFIX} policy or an "
+            "RLlib checkpoint directory"
         )
     if path.suffix == ONNX_SUFFIX and path.is_file():
         from agents.integrations.onnx_policy import load_onnx_agent  # noqa: PLC0415 (onnx extra)

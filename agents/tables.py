@@ -452,10 +452,15 @@ def rllib_speed() -> str:
 
 def works_with() -> str:
     """Other RL code Cold Iron runs in: library, version tried, command, what it reaches
-    (read from the record named), and the test that runs it in CI."""
+    (read from the records named: one spec or a list, joined), and the test that runs it in
+    CI."""
     doc = _load(WORKS_WITH_JSON)
+
+    def reaches(spec: dict[str, Any] | list[dict[str, Any]]) -> str:
+        return "; ".join(_reaches(s) for s in (spec if isinstance(spec, list) else [spec]))
+
     out = [
-        [row["library"], row["version"], f"`{row['command']}`", _reaches(row["reaches"]),
+        [row["library"], row["version"], f"`{row['command']}`", reaches(row["reaches"]),
          row["ci"]]
         for row in doc["rows"]
     ]  # fmt: skip

@@ -383,9 +383,18 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         """Deal every game from the next ``reset`` on with these ``turns`` /
         ``suits_required`` (a training curriculum); any other option must keep its value
         (the spaces and rewards are fixed at construction)."""
-        check_curriculum(self.env_kwargs(), env_kwargs, "the env")
+        check_curriculum(self.env_kwargs(), env_kwargs, "the env", self._max_turns())
         values = {k: env_kwargs[k] for k in CURRICULUM_KEYS if k in env_kwargs}
         self._next_rules = RuleOptions(**{**self._next_rules.to_dict(), **values})
+
+    def _max_turns(self) -> int | None:
+        """The most turns the observation space holds (dict mode), None when unbounded."""
+        if self._flat:
+            return None
+        space: Any = self.observation_space
+        if self.mask_in_observation:
+            space = space[obs_layout.OBSERVATIONS_KEY]
+        return int(space["turn"].n) - 1
 
     def _apply_rules(self, rules: RuleOptions) -> None:
         self.rules = rules
@@ -433,9 +442,15 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         return info
 
 
-def check_curriculum(known: Mapping[str, Any], env_kwargs: Mapping[str, Any], who: str) -> None:
-    """Refuse, by name, an unknown option or a change to anything but :data:`CURRICULUM_KEYS`
-    (``known``: the env's options now)."""
+def check_curriculum(
+    known: Mapping[str, Any],
+    env_kwargs: Mapping[str, Any],
+    who: str,
+    max_turns: int | None = None,
+) -> None:
+    """Refuse, by name, an unknown option, a change to anything but :data:`CURRICULUM_KEYS`
+    (``known``: the env's options now), or more ``turns`` than ``max_turns`` (dict mode's
+    ``turn`` is ``Discrete(turns + 1)`` as built: a longer game would leave the space)."""
     unknown = sorted(set(env_kwargs) - set(known))
     if unknown:
         raise ValueError(f"unknown env option(s) {unknown}; known: {sorted(known)}")
@@ -443,6 +458,13 @@ def check_curriculum(known: Mapping[str, Any], env_kwargs: Mapping[str, Any], wh
     if fixed:
         raise ValueError(
             f"{who} can change only {list(CURRICULUM_KEYS)} between deals, not {fixed}"
+        )
+    turns = env_kwargs.get("turns")
+    if max_turns is not None and isinstance(turns, int) and turns > max_turns:
+        raise ValueError(
+            f"{who} was built with turns={max_turns} in dict mode, whose 'turn' space holds "
+            f"no more: turns={turns} would leave the observation space (build it with the "
+            "largest turns of the curriculum)"
         )
 
 

@@ -116,7 +116,6 @@ _ORDERED_BATCH: Final = np.broadcast_to(
 )
 AUTORESET_MODES: Final = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP)
 BACKENDS: Final = ("auto", "numba", "python")
-"""The rule options :meth:`ColdIronVectorEnv.set_env_kwargs` may change between deals."""
 
 
 # ------------------------------------------------------------------ the env
@@ -212,6 +211,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         self.max_illegal_actions = template.max_illegal_actions
         self.max_episode_steps = max_episode_steps
         self.single_observation_space = template.observation_space
+        self._max_turns = template._max_turns()
         self.single_action_space = spaces.Discrete(NUM_ACTIONS)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
@@ -372,7 +372,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         For training curricula; any other option must keep its value (the spaces
         and rewards are fixed at construction). Games in progress keep their rules.
         """
-        check_curriculum(self._env_kwargs, env_kwargs, "the vector env")
+        check_curriculum(self._env_kwargs, env_kwargs, "the vector env", self._max_turns)
         values = {k: env_kwargs[k] for k in CURRICULUM_KEYS if k in env_kwargs}
         self._next_rules = RuleOptions(**{**self._next_rules.to_dict(), **values})
 

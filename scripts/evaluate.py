@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--agent",
         action="append",
         required=True,
-        metavar="NAME|RUN_DIR|MODEL.zip",
+        metavar="NAME|RUN_DIR|MODEL.zip|POLICY.onnx|RLLIB_CHECKPOINT",
         help=f"agent to evaluate (repeatable); by name: {', '.join(agent_names())}",
     )
     parser.add_argument("--episodes", type=int, default=10_000, help="deals (default 10000)")

@@ -7,7 +7,7 @@
         --num-env-runners 8 --out runs/rllib_ppo --record runs/rllib_ppo.json
 
 Ray pins its own Gymnasium: install in a venv of its own (``python3 -m venv .venv-rllib &&
-.venv-rllib/bin/pip install torch==2.13.0 -e ".[rllib]"``). Settings (env options, PPO's
+.venv-rllib/bin/pip install torch==2.13.0 -e ".[rllib,fast]"``). Settings (env options, PPO's
 hyperparameters, the networks) come from ``--config`` (``configs/rllib/ppo.yaml``).
 Training stops at the first iteration that reaches ``--steps`` env steps; the checkpoint
 (``--out``, an RLlib checkpoint directory) then plays in ``scripts/evaluate.py --agent DIR``.
@@ -36,8 +36,11 @@ from agents.integrations.rllib import (
     save_env_options,
     set_training_env,
 )
+from coldiron_env.dealer import STREAM_SEED_BITS
 
 DEFAULT_CONFIG: Final = Path(__file__).resolve().parent.parent / "configs" / "rllib" / "ppo.yaml"
+STREAM_SEEDS: Final = 1 << STREAM_SEED_BITS
+"""Seeds the deal streams take: each env runner's seed (``--seed`` + its index) must be one."""
 EXIT_ERROR: Final = 2
 EXIT_INTERRUPTED: Final = 130
 VALIDATION_SEED: Final = 0
@@ -93,6 +96,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for name in ("num_env_runners", "checkpoint_every", "validation", "seed"):
         if getattr(args, name) < 0:
             parser.error(f"--{name.replace('_', '-')} must not be negative")
+    # RLlib seeds runner w's envs with seed + w; each becomes a training-stream seed
+    if args.seed + args.num_env_runners >= STREAM_SEEDS:
+        parser.error(
+            f"--seed {args.seed} with {args.num_env_runners} env runners: seed + runners must "
+            f"stay below {STREAM_SEEDS} (the deal streams' seeds)"
+        )
     return args
 
 

@@ -333,40 +333,38 @@ def test_the_docs_show_the_observation_layout_of_the_one_module_that_knows_it() 
     assert layout_table(recall=True, counting=True) in page
 
 
-def test_a_curriculum_changes_the_rules_from_the_next_deal_like_the_vector_env() -> None:
-    """``set_env_kwargs`` on the single env: the game in progress keeps its rules, the next
-    deal has the new ones, and the games and observations are the vector env's, step by step."""
-    from coldiron_env.vector import ColdIronVectorEnv
-
-    kwargs = {"counting": True}
-    env = ColdIronEnv(**kwargs)
-    vec = ColdIronVectorEnv(1, autoreset_mode="NEXT_STEP", backend="python", **kwargs)
-    obs, info = env.reset(seed=11)
-    vobs, _ = vec.reset(seed=11)
+def test_a_curriculum_changes_the_rules_from_the_next_deal() -> None:
+    """``set_env_kwargs``: the game in progress keeps its rules, the next deal has the new
+    ones (tests/test_vector.py compares them with the vector env's, step by step)."""
+    env = ColdIronEnv(counting=True)
+    _, info = env.reset(seed=11)
     env.set_env_kwargs({"turns": 3, "suits_required": 1, "counting": True})
-    vec.set_env_kwargs({"turns": 3, "suits_required": 1})
-    assert env.rules.turns == 24  # the game in progress keeps its rules
-    deals, pending = 0, False
-    for _ in range(200):
-        action = int(np.flatnonzero(info["action_mask"])[0])
-        if pending:  # NEXT_STEP: the vector env deals now; the single env was reset below
-            vobs, *_ = vec.step(np.array([action]))
-            pending = False
-        np.testing.assert_array_equal(vobs[0], obs)
-        obs, _, terminated, _, info = env.step(action)
-        vobs, _, vterm, _, _ = vec.step(np.array([action]))
-        assert bool(vterm[0]) == terminated
-        if terminated:
-            deals += 1
-            obs, info = env.reset()
-            pending = True
-            assert env.rules.turns == 3 and env.rules.suits_required == 1
-            assert info["turn"] == 1
-    assert deals >= 3
-    assert env.env_kwargs()["turns"] == 3
+    assert env.rules.turns == 24
+    while "outcome" not in info:
+        _, _, _, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+    _, info = env.reset()
+    assert env.rules.turns == 3 and env.rules.suits_required == 1
+    assert env.env_kwargs()["turns"] == 3 and env.max_episode_steps < 24
     with pytest.raises(ValueError, match=r"only \['turns', 'suits_required'\]"):
         env.set_env_kwargs({"recall": True})
     with pytest.raises(ValueError, match="unknown env option"):
         env.set_env_kwargs({"colour": "red"})
     with pytest.raises(ValueError, match="turns"):
         env.set_env_kwargs({"turns": 0})
+
+
+@pytest.mark.parametrize("mask", [False, True])
+def test_a_dict_curriculum_cannot_outgrow_its_turn_space(mask: bool) -> None:
+    """Dict mode's ``turn`` is ``Discrete(turns + 1)`` as built: more turns are refused, fewer
+    stay inside the space."""
+    env = ColdIronEnv(observation_mode="dict", turns=6, mask_in_observation=mask)
+    with pytest.raises(ValueError, match="turns=24 would leave the observation space"):
+        env.set_env_kwargs({"turns": 24})
+    env.set_env_kwargs({"turns": 4})
+    obs, info = env.reset(seed=2)
+    for _ in range(60):
+        assert env.observation_space.contains(obs)
+        if "outcome" in info:
+            obs, info = env.reset()
+        obs, _, _, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+    ColdIronEnv(turns=6).set_env_kwargs({"turns": 24})  # flat mode: no ceiling

@@ -91,6 +91,11 @@ def test_bad_settings_are_named(data: dict[str, Any], message: str) -> None:
         settings_from_dict(data)
 
 
+def test_only_the_flat_observation_is_accepted() -> None:
+    with pytest.raises(ValueError, match="observation_mode must be 'flat'"):
+        settings_from_dict({"env": {"observation_mode": "dict"}})
+
+
 def test_curriculum_stages_end_in_the_real_game() -> None:
     settings = settings_from_dict(
         {

@@ -836,3 +836,47 @@ def test_curriculum_rules_apply_from_each_games_next_deal() -> None:
         vec.set_env_kwargs({"colour": "red"})
     with pytest.raises(ValueError, match="turns"):
         vec.set_env_kwargs({"turns": 0})
+
+
+def test_a_single_env_curriculum_plays_as_the_vector_envs() -> None:
+    """``set_env_kwargs`` on the single env: the game in progress keeps its rules, the next
+    deal has the new ones, and the games and observations are the vector env's, step by step."""
+    kwargs = {"counting": True}
+    env = ColdIronEnv(**kwargs)
+    vec = ColdIronVectorEnv(1, autoreset_mode="NEXT_STEP", backend="python", **kwargs)
+    obs, info = env.reset(seed=11)
+    vobs, _ = vec.reset(seed=11)
+    env.set_env_kwargs({"turns": 3, "suits_required": 1, "counting": True})
+    vec.set_env_kwargs({"turns": 3, "suits_required": 1})
+    assert env.rules.turns == 24  # the game in progress keeps its rules
+    deals, pending = 0, False
+    for _ in range(200):
+        action = int(np.flatnonzero(info["action_mask"])[0])
+        if pending:  # NEXT_STEP: the vector env deals now; the single env was reset below
+            vobs, *_ = vec.step(np.array([action]))
+            pending = False
+        np.testing.assert_array_equal(vobs[0], obs)
+        obs, _, terminated, _, info = env.step(action)
+        vobs, _, vterm, _, _ = vec.step(np.array([action]))
+        assert bool(vterm[0]) == terminated
+        if terminated:
+            deals += 1
+            obs, info = env.reset()
+            pending = True
+            assert env.rules.turns == 3 and env.rules.suits_required == 1
+            assert info["turn"] == 1
+    assert deals >= 3
+    assert env.env_kwargs()["turns"] == 3
+    with pytest.raises(ValueError, match=r"only \['turns', 'suits_required'\]"):
+        env.set_env_kwargs({"recall": True})
+    with pytest.raises(ValueError, match="unknown env option"):
+        env.set_env_kwargs({"colour": "red"})
+    with pytest.raises(ValueError, match="turns"):
+        env.set_env_kwargs({"turns": 0})
+
+
+def test_a_dict_vector_curriculum_cannot_outgrow_its_turn_space() -> None:
+    vec = ColdIronVectorEnv(2, observation_mode="dict", turns=6)
+    with pytest.raises(ValueError, match="would leave the observation space"):
+        vec.set_env_kwargs({"turns": 24})
+    vec.set_env_kwargs({"turns": 5})

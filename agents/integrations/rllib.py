@@ -10,7 +10,7 @@ policy's logits, so an illegal action is never sampled.
 ``coldiron_env`` (a creator calling ``gym.make("coldiron/ColdIron-v0")`` fails there with
 "Namespace coldiron not found"): :func:`make_env` imports it inside the runner, and
 builds the env from ``"coldiron_env:coldiron/ColdIron-v0"``. On a cluster every node
-needs the project installed (``pip install -e ".[rllib]"``), as it needs Ray.
+needs the project installed (``pip install -e ".[rllib,fast]"``), as it needs Ray.
 
 **Checkpoints.** ``Algorithm.save_to_path(DIR)`` writes ``DIR/rllib_checkpoint.json`` and
 the module's weights; :func:`save_env_options` adds ``DIR/coldiron_env.json`` (the env
@@ -190,6 +190,11 @@ def check_env_options(options: Mapping[str, Any]) -> dict[str, Any]:
     if fixed:
         raise ValueError(f"env option(s) {fixed} are set by the RLlib integration itself")
     kwargs = dict(options)
+    if kwargs.get("observation_mode", "flat") != "flat":
+        raise ValueError(
+            "env option observation_mode must be 'flat' for RLlib (its encoder and the "
+            f"checkpoint's player take one flat vector), got {kwargs['observation_mode']!r}"
+        )
     try:
         ColdIronEnv(**kwargs).close()
     except TypeError as exc:
@@ -530,7 +535,7 @@ def load_rllib_agent(path: str | Path, name: str | None = None) -> RLlibAgent:
     except ImportError as exc:
         raise RLlibLoadError(
             f"{checkpoint}: loading an RLlib checkpoint needs ray[rllib] "
-            f'(pip install -e ".[rllib]"): {exc}'
+            f'(pip install -e ".[rllib,fast]"): {exc}'
         ) from None
     where = module_path(checkpoint)
     if not where.is_dir():
