@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
+from helpers import load_file
 
 from agents.evaluation.arena import agent_seeds, deal_decks, evaluate_agent
 from agents.learning.sb3_agent import ModelLoadError, zoo_run_of
@@ -356,19 +357,24 @@ def test_zoo_env_gives_the_masks_and_predict_uses_them(tmp_path: Path) -> None:
         model.predict(obs)  # no masks and no env to read them from: refused, not unmasked
 
 
-def test_launcher_refuses_a_seed_the_streams_cannot_take_and_own_options_for_enjoy() -> None:
+def test_launcher_refuses_a_seed_the_streams_cannot_take_and_own_options_for_enjoy(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The launcher's refusals, in process (its main returns before rl-zoo3 runs)."""
     pytest.importorskip("rl_zoo3")
     from agents.evaluation.arena import REPORT_SEED
 
+    launcher = load_file(ZOO_LAUNCHER, "coldiron_zoo_launcher")
+
+    def refused(*args: str) -> str:
+        assert launcher.main(list(args)) == 2, args
+        return str(capsys.readouterr().err)
+
     for seed in (REPORT_SEED, 1 << 16):
-        proc = _zoo("train", "--algo", "ppo_mask", "--seed", str(seed))
-        assert proc.returncode == 2 and "0..65535" in proc.stderr, proc.stderr
-    proc = _zoo("train", "--algo", "ppo_mask", "--seed=x")
-    assert proc.returncode == 2 and "--seed must be an integer" in proc.stderr
-    proc = _zoo("enjoy", "--record", "x.json")
-    assert proc.returncode == 2 and "train only" in proc.stderr
-    proc = _zoo("fit")
-    assert proc.returncode == 2 and "unknown command 'fit'" in proc.stderr
+        assert "0..65535" in refused("train", "--algo", "ppo_mask", "--seed", str(seed))
+    assert "--seed must be an integer" in refused("train", "--algo", "ppo_mask", "--seed=x")
+    assert "train only" in refused("enjoy", "--record", "x.json")
+    assert "unknown command 'fit'" in refused("fit")
 
 
 def test_a_missing_or_negative_seed_is_drawn_in_the_streams_range() -> None:
