@@ -140,3 +140,29 @@ def load_file(path: Path, name: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def streams_of(records: Iterable[tuple[int | None, tuple[int, ...]]]) -> list[Any]:
+    """The deal stream of every deck in a deal audit (``coldiron_env.dealer.read_audit``), in
+    order; fails on a deck from an unseeded generator or from an evaluation seed."""
+    from coldiron_env.dealer import EVALUATION_SEED_LIMIT, STREAM_SPAN, DealStream
+
+    found = []
+    for seed, _ in records:
+        assert seed is not None, "a deck was shuffled by an unseeded generator"
+        assert seed >= EVALUATION_SEED_LIMIT, f"a deck was dealt from evaluation seed {seed}"
+        found.append(DealStream(seed // STREAM_SPAN))
+    return found
+
+
+def check_curriculum_refusals(env: Any) -> None:
+    """``set_env_kwargs`` refuses, by name, a non-curriculum change, an unknown option and
+    a bad ``turns`` (the single and the vector env alike)."""
+    import pytest
+
+    with pytest.raises(ValueError, match=r"only \['turns', 'suits_required'\]"):
+        env.set_env_kwargs({"recall": True})
+    with pytest.raises(ValueError, match="unknown env option"):
+        env.set_env_kwargs({"colour": "red"})
+    with pytest.raises(ValueError, match="turns"):
+        env.set_env_kwargs({"turns": 0})

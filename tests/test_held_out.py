@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import streams_of
 
 from agents.evaluation.arena import deal_decks
 from agents.learning.config import config_from_dict
 from agents.learning.training import train
 from coldiron_env.dealer import (
     AUDIT_VARIABLE,
-    EVALUATION_SEED_LIMIT,
     STREAM_SPAN,
     DealStream,
     read_audit,
@@ -40,16 +40,6 @@ DEALS_PER_SEED = 64
 Records = list[tuple[int | None, tuple[int, ...]]]
 
 
-def streams_of(records: Records) -> set[DealStream]:
-    """The deal streams the audited decks came from; fails on any other generator."""
-    found = set()
-    for seed, _ in records:
-        assert seed is not None, "a deck was shuffled by an unseeded generator"
-        assert seed >= EVALUATION_SEED_LIMIT, f"a deck was dealt from evaluation seed {seed}"
-        found.add(DealStream(seed // STREAM_SPAN))
-    return found
-
-
 def evaluation_decks() -> set[tuple[int, ...]]:
     return {tuple(d) for s in NEAR_SEEDS for d in deal_decks(s, DEALS_PER_SEED).tolist()}
 
@@ -57,7 +47,7 @@ def evaluation_decks() -> set[tuple[int, ...]]:
 def check_dealt(folder: Path, expected: set[DealStream]) -> Records:
     records = read_audit(folder)
     assert records, "nothing was dealt: the run did not run"
-    assert streams_of(records) == expected
+    assert set(streams_of(records)) == expected
     clash = evaluation_decks() & {deck for _, deck in records}
     assert not clash, f"{len(clash)} evaluation deal(s) were dealt while training"
     return records
