@@ -31,6 +31,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+import numpy as np
+
 from agents.atomic import atomic_write_text
 from agents.evaluation.arena import REPORT_SEED, unpack_wins
 from agents.evaluation.looks import LOOK_LOG, read_looks
@@ -136,6 +138,69 @@ def results() -> str:
               f"paired with `{BASELINE}` (points, 95%; McNemar)", "how"]  # fmt: skip
     note = f"\n{doc['episodes']:,} deals of report seed {doc['seed']}.\n"
     return _markdown(header, out) + note
+
+
+CEILING_JSON: Final = DOCS / "records" / "bound_report_need.json"
+"""The certified ceiling: the information-relaxation bound on the report seed."""
+CEILING_PNG: Final = DOCS / "ceiling.png"
+
+
+def _shown(path: Path) -> str:
+    """A record's path as the docs name it (relative to the repository when inside it)."""
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else path.name
+
+
+def _best_player() -> tuple[str, dict[str, Any]]:
+    rows = ladder_rows()
+    label = max((lab for lab, _, _ in RESULT_ROWS), key=lambda lab: rows[lab]["win_rate"])
+    return label, rows[label]
+
+
+def headline() -> str:
+    """The README's answer: the certified ceiling and the best player, from their records."""
+    bound = _load(CEILING_JSON)
+    label, best = _best_player()
+    return (
+        f"**A player who sees only what a player sees wins at most {_pct(bound['mean'])} of "
+        f"deals; the best player here wins {_pct(best['win_rate'])} (`{label}`).** The ceiling "
+        f"is an information-relaxation bound, valid for every such player by construction, "
+        f"on {bound['episodes']:,} deals of report seed {bound['seed']} (95% interval "
+        f"{_interval(bound['ci_low'], bound['ci_high'])}); the best player's interval is "
+        f"{_interval(best['ci_low'], best['ci_high'])} on {best['episodes']:,} deals. From "
+        f"`{_shown(CEILING_JSON)}` and `{_shown(LADDER_JSON)}`.\n"
+    )
+
+
+def ceiling_chart(path: Path = CEILING_PNG) -> None:
+    """The ladder's players, the certified ceiling and the clairvoyant, with the gap
+    between the best player and the ceiling shaded (a PNG; needs matplotlib)."""
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    rows = ladder_rows()
+    bound = _load(CEILING_JSON)
+    labels = [lab for lab, _, _ in RESULT_ROWS]
+    rates = [PERCENT * rows[lab]["win_rate"] for lab in labels]
+    lows = [PERCENT * (rows[lab]["win_rate"] - rows[lab]["ci_low"]) for lab in labels]
+    highs = [PERCENT * (rows[lab]["ci_high"] - rows[lab]["win_rate"]) for lab in labels]
+    best = max(rates)
+    ceiling = PERCENT * bound["mean"]
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    y = np.arange(len(labels))
+    ax.barh(y, rates, xerr=[lows, highs], color="#4C72B0", capsize=2)
+    ax.axvspan(best, ceiling, color="#DD8452", alpha=0.25, label="not yet known")
+    ax.axvline(ceiling, color="#C44E52", lw=2, label=f"certified ceiling {ceiling:.1f}%")
+    ax.axvline(PERCENT, color="#55A868", lw=2, ls="--", label="clairvoyant 100%")
+    ax.set_yticks(y, [f"{lab} ({r:.1f}%)" for lab, r in zip(labels, rates, strict=True)])
+    ax.set_xlim(0, PERCENT + 2)
+    ax.set_xlabel(f"win rate, % (report seed {bound['seed']})")
+    ax.set_title("How well can Cold Iron be played?")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
 
 
 def ladder() -> str:
@@ -314,6 +379,8 @@ def bounds() -> str:
                 f"{rise.get('mean_positive_drift', 0.0):+.4f} at "
                 f"{_pct(rise.get('share_positive', 0.0))}"
                 if rise.get("decision_points")
+                else f"none by construction (W at the start {_pct(rise['start_value'])})"
+                if "start_value" in rise
                 else "not measured"
                 if rise.get("not_measured")
                 else "none (W = 0)",
@@ -323,6 +390,29 @@ def bounds() -> str:
         )
     header = ["W", "deals", "bound [95%]", "mean positive drift, at share of positions",
               "time", "record"]  # fmt: skip
+    return _markdown(header, rows)
+
+
+def strict_bound() -> str:
+    """The bound on games between the relaxed and the strict relaxed game, and lower
+    estimates of the strict game's (``scripts/experiments/strict_bound.py``)."""
+    rows = []
+    for path in sorted((DOCS / "records").glob("strict_bound*.json")):
+        doc = _load(path)
+        lower = doc.get("lower_estimate", False)
+        rows.append(
+            [
+                doc["game"],
+                "a lower estimate, not a bound" if lower else "a bound",
+                f"{doc['episodes']:,} {doc['deals']} deals (seed {doc['seed']})",
+                f"{_pct(doc['mean'])} {_interval(doc['ci_low'], doc['ci_high'])}",
+                f"{int(np.median(doc['states'])):,}",
+                f"{float(np.median(doc['seconds'])):.1f} s",
+                f"`{path.name}`",
+            ]
+        )
+    header = ["game solved", "what it is", "deals", "mean [95%]", "states a deal (median)",
+              "time a deal (median)", "record"]  # fmt: skip
     return _markdown(header, rows)
 
 
@@ -469,6 +559,7 @@ def works_with() -> str:
 
 
 TABLES: Final[dict[str, Callable[[], str]]] = {
+    "headline": headline,
     "results": results,
     "ladder": ladder,
     "benchmark": benchmark,
@@ -478,6 +569,7 @@ TABLES: Final[dict[str, Callable[[], str]]] = {
     "clone-variants": clone_variants,
     "bounds": bounds,
     "bound-cost": bound_cost,
+    "strict-bound": strict_bound,
     "looks": looks,
     "works-with": works_with,
     "onnx": onnx,

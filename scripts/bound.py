@@ -9,7 +9,8 @@
 Each deal's bound is the clairvoyant's maximum of (win - penalties) over every game of the
 relaxed game (every numbered card drawn is kept); their mean bounds the win rate of every
 player who sees only what a player sees. Deals run in parallel processes. ``--model zero``
-is W = 0: the clairvoyant (100% here).
+is W = 0: the clairvoyant (100% here); ``--model need`` is the need-known game's value
+(agents/evaluation/need_game.py: derived from the rules, nothing fitted).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ Z_95 = 1.96
 DRIFT_SEED = 906
 DRIFT_DEALS = 300
 _MODEL: dict[str, ValueModel] = {}
+NAMED_MODELS = {"zero": ValueModel.zero, "need": ValueModel.need_game}
+"""``--model`` names that need no file: W = 0, and the need-known game's value."""
 
 
 def _init(model: ValueModel) -> None:
@@ -54,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         "--monte-carlo-rounds", type=int, default=2, help="first rounds fitted to game results"
     )
     parser.add_argument("--network", action="store_true", help="W as a small network")
-    parser.add_argument("--model", default=None, help="W: a file written by --fit, or zero")
+    parser.add_argument(
+        "--model", default=None, help="W: a file written by --fit, zero, or need (no file)"
+    )
     parser.add_argument("--episodes", type=int, default=200)
     parser.add_argument("--seed", type=int, default=REPORT_SEED)
     parser.add_argument("--deals", choices=("evaluation", "validation"), default="evaluation")
@@ -88,7 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.model is None:
         parser.error("--model FILE (or zero) or --fit FILE")
-    model = ValueModel.zero() if args.model == "zero" else ValueModel.load(Path(args.model))
+    if args.model in NAMED_MODELS:
+        model = NAMED_MODELS[args.model]()
+    else:
+        model = ValueModel.load(Path(args.model))
     if args.deals == "validation":
         decks = validation_decks(args.seed, args.episodes)
     else:
@@ -107,12 +115,22 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bound on {len(values)} {args.deals} deals (seed {args.seed}), W = {model.name}: "
           f"{100 * mean:.2f}% [{100 * (mean - half):.2f}%, {100 * (mean + half):.2f}%] "
           f"({seconds:.0f} s)")  # fmt: skip
-    from agents.evaluation.bound import CAPACITY_SIZE
+    from agents.evaluation.bound import CAPACITY_SIZE, NEED_GAME_SIZE
     from agents.evaluation.bound_fit import drift
 
     rises: dict[str, Any]
     if model.theta.size == CAPACITY_SIZE:  # the drift's greedy player reads logistic features
         rises = {"not_measured": "the capacity form is not a feature model"}
+    elif model.theta.size == NEED_GAME_SIZE:
+        from agents.evaluation.need_game import start_value
+
+        w0 = start_value()
+        rises = {
+            "start_value": w0,
+            "not_measured": "no action is expected to raise W (a supersolution by "
+            "construction); the clairvoyant's best game drifts down by W(start) - bound",
+        }
+        print(f"W at the start: {100 * w0:.2f}% (the bound is at most this, deal by deal)")
     else:
         rises = drift(model, validation_decks(DRIFT_SEED, DRIFT_DEALS).astype(np.int64))
     print(f"drift of W where its greedy player goes ({DRIFT_DEALS} validation deals): {rises}")

@@ -4,7 +4,8 @@
     .venv/bin/python scripts/tables.py --check   # exit 1 if any table differs from its record
 
 A table is the text between ``<!-- table:NAME -->`` and ``<!-- /table -->`` (names and
-records: ``agents/tables.py``). Run it after a command rewrites a record.
+records: ``agents/tables.py``). Run it after a command rewrites a record; it also draws
+the README's chart of the ladder and the ceiling (``docs/ceiling.png``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from agents.gitinfo import REPO_ROOT
-from agents.tables import markdown_files, refresh
+from agents.tables import ceiling_chart, markdown_files, refresh
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
             verb = "differs" if args.check else "rewritten"
             print(f"{path.relative_to(REPO_ROOT)}: table {name} {verb}")
         drift += len(changed)
+    if not args.check:
+        ceiling_chart()
     return 1 if args.check and drift else 0
 
 

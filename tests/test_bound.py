@@ -90,7 +90,7 @@ def test_the_completion_curve_counts_every_subset() -> None:
             assert curve[m] == pytest.approx(hits / len(subsets)), (m, curve[m])
 
 
-@pytest.mark.parametrize("model", ["fitted", "random", "capacity"])
+@pytest.mark.parametrize("model", ["fitted", "random", "capacity", "need"])
 def test_the_bound_is_at_least_every_players_penalised_result(
     model: str, fitted: ValueModel, capacity: ValueModel
 ) -> None:
@@ -98,6 +98,7 @@ def test_the_bound_is_at_least_every_players_penalised_result(
         "fitted": fitted,
         "capacity": capacity,
         "random": ValueModel(np.random.default_rng(1).normal(0, 1, NUM_PARAMS)),
+        "need": ValueModel.need_game(),
     }[model]
     assert model != "capacity" or w.theta.size == CAPACITY_SIZE
     for k, deck in enumerate(validation_decks(903, 40)):
@@ -109,16 +110,15 @@ def test_the_bound_is_at_least_every_players_penalised_result(
             assert r >= (outcome == "won"), "the relaxed twin wins whenever the real game does"
 
 
-@pytest.mark.parametrize("model", ["fitted", "capacity"])
+@pytest.mark.parametrize("model", ["fitted", "capacity", "need"])
 def test_penalties_have_mean_zero_along_honest_games(
     model: str, fitted: ValueModel, capacity: ValueModel
 ) -> None:
     """Thousands of heuristic games: the mean of Z is zero within its 99.9% interval."""
-    w = fitted if model == "fitted" else capacity
+    w = {"fitted": fitted, "capacity": capacity, "need": ValueModel.need_game()}[model]
     sums = []
     for k, deck in enumerate(validation_decks(904, 1500)):
-        _, z, _ = twin_result(deck, play("heuristic", deck, k), w)
-        sums.append(z)
+        sums.append(twin_result(deck, play("heuristic", deck, k), w)[1])
     z = np.asarray(sums)
     se = z.std(ddof=1) / np.sqrt(len(z))
     assert abs(z.mean()) < 3.3 * se, (z.mean(), se)
@@ -129,17 +129,7 @@ def reference_bound(deck: np.ndarray, w: ValueModel) -> float:
     """The clairvoyant's maximum again, independently: every legal action of the reference
     engine (``Game``) at every decision point, memoised, the relaxed win read off the cards
     drawn, the penalties of each draw as :func:`twin_result` charges them."""
-    from agents.evaluation.bound import (
-        ACTION_REST,
-        ACTION_TAKE_BONUS,
-        DRAW_HURTING,
-        DRAW_RACK,
-        DRAW_SAFE,
-        RACK_ACTION_FIRST,
-        DealFacts,
-        _arrays,
-        penalty,
-    )  # fmt: skip
+    from agents.evaluation.bound import DRAW_SAFE, DealFacts, _arrays, card_penalty, draw_kind
     from coldiron_env.actions import LEGAL_ACTIONS
     from coldiron_env.cards import FIRST_COURT, FIRST_JOKER
     from coldiron_env.game import BONUS_FROM_IRON
@@ -155,18 +145,13 @@ def reference_bound(deck: np.ndarray, w: ValueModel) -> float:
         best = -np.inf
         for action in LEGAL_ACTIONS[game.phase]:
             child = game.clone()
-            pos, turn, hurt = child.pos, child.turn, child.hurt
+            pos, turn, hurt, apps = child.pos, child.turn, child.hurt, child.iron_count
             iron_bonus = child.bonus_source == BONUS_FROM_IRON
             child.step(action)
             total, won = 0.0, False
-            for card in child.drawn:
-                if action == ACTION_TAKE_BONUS:
-                    kind = DRAW_HURTING if iron_bonus else DRAW_SAFE
-                elif RACK_ACTION_FIRST <= action < ACTION_REST:
-                    kind = DRAW_RACK
-                else:
-                    kind = DRAW_SAFE
-                total -= penalty(pos, turn, hurt, kind, *arrays[:9])
+            for drawn, card in enumerate(child.drawn):
+                kind, xk = draw_kind(action, iron_bonus, apps, drawn)
+                total -= card_penalty(arrays, pos, turn, hurt, kind, xk)
                 pos += 1
                 if facts.won[pos]:
                     won = True
@@ -185,8 +170,13 @@ def reference_bound(deck: np.ndarray, w: ValueModel) -> float:
     return value(Game([int(c) for c in deck]))
 
 
-def test_the_search_is_the_reference_engines_maximum() -> None:
-    """On a random W (every penalty nonzero), deal by deal, to rounding."""
-    w = ValueModel(np.random.default_rng(2).normal(0, 1, NUM_PARAMS))
+@pytest.mark.parametrize("model", ["random", "need"])
+def test_the_search_is_the_reference_engines_maximum(model: str) -> None:
+    """On a random W (every penalty nonzero) and the need-known W (whose penalties depend
+    on which draw of a turn a card is), deal by deal, to rounding."""
+    if model == "random":
+        w = ValueModel(np.random.default_rng(2).normal(0, 1, NUM_PARAMS))
+    else:
+        w = ValueModel.need_game()
     for deck in validation_decks(905, 4):
         assert deal_bound(deck, w) == pytest.approx(reference_bound(deck, w), abs=1e-9)

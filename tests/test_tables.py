@@ -39,6 +39,20 @@ def test_a_changed_record_is_a_drifted_table(
     assert "results" in tables.refresh(ROOT / "README.md", check=True)
 
 
+def test_the_headline_follows_the_ceiling_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's answer names the bound's record: a changed bound is a drifted answer."""
+    bound = tmp_path / "bound.json"
+    doc = json.loads(tables.CEILING_JSON.read_text())
+    assert doc["value_function"]["name"] == "the need-known game's value"
+    assert doc["deals"] == "evaluation" and doc["episodes"] >= 200
+    doc["mean"] -= 0.0001
+    bound.write_text(json.dumps(doc))
+    monkeypatch.setattr(tables, "CEILING_JSON", bound)
+    assert "headline" in tables.refresh(ROOT / "README.md", check=True)
+
+
 def _row(text: str, start: str) -> list[str]:
     line = next(x for x in text.splitlines() if x.startswith(f"| {start}"))
     return [c.strip() for c in line.strip("|").split("|")]

@@ -37,6 +37,22 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from agents.evaluation.need_game import (
+    CARD_COURT,
+    CARD_JOKER,
+    CARD_NUMBERED,
+    NUM_XK,
+    OFFSET,
+    XK_IRON,
+    XK_IRON_BONUS,
+    XK_RACK,
+    XK_REST,
+    XK_THREATEN,
+    XK_THREATEN_BONUS,
+    expected_after_need,
+    need_game_values,
+    realized_after,
+)
 from coldiron_env.actions import BONUS, RACK_ACTIONS, RACK_TARGETS, REST, STOP
 from coldiron_env.analysis import IMPOSSIBLE, NUM_COURTS, suit_tables
 from coldiron_env.batched import compiled
@@ -52,7 +68,7 @@ from coldiron_env.cards import (
     SUIT_FIELD_MASK,
 )
 from coldiron_env.judge import HAS_RUN, NUM_FIELDS, WINDOW_MASKS
-from coldiron_env.options import IRON_APPLICATIONS_PER_TURN, MAX_HURT, STANDARD_TURNS
+from coldiron_env.options import BONUS_DRAWS, IRON_APPLICATIONS_PER_TURN, MAX_HURT, STANDARD_TURNS
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -155,6 +171,9 @@ CAPACITY_M: Final = NUM_NUMBERED + 1
 CAPACITY_JOKERS: Final = NUM_JOKERS + 1
 CAPACITY_CTX: Final = (STANDARD_TURNS + 1) * MAX_HURT * CAPACITY_JOKERS
 CAPACITY_SIZE: Final = CAPACITY_CTX * CAPACITY_M
+NEED_GAME_SIZE: Final = 1
+"""The need-known form of ``W`` (agents/evaluation/need_game.py) has no weights: its
+``theta`` is one marker value."""
 """Weights of the capacity form of ``W``: ``q[context, m]``, the chance that ``m`` more
 numbered cards are drawn from a context (turns left, Hurt, Jokers unseen)."""
 
@@ -357,6 +376,11 @@ class ValueModel:
     def zero(cls) -> ValueModel:
         return cls(np.zeros(0), name="W = 0 (the clairvoyant)")
 
+    @classmethod
+    def need_game(cls) -> ValueModel:
+        """``W`` from the need-known game (agents/evaluation/need_game.py): no weights."""
+        return cls(np.ones(NEED_GAME_SIZE), name="the need-known game's value")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -368,10 +392,10 @@ class ValueModel:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ValueModel:
         theta = np.asarray(data["theta"], dtype=np.float64)
-        if theta.size not in (0, NUM_PARAMS, MLP_SIZE, CAPACITY_SIZE):
+        if theta.size not in (0, NEED_GAME_SIZE, NUM_PARAMS, MLP_SIZE, CAPACITY_SIZE):
             raise ValueError(
-                f"a value model has {NUM_PARAMS}, {MLP_SIZE} or {CAPACITY_SIZE} weights, "
-                f"got {theta.size}"
+                f"a value model has {NUM_PARAMS}, {MLP_SIZE} or {CAPACITY_SIZE} weights "
+                f"({NEED_GAME_SIZE} for the need-known game's), got {theta.size}"
             )
         return cls(theta, str(data.get("name", "W")), dict(data.get("meta", {})))
 
@@ -510,50 +534,6 @@ def expected_after(
     return float(total / deck)
 
 
-@compiled
-def penalty(
-    pos: int,
-    turn: int,
-    hurt: int,
-    kind: int,
-    cards: I64,
-    hands: I64,
-    unseen_t: I64,
-    courts_t: I64,
-    jokers_t: I64,
-    theta: F64,
-    phi: I64,
-    need_t: I64,
-    scratch: I64,
-) -> float:
-    """``z`` of drawing the deck's card at ``pos`` (before it: ``hands[pos]`` held, the
-    suffix counts) at ``turn`` and ``hurt`` in a draw of ``kind``."""
-    if theta.shape[0] == 0:
-        return 0.0
-    deck = DECK_SIZE - pos
-    turns_left = STANDARD_TURNS - turn + 1
-    hand, unseen, courts, jokers = hands[pos], unseen_t[pos], courts_t[pos], jokers_t[pos]
-    realized = after_card(
-        cards[pos],
-        hand,
-        unseen,
-        deck,
-        courts,
-        jokers,
-        turns_left,
-        hurt,
-        kind,
-        theta,
-        phi,
-        need_t,
-        scratch,
-    )
-    expected = expected_after(
-        hand, unseen, deck, courts, jokers, turns_left, hurt, kind, theta, phi, need_t, scratch
-    )
-    return realized - expected
-
-
 # --------------------------------------------------------------------------- one deal
 NUM_DRAW_KINDS: Final = 3
 
@@ -603,14 +583,31 @@ def _recursive(fn: Any) -> Any:
 
 
 @_recursive
-def _z(pos: int, turn: int, hurt: int, kind: int, D: Any) -> float:
-    """The penalty of the card at ``pos``, its expectation cached per (pos, turn, Hurt, kind)."""
+def _z(pos: int, turn: int, hurt: int, kind: int, xk: int, D: Any) -> float:
+    """The penalty of the card at ``pos`` drawn in a draw of ``kind`` (``xk``: which draw
+    exactly, for the need-known ``W``), its expectation cached per (pos, turn, Hurt, xk)."""
     cards, hands, unseen_t, courts_t, jokers_t, theta, phi, need_t, scratch, cache = D[:10]
     if theta.shape[0] == 0:
         return 0.0
-    expected = cache[pos, turn, hurt, kind]
+    expected = cache[pos, turn, hurt, xk]
     deck = DECK_SIZE - pos
     turns_left = STANDARD_TURNS - turn + 1
+    if theta.shape[0] == NEED_GAME_SIZE:
+        V, off, post, numbered_t = D[13], D[14], D[15], D[16]
+        m = NUM_NUMBERED - numbered_t[pos]
+        c = NUM_COURTS - courts_t[pos]
+        j = NUM_JOKERS - jokers_t[pos]
+        if expected == UNSET:
+            expected = expected_after_need(V, off, post[pos], m, c, j, turn, hurt, xk)
+            cache[pos, turn, hurt, xk] = expected
+        card = cards[pos]
+        card_type = CARD_NUMBERED
+        if card >= FIRST_JOKER:
+            card_type = CARD_JOKER
+        elif card >= FIRST_COURT:
+            card_type = CARD_COURT
+        after = realized_after(V, off, post[pos + 1], card_type, m, c, j, turn, hurt, xk)
+        return after - expected
     if expected == UNSET:
         expected = expected_after(
             hands[pos],
@@ -626,7 +623,7 @@ def _z(pos: int, turn: int, hurt: int, kind: int, D: Any) -> float:
             need_t,
             scratch,
         )
-        cache[pos, turn, hurt, kind] = expected
+        cache[pos, turn, hurt, xk] = expected
     realized = after_card(
         cards[pos],
         hands[pos],
@@ -665,7 +662,8 @@ def _single(pos: int, turn: int, hurt: int, action: int, D: Any) -> float:
     cards, won = D[0], D[10]
     card = cards[pos]
     iron = action >= 2
-    value_now = -_z(pos, turn, hurt, DRAW_SAFE, D)
+    xk = XK_THREATEN if action == 0 else (XK_REST if action == 1 else XK_IRON + action - 1)
+    value_now = -_z(pos, turn, hurt, DRAW_SAFE, xk, D)
     pos += 1
     if won[pos]:
         return value_now + 1.0
@@ -691,9 +689,14 @@ def _bonus(pos: int, turn: int, hurt: int, ctx: int, D: Any) -> float:
     hurting = ctx > CTX_BONUS
     kind = DRAW_HURTING if hurting else DRAW_SAFE
     total = 0.0
-    for _ in range(3):
+    for drawn in range(BONUS_DRAWS):
+        left = BONUS_DRAWS - drawn
+        if hurting:
+            xk = XK_IRON_BONUS + (ctx - CTX_BONUS - 1) * BONUS_DRAWS + left - 1
+        else:
+            xk = XK_THREATEN_BONUS + left - 1
         card = cards[pos]
-        total -= _z(pos, turn, hurt, kind, D)
+        total -= _z(pos, turn, hurt, kind, xk, D)
         pos += 1
         if won[pos]:
             return total + 1.0
@@ -715,7 +718,7 @@ def _rack(pos: int, turn: int, hurt: int, index: int, D: Any) -> float:
     total = 0.0
     while True:
         card = cards[pos]
-        total -= _z(pos, turn, hurt, DRAW_RACK, D)
+        total -= _z(pos, turn, hurt, DRAW_RACK, XK_RACK, D)
         pos += 1
         if won[pos]:
             return total + 1.0
@@ -785,11 +788,34 @@ def _arrays(facts: DealFacts, model: ValueModel) -> tuple[Any, ...]:
         phi,
         need_t,
         np.zeros(FEATURES_PER_STATE, dtype=np.int64),
-        np.full((DECK_SIZE + 1, STANDARD_TURNS + 2, MAX_HURT, NUM_DRAW_KINDS), UNSET),
+        np.full((DECK_SIZE + 1, STANDARD_TURNS + 2, MAX_HURT, NUM_XK), UNSET),
         facts.won,
         np.full((DECK_SIZE + 1, STANDARD_TURNS + 2, MAX_HURT, NUM_CTX), UNSET),
         np.full((DECK_SIZE + 1, STANDARD_TURNS + 2, MAX_HURT, NUM_CTX), -1, dtype=np.int64),
+        *_need_arrays(facts, model),
     )
+
+
+def _need_arrays(facts: DealFacts, model: ValueModel) -> tuple[Any, ...]:
+    """The need-known game's table, the (m, r) offsets, ``P(r | hand)`` by position and
+    the unseen numbered count by position (empty stand-ins for the other forms of W)."""
+    numbered_t = np.array([bin(int(u)).count("1") for u in facts.unseen], dtype=np.int64)
+    if model.theta.size != NEED_GAME_SIZE:
+        empty = np.zeros((1, 1, 1, 1, 1, 1), dtype=np.float32)
+        return empty, OFFSET, np.zeros((DECK_SIZE + 1, CAPACITY_M)), numbered_t
+    return need_game_values(), OFFSET, need_posteriors(facts.hands), numbered_t
+
+
+def need_posteriors(hands: I64) -> F64:
+    """``post[p, r]``: the chance that the hand ``hands[p]`` needs exactly ``r`` more
+    numbered cards (drawn at random from the unseen ones) to complete the phrase."""
+    out = np.zeros((len(hands), CAPACITY_M))
+    curve = np.zeros(CAPACITY_M)
+    for p, hand in enumerate(hands):
+        completion_curve(int(hand), curve)
+        out[p, 0] = curve[0]
+        out[p, 1:] = np.diff(curve)
+    return out
 
 
 @functools.cache
@@ -871,6 +897,31 @@ def relaxed_step(
 
 
 # --------------------------------------------------------------------------- checks
+def draw_kind(action: int, iron_bonus: bool, apps: int, drawn: int) -> tuple[int, int]:
+    """The kind of draw (``DRAW_*``) and which draw exactly (``XK_*``) of the ``drawn``-th
+    card of ``action``, taken with ``apps`` Iron applications made this turn before it
+    (``iron_bonus``: a bonus on offer came from the Iron)."""
+    if action == ACTION_TAKE_BONUS:
+        left = BONUS_DRAWS - drawn
+        if iron_bonus:
+            return DRAW_HURTING, XK_IRON_BONUS + (apps - 1) * BONUS_DRAWS + left - 1
+        return DRAW_SAFE, XK_THREATEN_BONUS + left - 1
+    if RACK_ACTION_FIRST <= action < ACTION_REST:
+        return DRAW_RACK, XK_RACK
+    if action == ACTION_REST:
+        return DRAW_SAFE, XK_REST
+    if action == 0:
+        return DRAW_SAFE, XK_THREATEN
+    return DRAW_SAFE, XK_IRON + apps + 1
+
+
+def card_penalty(
+    arrays: tuple[Any, ...], pos: int, turn: int, hurt: int, kind: int, xk: int
+) -> float:
+    """``z`` of the deck's card at ``pos`` (``arrays``: a deal's, from :func:`_arrays`)."""
+    return float(_z(pos, turn, hurt, kind, xk, arrays))
+
+
 def twin_result(deck: Any, actions: list[int], model: ValueModel) -> tuple[float, float, str]:
     """The relaxed twin of a real game: ``actions`` (a real player's, on ``deck``) replayed
     in the relaxed game, with the penalties of its draws. Returns ``(R, Z, real outcome)``:
@@ -882,35 +933,15 @@ def twin_result(deck: Any, actions: list[int], model: ValueModel) -> tuple[float
 
     facts = DealFacts.of(deck)
     arrays = _arrays(facts, model)
-    cards, hands, unseen_t, courts_t, jokers_t, theta, phi, need_t, scratch = arrays[:9]
     game = Game([int(c) for c in facts.cards])
     total = 0.0
     for action in actions:
-        pos, turn, hurt = game.pos, game.turn, game.hurt
+        pos, turn, hurt, apps = game.pos, game.turn, game.hurt, game.iron_count
         iron_bonus = game.bonus_source == BONUS_FROM_IRON
         game.step(action)
-        for card in game.drawn:
-            if action == ACTION_TAKE_BONUS:
-                kind = DRAW_HURTING if iron_bonus else DRAW_SAFE
-            elif RACK_ACTION_FIRST <= action < ACTION_REST:
-                kind = DRAW_RACK
-            else:
-                kind = DRAW_SAFE
-            total += penalty(
-                pos,
-                turn,
-                hurt,
-                kind,
-                cards,
-                hands,
-                unseen_t,
-                courts_t,
-                jokers_t,
-                theta,
-                phi,
-                need_t,
-                scratch,
-            )
+        for drawn, card in enumerate(game.drawn):
+            kind, xk = draw_kind(action, iron_bonus, apps, drawn)
+            total += card_penalty(arrays, pos, turn, hurt, kind, xk)
             pos += 1
             if facts.won[pos]:
                 return 1.0, total, game.outcome or "playing"

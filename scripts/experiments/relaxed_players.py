@@ -3,7 +3,8 @@
     .venv/bin/python scripts/experiments/relaxed_players.py --json docs/records/relaxed_players.json
 
 A lower bound on the relaxed game's best honest value, hence on how low the bound of
-agents/evaluation/bound.py can go (docs/bound.md). Validation deals of seed 907.
+agents/evaluation/bound.py can go (docs/bound.md); and the same players in the strict
+relaxed game, where a Rest's card is lost as in the real game. Validation deals of seed 907.
 """
 
 from __future__ import annotations
@@ -30,17 +31,18 @@ def complete(seen: int) -> bool:
     return all(HAS_RUN[(seen >> (NUM_RANKS * s)) & 1023] for s in range(NUM_SUITS))
 
 
-def play(deck: np.ndarray, policy: Policy, rack_by: str) -> bool:
+def play(deck: np.ndarray, policy: Policy, rack_by: str, rest_keeps: bool = True) -> bool:
     """One relaxed game: ``policy(hurt, turn)`` says threaten, iron, rest or rack; a rack
-    names the suit (or rank) with the fewest unseen numbered cards, so it draws far."""
+    names the suit (or rank) with the fewest unseen numbered cards, so it draws far. Every
+    Joker's bonus is taken. ``rest_keeps=False``: a Rest's card is lost (the strict game)."""
     pos, hurt, seen, drawn = 0, 0, 0, 0
 
-    def draw() -> int:
+    def draw(keep: bool = True) -> int:
         nonlocal pos, seen, drawn
         card = int(deck[pos])
         pos += 1
         drawn |= 1 << card
-        if card < FIRST_COURT:
+        if card < FIRST_COURT and keep:
             seen |= 1 << card
         return card
 
@@ -68,7 +70,7 @@ def play(deck: np.ndarray, policy: Policy, rack_by: str) -> bool:
             continue
         applications = 3 if action == "iron" else 1
         for _ in range(applications):
-            card = draw()
+            card = draw(action != "rest" or rest_keeps)
             if complete(seen):
                 return True
             if pos >= len(deck):
@@ -77,15 +79,19 @@ def play(deck: np.ndarray, policy: Policy, rack_by: str) -> bool:
                 hurt += 1
                 if hurt >= MAX_HURT:
                     return False
-                if hurt >= IRON_STOP_HURT:
-                    break
-            if card >= FIRST_JOKER and action == "threaten":
+            if card >= FIRST_JOKER and action != "rest":
                 for _ in range(3):
-                    draw()
+                    bonus = draw()
                     if complete(seen):
                         return True
                     if pos >= len(deck):
                         return False
+                    if action == "iron" and FIRST_COURT <= bonus < FIRST_JOKER:
+                        hurt += 1
+                        if hurt >= MAX_HURT:
+                            return False
+            if action == "iron" and hurt >= IRON_STOP_HURT:
+                break
         if action == "rest":
             hurt = max(hurt - 1, 0)
     return False
@@ -107,18 +113,24 @@ def main(argv: list[str] | None = None) -> int:
         "rack the rarest rank at Hurt 0, else as above": (
             lambda h, t: "rack" if h == 0 else ("iron" if h <= 2 else ("rest" if h >= 4
                                                                        else "threaten")), "rank"),
+        "Irons while Hurt <= 1 (to Hurt 4), else Rest": (
+            lambda h, t: "iron" if h <= 1 else "rest", "suit"),
+        "rack the rarest suit while Hurt <= 2, else Threaten": (
+            lambda h, t: "rack" if h <= 2 else "threaten", "suit"),
     }  # fmt: skip
     rows = []
     for name, (policy, rack_by) in players.items():
-        wins = sum(play(d, policy, rack_by) for d in decks)
-        low, high = wilson_interval(wins, len(decks))
-        interval = f"[{100 * low:.2f}%, {100 * high:.2f}%]"
-        rows.append([name, f"{100 * wins / len(decks):.2f}%", interval])
+        row = [name]
+        for keeps in (True, False):
+            wins = sum(play(d, policy, rack_by, keeps) for d in decks)
+            low, high = wilson_interval(wins, len(decks))
+            row.append(f"{100 * wins / len(decks):.2f}% [{100 * low:.2f}%, {100 * high:.2f}%]")
+        rows.append(row)
         print(rows[-1], flush=True)
     atomic_write_json(args.json, {
         "command": ".venv/bin/python scripts/experiments/relaxed_players.py "
         + " ".join(sys.argv[1:] if argv is None else argv),
-        "header": ["player of the relaxed game", "won", "95% interval"],
+        "header": ["player", "relaxed game: won [95%]", "strict relaxed game (a Rest's card lost)"],
         "rows": rows,
         "source": f"{args.episodes} validation deals of seed 907, "
         "`scripts/experiments/relaxed_players.py`",

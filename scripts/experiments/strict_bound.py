@@ -1,0 +1,487 @@
+"""The bound on a stricter relaxed game, in which a Rest's card is lost as in the real game.
+
+    .venv/bin/python scripts/experiments/strict_bound.py --episodes 10 --lost 2 \
+        --json docs/records/strict_bound_validation.json
+
+The relaxed game of :mod:`agents.evaluation.bound` keeps every numbered card drawn, a
+Rest's included, and that is too generous for a bound below one half: an honest player
+who applies the Iron while Hurt <= 1 and Rests otherwise wins about 63% of its deals
+(``docs/records/relaxed_players.json``), because every Rest then draws a card that counts.
+Here only a Rest discards (a rack still keeps every numbered card it draws, so any real
+player's twin still holds the real hand and more): the **strict relaxed game**.
+
+Its hand is no longer fixed by how many cards were drawn: it is the numbered cards drawn
+less those a Rest drew (``gone``), so the clairvoyant's search is memoised on
+``(position, turn, Hurt, decision point, gone)`` in hash maps, and that search does not
+end: one deal filled 15 GB in 14 minutes. So the game solved is between the two: **the
+first ``--lost`` numbered cards a Rest draws are lost, later ones kept** (a relaxation of
+the real game still: the hand holds the real one). ``--lost 0`` is the relaxed game.
+
+``W`` is the need-known game's value (:mod:`agents.evaluation.need_game`) averaged over
+what a player knows of the need, now given the hand *and* the unseen numbered cards (a
+Rest's card is neither): ``W = sum over r of P(r | hand, unseen) * V(position, r)``. It is
+still a supersolution: a Rest that discards its card ``x`` leaves a need at least the
+need the need-known game assumes (one less than before, as if ``x`` were kept), and the
+need-known value falls as the need rises.
+
+Standard rules only.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+from numba import types
+from numba.typed import Dict
+
+from agents.evaluation.bound import (
+    ACTION_REST,
+    ACTIONS_AT_TURN,
+    BINOMIAL,
+    CAPACITY_M,
+    CTX_BONUS,
+    CTX_TURN,
+    RACK_ACTION_FIRST,
+    RACK_MASKS,
+    DealFacts,
+)
+from agents.evaluation.need_game import (
+    CARD_COURT,
+    CARD_JOKER,
+    CARD_NUMBERED,
+    NUM_COURTS,
+    OFFSET,
+    XK_IRON,
+    XK_IRON_BONUS,
+    XK_RACK,
+    XK_REST,
+    XK_THREATEN,
+    XK_THREATEN_BONUS,
+    after_value,
+    need_game_values,
+)
+from coldiron_env.batched import compiled
+from coldiron_env.cards import (
+    DECK_SIZE,
+    FIRST_COURT,
+    FIRST_JOKER,
+    NUM_JOKERS,
+    NUM_NUMBERED,
+    NUM_RANKS,
+    NUM_SUITS,
+    SUIT_FIELD_MASK,
+)
+from coldiron_env.judge import HAS_RUN, NUM_FIELDS
+from coldiron_env.options import BONUS_DRAWS, IRON_APPLICATIONS_PER_TURN, MAX_HURT, STANDARD_TURNS
+
+F32 = npt.NDArray[np.float32]
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+HAS_RUN_ARRAY: Final = np.array(HAS_RUN, dtype=np.bool_)
+KEY_SLOTS: Final = 32
+"""Room for a decision point or a draw's kind in a packed memo key."""
+
+
+@compiled
+def _fill_completions(has_run: Any, out: F32) -> None:
+    for held in range(NUM_FIELDS):
+        free = SUIT_FIELD_MASK & ~held
+        unseen = free
+        while True:  # every subset of the ranks not held, as the unseen set
+            sub = unseen
+            while True:  # every subset of the unseen ranks, the empty one last
+                if has_run[held | sub]:
+                    count = 0
+                    s = sub
+                    while s:
+                        s &= s - 1
+                        count += 1
+                    out[held, unseen, count] += 1.0
+                if sub == 0:
+                    break
+                sub = (sub - 1) & unseen
+            if unseen == 0:
+                break
+            unseen = (unseen - 1) & free
+
+
+@functools.cache
+def completions_with_unseen() -> F32:
+    """``C[held, unseen, j]``: how many ``j``-card subsets of a suit's ``unseen`` ranks
+    complete a run with ``held`` (about 46 MB, built once per process)."""
+    out = np.zeros((NUM_FIELDS, NUM_FIELDS, NUM_RANKS + 1), dtype=np.float32)
+    _fill_completions(HAS_RUN_ARRAY, out)
+    return out
+
+
+@compiled
+def need_posterior(hand: int, unseen: int, C: F32, binomial: F64, out: F64) -> None:
+    """``out[r]``: the chance that exactly ``r`` more numbered cards, drawn at random from
+    ``unseen``, complete the phrase with ``hand``."""
+    poly = np.zeros(CAPACITY_M)
+    poly[0] = 1.0
+    degree = 0
+    for s in range(NUM_SUITS):
+        held = (hand >> (s * NUM_RANKS)) & SUIT_FIELD_MASK
+        un = (unseen >> (s * NUM_RANKS)) & SUIT_FIELD_MASK
+        free = 0
+        u = un
+        while u:
+            u &= u - 1
+            free += 1
+        new = np.zeros(CAPACITY_M)
+        for a in range(degree + 1):
+            if poly[a] == 0.0:
+                continue
+            for b in range(free + 1):
+                new[a + b] += poly[a] * C[held, un, b]
+        poly = new
+        degree += free
+    previous = 0.0
+    for m in range(CAPACITY_M):
+        top = min(m, degree)
+        now = poly[top] / binomial[degree, top]
+        out[m] = now - previous
+        previous = now
+
+
+@compiled
+def complete(hand: int) -> bool:
+    done = True
+    for s in range(NUM_SUITS):
+        done = done and HAS_RUN_ARRAY[(hand >> (s * NUM_RANKS)) & SUIT_FIELD_MASK]
+    return done
+
+
+def _recursive(fn: Any) -> Any:
+    return compiled(fn, cache=False)
+
+
+@_recursive
+def _posterior(pos: int, gone: int, S: Any) -> F64:
+    """``P(r | hand, unseen)`` at ``pos`` with the Rest-discarded cards ``gone`` (cached)."""
+    hands, unseen_t, C, binomial, posts = S[1], S[2], S[9], S[10], S[11]
+    key = (pos, gone)
+    if key in posts:
+        return posts[key]
+    out = np.zeros(CAPACITY_M)
+    need_posterior(hands[pos] & ~gone, unseen_t[pos], C, binomial, out)
+    posts[key] = out
+    return out
+
+
+@_recursive
+def _z(pos: int, turn: int, hurt: int, xk: int, gone: int, S: Any) -> float:
+    """The penalty of the card at ``pos`` drawn in a draw ``xk``; a Rest's card is lost."""
+    cards, unseen_t, courts_t, jokers_t, V, off = S[0], S[2], S[3], S[4], S[5], S[6]
+    expected_cache = S[8]
+    m = NUM_NUMBERED - _count(unseen_t[pos])
+    c = NUM_COURTS - courts_t[pos]
+    j = NUM_JOKERS - jokers_t[pos]
+    key = ((((pos * (STANDARD_TURNS + 2)) + turn) * MAX_HURT + hurt) * KEY_SLOTS + xk, gone)
+    if key in expected_cache:
+        expected = expected_cache[key]
+    else:
+        expected = _expected(pos, turn, hurt, xk, gone, m, c, j, S)
+        expected_cache[key] = expected
+    card = cards[pos]
+    if card >= FIRST_JOKER:
+        card_type = CARD_JOKER
+    elif card >= FIRST_COURT:
+        card_type = CARD_COURT
+    else:
+        card_type = CARD_NUMBERED
+    loses = xk == XK_REST and (S[13] or _count(gone) < S[12])
+    after_gone = gone | (1 << card) if (loses and card < FIRST_COURT) else gone
+    post = _posterior(pos + 1, after_gone, S)
+    realized = 0.0
+    for r in range(CAPACITY_M):
+        if post[r] > 0.0:
+            realized += post[r] * after_value(V, off, card_type, r, m, c, j, turn, hurt, xk)
+    return realized - expected
+
+
+@_recursive
+def _expected(
+    pos: int, turn: int, hurt: int, xk: int, gone: int, m: int, c: int, j: int, S: Any
+) -> float:
+    """``E[W(after the next card)]``. A kept numbered card lowers the need by one on
+    average over the cards; a Rest's lost card needs the sum over the unseen cards."""
+    hands, unseen_t, V, off, C, binomial = S[1], S[2], S[5], S[6], S[9], S[10]
+    deck = DECK_SIZE - m - c - j
+    post = _posterior(pos, gone, S)
+    loses = xk == XK_REST and (S[13] or _count(gone) < S[12])
+    courts = NUM_COURTS - c
+    jokers = NUM_JOKERS - j
+    total = 0.0
+    for r in range(CAPACITY_M):
+        p = post[r]
+        if p > 0.0:
+            if not loses and r >= 1:
+                total += (
+                    (NUM_NUMBERED - m)
+                    * p
+                    * after_value(V, off, CARD_NUMBERED, r - 1, m, c, j, turn, hurt, xk)
+                )
+            if courts > 0:
+                total += courts * p * after_value(V, off, CARD_COURT, r, m, c, j, turn, hurt, xk)
+            if jokers > 0:
+                total += jokers * p * after_value(V, off, CARD_JOKER, r, m, c, j, turn, hurt, xk)
+    if loses:
+        hand = hands[pos] & ~gone
+        unseen = unseen_t[pos]
+        lost = np.zeros(CAPACITY_M)
+        out = np.zeros(CAPACITY_M)
+        rest = unseen
+        while rest:
+            low = rest & -rest
+            need_posterior(hand, unseen & ~low, C, binomial, out)
+            lost += out
+            rest ^= low
+        for r in range(CAPACITY_M):
+            if lost[r] > 0.0:
+                total += lost[r] * after_value(V, off, CARD_NUMBERED, r, m, c, j, turn, hurt, xk)
+    return total / deck
+
+
+@compiled
+def _count(x: int) -> int:
+    n = 0
+    while x:
+        x &= x - 1
+        n += 1
+    return n
+
+
+@_recursive
+def _end_turn(pos: int, turn: int, hurt: int, gone: int, S: Any) -> float:
+    if turn >= STANDARD_TURNS:
+        return 0.0  # midnight
+    return _solve(pos, turn + 1, hurt, CTX_TURN, gone, S)
+
+
+@_recursive
+def _after_iron(pos: int, turn: int, hurt: int, apps: int, gone: int, S: Any) -> float:
+    if apps >= IRON_APPLICATIONS_PER_TURN:
+        return _end_turn(pos, turn, hurt, gone, S)
+    return _solve(pos, turn, hurt, CTX_TURN + apps, gone, S)
+
+
+@_recursive
+def _single(pos: int, turn: int, hurt: int, action: int, gone: int, S: Any) -> float:
+    """Threaten (0), Rest (1) or the ``action - 1``-th Iron application (2..4)."""
+    cards, hands = S[0], S[1]
+    card = cards[pos]
+    iron = action >= 2
+    xk = XK_THREATEN if action == 0 else (XK_REST if action == 1 else XK_IRON + action - 1)
+    if S[13] and action == 1 and card < FIRST_COURT and _count(gone) >= S[12]:
+        return -1e9  # --forbid: a lower estimate of the strict game's bound, not a bound
+    value_now = -_z(pos, turn, hurt, xk, gone, S)
+    loses = action == 1 and (S[13] or _count(gone) < S[12])
+    if loses and card < FIRST_COURT:
+        gone |= 1 << card
+    pos += 1
+    if not loses and complete(hands[pos] & ~gone):
+        return value_now + 1.0
+    if pos >= DECK_SIZE:
+        return value_now  # deck exhausted
+    if iron:
+        hurt += 1
+        if hurt >= MAX_HURT:
+            return value_now
+        if card >= FIRST_JOKER:
+            return value_now + _solve(pos, turn, hurt, CTX_BONUS + action - 1, gone, S)
+        return value_now + _after_iron(pos, turn, hurt, action - 1, gone, S)
+    if action == 1:  # Rest
+        return value_now + _end_turn(pos, turn, max(hurt - 1, 0), gone, S)
+    if card >= FIRST_JOKER:
+        return value_now + _solve(pos, turn, hurt, CTX_BONUS, gone, S)
+    return value_now + _end_turn(pos, turn, hurt, gone, S)
+
+
+@_recursive
+def _bonus(pos: int, turn: int, hurt: int, ctx: int, gone: int, S: Any) -> float:
+    cards, hands = S[0], S[1]
+    hurting = ctx > CTX_BONUS
+    total = 0.0
+    for drawn in range(BONUS_DRAWS):
+        left = BONUS_DRAWS - drawn
+        if hurting:
+            xk = XK_IRON_BONUS + (ctx - CTX_BONUS - 1) * BONUS_DRAWS + left - 1
+        else:
+            xk = XK_THREATEN_BONUS + left - 1
+        card = cards[pos]
+        total -= _z(pos, turn, hurt, xk, gone, S)
+        pos += 1
+        if complete(hands[pos] & ~gone):
+            return total + 1.0
+        if pos >= DECK_SIZE:
+            return total
+        if hurting and FIRST_COURT <= card < FIRST_JOKER:
+            hurt += 1
+            if hurt >= MAX_HURT:
+                return total
+    if not hurting:
+        return total + _end_turn(pos, turn, hurt, gone, S)
+    return total + _after_iron(pos, turn, hurt, ctx - CTX_BONUS, gone, S)
+
+
+@_recursive
+def _rack(pos: int, turn: int, hurt: int, index: int, gone: int, S: Any) -> float:
+    cards, hands = S[0], S[1]
+    targets = RACK_MASKS[index]
+    total = 0.0
+    while True:
+        card = cards[pos]
+        total -= _z(pos, turn, hurt, XK_RACK, gone, S)
+        pos += 1
+        if complete(hands[pos] & ~gone):
+            return total + 1.0
+        if pos >= DECK_SIZE:
+            return total
+        if card < FIRST_COURT and (targets >> card) & 1 == 1:
+            return total + _end_turn(pos, turn, hurt, gone, S)
+        if card >= FIRST_JOKER:
+            return total  # slain
+        if card >= FIRST_COURT:
+            hurt += 1
+            if hurt >= MAX_HURT:
+                return total
+
+
+@_recursive
+def _solve(pos: int, turn: int, hurt: int, ctx: int, gone: int, S: Any) -> float:
+    """The clairvoyant's maximum of ``R - Z`` from a decision point of the strict game."""
+    memo = S[7]
+    key = ((((pos * (STANDARD_TURNS + 2)) + turn) * MAX_HURT + hurt) * KEY_SLOTS + ctx, gone)
+    if key in memo:
+        return memo[key]
+    best = -1e9
+    if ctx == CTX_TURN:
+        for action in range(ACTIONS_AT_TURN):
+            if action == 0:
+                v = _single(pos, turn, hurt, 0, gone, S)  # Threaten
+            elif action == 1:
+                v = _single(pos, turn, hurt, 2, gone, S)  # the first Iron application
+            elif action == ACTION_REST:
+                v = _single(pos, turn, hurt, 1, gone, S)  # Rest
+            else:
+                v = _rack(pos, turn, hurt, action - RACK_ACTION_FIRST, gone, S)
+            best = max(best, v)
+    elif ctx < CTX_BONUS:
+        best = max(_single(pos, turn, hurt, ctx + 2, gone, S), _end_turn(pos, turn, hurt, gone, S))
+    else:
+        if ctx == CTX_BONUS:
+            v = _end_turn(pos, turn, hurt, gone, S)  # decline
+        else:
+            v = _after_iron(pos, turn, hurt, ctx - CTX_BONUS, gone, S)
+        best = max(v, _bonus(pos, turn, hurt, ctx, gone, S))
+    memo[key] = best
+    return best
+
+
+KEY = types.UniTuple(types.int64, 2)
+
+
+def _state(facts: DealFacts, cap: int = NUM_NUMBERED, forbid: bool = False) -> tuple[Any, ...]:
+    memo = Dict.empty(key_type=KEY, value_type=types.float64)
+    expected = Dict.empty(key_type=KEY, value_type=types.float64)
+    posts = Dict.empty(key_type=KEY, value_type=types.float64[:])
+    return (
+        facts.cards,
+        facts.hands,
+        facts.unseen,
+        facts.courts,
+        facts.jokers,
+        need_game_values(),
+        OFFSET,
+        memo,
+        expected,
+        completions_with_unseen(),
+        BINOMIAL,
+        posts,
+        cap,
+        forbid,
+    )
+
+
+def strict_deal_bound(
+    deck: Any, cap: int = NUM_NUMBERED, forbid: bool = False
+) -> tuple[float, int]:
+    """The clairvoyant's maximum of ``R - Z`` over every game of ``deck`` in which the
+    first ``cap`` numbered cards a Rest draws are lost, with the need-known ``W``, and how
+    many decision points the search memoised. ``forbid``: every Rest's card is lost, and
+    the clairvoyant may not Rest on more than ``cap`` numbered cards: a maximum over fewer
+    games, so a lower estimate of the strict game's bound, not a bound."""
+    state = _state(DealFacts.of(deck), cap, forbid)
+    value = float(_solve(0, 1, 0, CTX_TURN, 0, state))
+    return value, len(state[7])
+
+
+def strict_start_value() -> float:
+    """``W`` at the start of a deal (the bound can only be lower, on average)."""
+    post = np.zeros(CAPACITY_M)
+    full = (1 << NUM_NUMBERED) - 1
+    need_posterior(0, full, completions_with_unseen(), BINOMIAL, post)
+    V = need_game_values()
+    return float(sum(post[r] * V[1, OFFSET[0] + r, 0, 0, 0, 0] for r in range(1, CAPACITY_M)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import sys
+    import time
+    from pathlib import Path
+
+    from agents.atomic import atomic_write_json
+    from agents.evaluation.arena import validation_decks
+    from agents.gitinfo import git_commit, utc_now
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--episodes", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=901, help="validation deals of this seed")
+    parser.add_argument("--lost", type=int, default=2, help="numbered Rest cards lost")
+    parser.add_argument(
+        "--forbid",
+        action="store_true",
+        help="every Rest's card lost, at most --lost Rests on numbered cards: a lower "
+        "estimate of the strict game's bound (not a bound)",
+    )
+    parser.add_argument("--json", type=Path, required=True)
+    args = parser.parse_args(argv)
+    values, states, seconds = [], [], []
+    for deck in validation_decks(args.seed, args.episodes):
+        start = time.perf_counter()
+        value, count = strict_deal_bound(deck, args.lost, args.forbid)
+        values.append(value)
+        states.append(count)
+        seconds.append(time.perf_counter() - start)
+        print(f"{value:.4f} {count} states {seconds[-1]:.1f} s", flush=True)
+    v = np.asarray(values)
+    half = 1.96 * float(v.std(ddof=1)) / np.sqrt(len(v))
+    atomic_write_json(args.json, {
+        "command": ".venv/bin/python scripts/experiments/strict_bound.py "
+        + " ".join(sys.argv[1:] if argv is None else argv),
+        "game": (
+            f"strict game, the clairvoyant Resting on at most {args.lost} numbered cards"
+            if args.forbid
+            else f"relaxed game, the first {args.lost} numbered cards a Rest draws lost"
+        ),
+        "lower_estimate": args.forbid, "lost": args.lost, "episodes": len(v),
+        "seed": args.seed, "deals": "validation",
+        "mean": float(v.mean()), "ci_low": float(v.mean()) - half,
+        "ci_high": float(v.mean()) + half, "start_value": strict_start_value(),
+        "per_deal": values, "states": states, "seconds": seconds,
+        "commit": git_commit(), "time": utc_now(),
+    })  # fmt: skip
+    print(f"mean {100 * v.mean():.2f}% [{100 * (v.mean() - half):.2f}%, "
+          f"{100 * (v.mean() + half):.2f}%]")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
