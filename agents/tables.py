@@ -216,8 +216,20 @@ def ladder() -> str:
             [r["label"], str(r["episodes"]), _pct(r["win_rate"]),
              _interval(r["ci_low"], r["ci_high"]), *cells, f"{r['seconds_per_game']:.4f}"]
         )  # fmt: skip
+    bound = _load(CEILING_JSON)
+    if bound["seed"] == doc["seed"]:  # the ladder's first deals: the same deals
+        per_game = bound["seconds"] * bound["workers"] / bound["episodes"]
+        out.append(
+            [f"information-relaxation bound ({bound['value_function']['name']})",
+             str(bound["episodes"]), _pct(bound["mean"]),
+             _interval(bound["ci_low"], bound["ci_high"]), "the mean over deals of each "
+             "deal's bound (normal interval)", *[""] * (len(outcomes) - 1), f"{per_game:.4f}"]
+        )  # fmt: skip
     header = ["player", "deals", "win rate", "95% interval", *outcomes, "s/game"]
-    return _markdown(header, out) + f"\nDeals: report seed {doc['seed']}; `{doc['command']}`\n"
+    return _markdown(header, out) + (
+        f"\nDeals: report seed {doc['seed']}; `{doc['command']}`; the information-relaxation "
+        f"bound from `{_shown(CEILING_JSON)}` (`{bound['command']}`).\n"
+    )
 
 
 def benchmark_text(doc: dict[str, Any]) -> str:
@@ -416,6 +428,23 @@ def strict_bound() -> str:
     return _markdown(header, rows)
 
 
+def bound_checks() -> str:
+    """The need-known bound's validity on real players' games
+    (``scripts/experiments/bound_checks.py``: ``docs/records/bound_checks.json``)."""
+    doc = _load(DOCS / "records" / "bound_checks.json")
+    rows = [
+        [f"`{r['player']}`", f"{r['games']:,}", f"{r['real_wins']:,}",
+         f"{r['mean_z']:+.4f} [{r['z_ci95'][0]:+.4f}, {r['z_ci95'][1]:+.4f}]",
+         f"{r['z_in_standard_errors']:+.2f}", str(r["deals_bound_below_result"]),
+         f"{r['min_slack']:.4f}", "yes" if r["twin_wins_whenever_real_wins"] else "no"]
+        for r in doc["rows"]
+    ]  # fmt: skip
+    header = ["player", "games", "won", "mean penalty sum Z [95%]", "Z in standard errors",
+              "deals whose bound is below the player's R - Z", "smallest bound - (R - Z)",
+              "relaxed twin wins whenever the game is won"]  # fmt: skip
+    return _markdown(header, rows) + f"\nFrom `docs/records/bound_checks.json`: {doc['deals']}.\n"
+
+
 def bound_cost() -> str:
     """The exact search of the real game, with (turn, Hurt) dominance: its size per deal."""
     rows = []
@@ -569,6 +598,7 @@ TABLES: Final[dict[str, Callable[[], str]]] = {
     "clone-variants": clone_variants,
     "bounds": bounds,
     "bound-cost": bound_cost,
+    "bound-checks": bound_checks,
     "strict-bound": strict_bound,
     "looks": looks,
     "works-with": works_with,
