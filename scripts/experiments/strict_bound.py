@@ -30,6 +30,8 @@ Standard rules only.
 from __future__ import annotations
 
 import functools
+import time
+from functools import partial
 from typing import Any, Final
 
 import numpy as np
@@ -54,6 +56,10 @@ from agents.evaluation.need_game import (
     CARD_NUMBERED,
     NUM_COURTS,
     OFFSET,
+    PH_IRON,
+    PH_IRON_BONUS_OFFER,
+    PH_THREATEN_BONUS_OFFER,
+    PH_TURN,
     XK_IRON,
     XK_IRON_BONUS,
     XK_RACK,
@@ -82,6 +88,16 @@ F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
 HAS_RUN_ARRAY: Final = np.array(HAS_RUN, dtype=np.bool_)
+UPPER_SLACK: Final = 1e-5
+"""Room for the need-known table's single-precision rounding in the cut's upper bound."""
+ABORTED: Final = 1e9
+"""What a search over its state budget returns (a valid, useless upper bound)."""
+WINDOWS: Final = (0.01, 0.03, 0.08, 0.2, 1.0)
+"""``--prune``: the cut's windows above the warm start, tried in turn until a search fits
+its state budget (the last cuts at the root: ``W`` at the start)."""
+STATE_BUDGET: Final = 4_000_000
+WARM_SLACK: Final = 1e-9
+"""The warm start's cut sits this far below a value known to be reached."""
 KEY_SLOTS: Final = 32
 """Room for a decision point or a draw's kind in a packed memo key."""
 
@@ -258,21 +274,23 @@ def _count(x: int) -> int:
 
 
 @_recursive
-def _end_turn(pos: int, turn: int, hurt: int, gone: int, S: Any) -> float:
+def _end_turn(pos: int, turn: int, hurt: int, gone: int, alpha: float, S: Any) -> float:
     if turn >= STANDARD_TURNS:
         return 0.0  # midnight
-    return _solve(pos, turn + 1, hurt, CTX_TURN, gone, S)
+    return _solve(pos, turn + 1, hurt, CTX_TURN, gone, alpha, S)
 
 
 @_recursive
-def _after_iron(pos: int, turn: int, hurt: int, apps: int, gone: int, S: Any) -> float:
+def _after_iron(
+    pos: int, turn: int, hurt: int, apps: int, gone: int, alpha: float, S: Any
+) -> float:
     if apps >= IRON_APPLICATIONS_PER_TURN:
-        return _end_turn(pos, turn, hurt, gone, S)
-    return _solve(pos, turn, hurt, CTX_TURN + apps, gone, S)
+        return _end_turn(pos, turn, hurt, gone, alpha, S)
+    return _solve(pos, turn, hurt, CTX_TURN + apps, gone, alpha, S)
 
 
 @_recursive
-def _single(pos: int, turn: int, hurt: int, action: int, gone: int, S: Any) -> float:
+def _single(pos: int, turn: int, hurt: int, action: int, gone: int, alpha: float, S: Any) -> float:
     """Threaten (0), Rest (1) or the ``action - 1``-th Iron application (2..4)."""
     cards, hands = S[0], S[1]
     card = cards[pos]
@@ -294,17 +312,19 @@ def _single(pos: int, turn: int, hurt: int, action: int, gone: int, S: Any) -> f
         if hurt >= MAX_HURT:
             return value_now
         if card >= FIRST_JOKER:
-            return value_now + _solve(pos, turn, hurt, CTX_BONUS + action - 1, gone, S)
-        return value_now + _after_iron(pos, turn, hurt, action - 1, gone, S)
+            return value_now + _solve(
+                pos, turn, hurt, CTX_BONUS + action - 1, gone, alpha - value_now, S
+            )
+        return value_now + _after_iron(pos, turn, hurt, action - 1, gone, alpha - value_now, S)
     if action == 1:  # Rest
-        return value_now + _end_turn(pos, turn, max(hurt - 1, 0), gone, S)
+        return value_now + _end_turn(pos, turn, max(hurt - 1, 0), gone, alpha - value_now, S)
     if card >= FIRST_JOKER:
-        return value_now + _solve(pos, turn, hurt, CTX_BONUS, gone, S)
-    return value_now + _end_turn(pos, turn, hurt, gone, S)
+        return value_now + _solve(pos, turn, hurt, CTX_BONUS, gone, alpha - value_now, S)
+    return value_now + _end_turn(pos, turn, hurt, gone, alpha - value_now, S)
 
 
 @_recursive
-def _bonus(pos: int, turn: int, hurt: int, ctx: int, gone: int, S: Any) -> float:
+def _bonus(pos: int, turn: int, hurt: int, ctx: int, gone: int, alpha: float, S: Any) -> float:
     cards, hands = S[0], S[1]
     hurting = ctx > CTX_BONUS
     total = 0.0
@@ -326,12 +346,12 @@ def _bonus(pos: int, turn: int, hurt: int, ctx: int, gone: int, S: Any) -> float
             if hurt >= MAX_HURT:
                 return total
     if not hurting:
-        return total + _end_turn(pos, turn, hurt, gone, S)
-    return total + _after_iron(pos, turn, hurt, ctx - CTX_BONUS, gone, S)
+        return total + _end_turn(pos, turn, hurt, gone, alpha - total, S)
+    return total + _after_iron(pos, turn, hurt, ctx - CTX_BONUS, gone, alpha - total, S)
 
 
 @_recursive
-def _rack(pos: int, turn: int, hurt: int, index: int, gone: int, S: Any) -> float:
+def _rack(pos: int, turn: int, hurt: int, index: int, gone: int, alpha: float, S: Any) -> float:
     cards, hands = S[0], S[1]
     targets = RACK_MASKS[index]
     total = 0.0
@@ -344,7 +364,7 @@ def _rack(pos: int, turn: int, hurt: int, index: int, gone: int, S: Any) -> floa
         if pos >= DECK_SIZE:
             return total
         if card < FIRST_COURT and (targets >> card) & 1 == 1:
-            return total + _end_turn(pos, turn, hurt, gone, S)
+            return total + _end_turn(pos, turn, hurt, gone, alpha - total, S)
         if card >= FIRST_JOKER:
             return total  # slain
         if card >= FIRST_COURT:
@@ -354,41 +374,89 @@ def _rack(pos: int, turn: int, hurt: int, index: int, gone: int, S: Any) -> floa
 
 
 @_recursive
-def _solve(pos: int, turn: int, hurt: int, ctx: int, gone: int, S: Any) -> float:
-    """The clairvoyant's maximum of ``R - Z`` from a decision point of the strict game."""
-    memo = S[7]
+def _upper(pos: int, turn: int, hurt: int, ctx: int, gone: int, S: Any) -> float:
+    """``W`` at a decision point: no game from here scores more (a supersolution)."""
+    unseen_t, courts_t, jokers_t, V, off = S[2], S[3], S[4], S[5], S[6]
+    post = _posterior(pos, gone, S)
+    m = NUM_NUMBERED - _count(unseen_t[pos])
+    c = NUM_COURTS - courts_t[pos]
+    j = NUM_JOKERS - jokers_t[pos]
+    if ctx == CTX_TURN:
+        phase = PH_TURN
+    elif ctx < CTX_BONUS:
+        phase = PH_IRON + ctx
+    elif ctx == CTX_BONUS:
+        phase = PH_THREATEN_BONUS_OFFER
+    else:
+        phase = PH_IRON_BONUS_OFFER + ctx - CTX_BONUS - 1
+    total = post[0]
+    for r in range(1, CAPACITY_M):
+        if post[r] > 0.0:
+            total += post[r] * V[turn, off[m] + r, c, j, hurt, phase]
+    return total + UPPER_SLACK
+
+
+@_recursive
+def _solve(pos: int, turn: int, hurt: int, ctx: int, gone: int, alpha: float, S: Any) -> float:
+    """The clairvoyant's maximum of ``R - Z`` from a decision point of the strict game,
+    fail-soft: exact when above ``alpha``, else an upper bound (at most ``alpha``).
+    Subtrees whose ``W`` (an upper bound on their value) is at most ``alpha`` are cut."""
+    memo, bounds = S[7], S[14]
     key = ((((pos * (STANDARD_TURNS + 2)) + turn) * MAX_HURT + hurt) * KEY_SLOTS + ctx, gone)
     if key in memo:
         return memo[key]
+    if key in bounds:
+        upper = bounds[key]
+    else:
+        upper = _upper(pos, turn, hurt, ctx, gone, S) if S[15] else 1e9
+    if upper <= alpha:
+        return upper
+    if len(memo) + len(bounds) > S[16]:
+        return ABORTED  # over the state budget: an upper bound that says nothing
     best = -1e9
+    a = alpha
     if ctx == CTX_TURN:
         for action in range(ACTIONS_AT_TURN):
             if action == 0:
-                v = _single(pos, turn, hurt, 0, gone, S)  # Threaten
+                v = _single(pos, turn, hurt, 0, gone, a, S)  # Threaten
             elif action == 1:
-                v = _single(pos, turn, hurt, 2, gone, S)  # the first Iron application
+                v = _single(pos, turn, hurt, 2, gone, a, S)  # the first Iron application
             elif action == ACTION_REST:
-                v = _single(pos, turn, hurt, 1, gone, S)  # Rest
+                v = _single(pos, turn, hurt, 1, gone, a, S)  # Rest
             else:
-                v = _rack(pos, turn, hurt, action - RACK_ACTION_FIRST, gone, S)
+                v = _rack(pos, turn, hurt, action - RACK_ACTION_FIRST, gone, a, S)
             best = max(best, v)
+            a = max(a, v)
     elif ctx < CTX_BONUS:
-        best = max(_single(pos, turn, hurt, ctx + 2, gone, S), _end_turn(pos, turn, hurt, gone, S))
+        best = _single(pos, turn, hurt, ctx + 2, gone, a, S)
+        a = max(a, best)
+        best = max(best, _end_turn(pos, turn, hurt, gone, a, S))
     else:
         if ctx == CTX_BONUS:
-            v = _end_turn(pos, turn, hurt, gone, S)  # decline
+            best = _end_turn(pos, turn, hurt, gone, a, S)  # decline
         else:
-            v = _after_iron(pos, turn, hurt, ctx - CTX_BONUS, gone, S)
-        best = max(v, _bonus(pos, turn, hurt, ctx, gone, S))
-    memo[key] = best
+            best = _after_iron(pos, turn, hurt, ctx - CTX_BONUS, gone, a, S)
+        a = max(a, best)
+        best = max(best, _bonus(pos, turn, hurt, ctx, gone, a, S))
+    if best > alpha:
+        memo[key] = best
+    else:
+        bounds[key] = min(upper, best)
     return best
 
 
 KEY = types.UniTuple(types.int64, 2)
 
 
-def _state(facts: DealFacts, cap: int = NUM_NUMBERED, forbid: bool = False) -> tuple[Any, ...]:
+def _state(
+    facts: DealFacts,
+    cap: int = NUM_NUMBERED,
+    forbid: bool = False,
+    prune: bool = False,
+    budget: int = 1 << 62,
+) -> tuple[Any, ...]:
     memo = Dict.empty(key_type=KEY, value_type=types.float64)
+    bounds = Dict.empty(key_type=KEY, value_type=types.float64)
     expected = Dict.empty(key_type=KEY, value_type=types.float64)
     posts = Dict.empty(key_type=KEY, value_type=types.float64[:])
     return (
@@ -406,20 +474,51 @@ def _state(facts: DealFacts, cap: int = NUM_NUMBERED, forbid: bool = False) -> t
         posts,
         cap,
         forbid,
+        bounds,
+        prune,
+        budget,
     )
 
 
 def strict_deal_bound(
-    deck: Any, cap: int = NUM_NUMBERED, forbid: bool = False
+    deck: Any,
+    cap: int = NUM_NUMBERED,
+    forbid: bool = False,
+    prune: bool = False,
+    window: float = 0.0,
+    budget: int = 1 << 62,
 ) -> tuple[float, int]:
     """The clairvoyant's maximum of ``R - Z`` over every game of ``deck`` in which the
     first ``cap`` numbered cards a Rest draws are lost, with the need-known ``W``, and how
     many decision points the search memoised. ``forbid``: every Rest's card is lost, and
     the clairvoyant may not Rest on more than ``cap`` numbered cards: a maximum over fewer
-    games, so a lower estimate of the strict game's bound, not a bound."""
-    state = _state(DealFacts.of(deck), cap, forbid)
-    value = float(_solve(0, 1, 0, CTX_TURN, 0, state))
-    return value, len(state[7])
+    games, so a lower estimate of the strict game's bound, not a bound.
+
+    ``prune``: cut every subtree whose ``W`` (an upper bound on what it scores: ``W`` is a
+    supersolution) is at most the best found, starting from the best game without a Rest on
+    a numbered card, plus ``window``: then the result is the maximum when that is above the
+    cut, else an upper bound at most the cut (a valid bound either way, looser by at most
+    ``window``); :data:`ABORTED` when the search outgrew ``budget`` states."""
+    facts = DealFacts.of(deck)
+    alpha = -1e18
+    if prune and not forbid:
+        # A warm start: the best game without a Rest on a numbered card is one of the
+        # games searched, so the maximum is at least its value.
+        start = float(_solve(0, 1, 0, CTX_TURN, 0, -1e18, _state(facts, 0, True)))
+        alpha = start - WARM_SLACK + window
+    state = _state(facts, cap, forbid, prune, budget)
+    value = float(_solve(0, 1, 0, CTX_TURN, 0, alpha, state))
+    return value, len(state[7]) + len(state[14])
+
+
+def pruned_bound(deck: Any) -> tuple[float, int, float]:
+    """The strict game's bound on ``deck`` by pruned searches, the window widened until one
+    fits the state budget: ``(bound, states, window)``."""
+    for window in WINDOWS:
+        value, states = strict_deal_bound(deck, NUM_NUMBERED, False, True, window, STATE_BUDGET)
+        if value < ABORTED:
+            return value, states, window
+    raise AssertionError("the widest window cuts at the root")
 
 
 def strict_start_value() -> float:
@@ -431,10 +530,22 @@ def strict_start_value() -> float:
     return float(sum(post[r] * V[1, OFFSET[0] + r, 0, 0, 0, 0] for r in range(1, CAPACITY_M)))
 
 
+def _one_deal(deck: Any, lost: int, forbid: bool, prune: bool) -> tuple[float, int, float, float]:
+    start = time.perf_counter()
+    if prune:
+        value, count, window = pruned_bound(deck)
+    else:
+        value, count = strict_deal_bound(deck, lost, forbid)
+        window = 0.0
+    seconds = time.perf_counter() - start
+    print(f"{value:.4f} {count} states {seconds:.1f} s window {window}", flush=True)
+    return value, count, seconds, window
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
+    import multiprocessing as mp
     import sys
-    import time
     from pathlib import Path
 
     from agents.atomic import atomic_write_json
@@ -451,28 +562,51 @@ def main(argv: list[str] | None = None) -> int:
         help="every Rest's card lost, at most --lost Rests on numbered cards: a lower "
         "estimate of the strict game's bound (not a bound)",
     )
+    parser.add_argument(
+        "--prune",
+        action="store_true",
+        help="the strict game itself (every Rest card lost) by pruned searches",
+    )
+    parser.add_argument("--deals", choices=("validation", "evaluation"), default="validation")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--why", help="why the report seed is looked at (the look log)")
     parser.add_argument("--json", type=Path, required=True)
     args = parser.parse_args(argv)
-    values, states, seconds = [], [], []
-    for deck in validation_decks(args.seed, args.episodes):
-        start = time.perf_counter()
-        value, count = strict_deal_bound(deck, args.lost, args.forbid)
-        values.append(value)
-        states.append(count)
-        seconds.append(time.perf_counter() - start)
-        print(f"{value:.4f} {count} states {seconds[-1]:.1f} s", flush=True)
+    if args.deals == "validation":
+        decks = validation_decks(args.seed, args.episodes)
+    else:
+        from agents.evaluation.arena import REPORT_SEED, deal_decks
+        from agents.evaluation.looks import record_look
+
+        decks = deal_decks(args.seed, args.episodes)
+        record_look(
+            args.seed, args.episodes, ["strict bound (need-known W)"], args.why, REPORT_SEED
+        )
+    job = partial(_one_deal, lost=args.lost, forbid=args.forbid, prune=args.prune)
+    if args.workers > 1:
+        with mp.get_context("spawn").Pool(args.workers) as pool:
+            results = pool.map(job, list(decks), chunksize=1)
+    else:
+        results = [job(d) for d in decks]
+    values = [r[0] for r in results]
+    states = [r[1] for r in results]
+    seconds = [r[2] for r in results]
+    windows = [r[3] for r in results]
     v = np.asarray(values)
     half = 1.96 * float(v.std(ddof=1)) / np.sqrt(len(v))
     atomic_write_json(args.json, {
         "command": ".venv/bin/python scripts/experiments/strict_bound.py "
         + " ".join(sys.argv[1:] if argv is None else argv),
         "game": (
-            f"strict game, the clairvoyant Resting on at most {args.lost} numbered cards"
+            "strict game (every Rest card lost), pruned searches"
+            if args.prune
+            else f"strict game, the clairvoyant Resting on at most {args.lost} numbered cards"
             if args.forbid
             else f"relaxed game, the first {args.lost} numbered cards a Rest draws lost"
         ),
+        "windows": windows if args.prune else None,
         "lower_estimate": args.forbid, "lost": args.lost, "episodes": len(v),
-        "seed": args.seed, "deals": "validation",
+        "seed": args.seed, "deals": args.deals, "workers": args.workers,
         "mean": float(v.mean()), "ci_low": float(v.mean()) - half,
         "ci_high": float(v.mean()) + half, "start_value": strict_start_value(),
         "per_deal": values, "states": states, "seconds": seconds,
