@@ -136,3 +136,4 @@ def test_the_vector_engine_refuses_seats_and_hooks() -> None:
         play_lockstep(lambda _: _Counter(), {}, resets, engine="vector")
     with pytest.raises(ValueError, match="batch must be positive"):
         play_lockstep(lambda _: _Counter(), {}, resets, batch=0)
+    assert play_lockstep(lambda _: _Counter(), {}, []) == []  # no game: nothing played

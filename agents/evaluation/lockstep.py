@@ -117,6 +117,8 @@ def play_lockstep(
         raise ValueError(f"batch must be positive, got {batch!r}")
     if engine not in ENGINES:
         raise ValueError(f"engine must be 'auto', 'single' or 'vector', got {engine!r}")
+    if not resets:
+        return []
     policy = players if isinstance(players, BatchPolicy) else None
     per_game = policy is None or envs is not None or on_start is not None or on_move is not None
     if engine == "vector" and per_game:
@@ -128,16 +130,13 @@ def play_lockstep(
             for start in range(0, len(resets), batch)
             for episode in _play_vector_chunk(policy, env_kwargs, resets[start : start + batch])
         ]
-    tables = list(envs) if envs is not None else []
-    if not tables:
-        tables = [ColdIronEnv(**env_kwargs) for _ in range(min(batch, len(resets)))]
+    tables = list(envs or [ColdIronEnv(**env_kwargs) for _ in range(min(batch, len(resets)))])
     episodes: list[Episode] = []
     for start in range(0, len(resets), len(tables)):
         chunk = resets[start : start + len(tables)]
         episodes += _play_chunk(players, tables[: len(chunk)], chunk, start, on_start, on_move)
-    if envs is None:
-        for env in tables:
-            env.close()
+    for env in tables if not envs else []:
+        env.close()
     return episodes
 
 
