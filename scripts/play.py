@@ -73,7 +73,7 @@ class Session:
         self.env_kwargs = env_kwargs
         self.env = ColdIronEnv(render_mode="ansi", **env_kwargs)
         options = {"deck": deck} if deck is not None else None
-        self.obs, self.info = self.env.reset(seed=seed, options=options)
+        self.env.reset(seed=seed, options=options)
         self.deck = deck_codes(self.env.game.deck)
         self.actions: list[int] = []
         self.done = False
@@ -83,7 +83,7 @@ class Session:
         return self.env.game
 
     def step(self, action: int) -> None:
-        self.obs, _, terminated, _, self.info = self.env.step(action)
+        terminated = self.env.step(action)[2]
         self.actions.append(action)
         self.done = bool(terminated)
 
@@ -272,7 +272,6 @@ def agent_loop(
             opening -= 1
             return
         out(f"{name} plays: {move.action} {ACTION_NAMES[move.action]}")
-        session.obs, session.info = move.next_obs, move.next_info
         session.actions.append(move.action)
         session.done = move.terminated
         show(session, out)
