@@ -183,7 +183,11 @@ class BatchedRandomLegal:
 
 
 # ------------------------------------------------------------------ measuring
-def run_single(env: gym.Env[Any, Any], seconds: float, seed: int) -> Row:
+def run_single(
+    env: gym.Env[Any, Any], seconds: float, seed: int, check_every: int = SINGLE_CHECK_EVERY
+) -> Row:
+    """Random legal play of ``env`` (reset on each game's end) for ``seconds``, checked every
+    ``check_every`` steps (0 seconds: ``check_every`` steps, as memory is measured)."""
     policy = RandomLegal(int(env.action_space.n), seed)  # type: ignore[attr-defined]
     step, reset = env.step, env.reset
     clock = time.perf_counter
@@ -193,7 +197,7 @@ def run_single(env: gym.Env[Any, Any], seconds: float, seed: int) -> Row:
     start = clock()
     deadline = start + seconds
     while True:
-        for _ in range(SINGLE_CHECK_EVERY):
+        for _ in range(check_every):
             action = policy.act(info.get("action_mask"))
             t0 = clock()
             _, _, terminated, truncated, info = step(action)
@@ -208,8 +212,9 @@ def run_single(env: gym.Env[Any, Any], seconds: float, seed: int) -> Row:
     return Row("", 1, steps, episodes, env_time, loop, 0.0)
 
 
-def run_vector(envs: Any, seconds: float, seed: int) -> Row:
-    """A Gymnasium VectorEnv with SAME_STEP autoreset and an ``action_mask`` info key."""
+def run_vector(envs: Any, seconds: float, seed: int, check_every: int = VECTOR_CHECK_EVERY) -> Row:
+    """:func:`run_single` for a Gymnasium VectorEnv with SAME_STEP autoreset and an
+    ``action_mask`` info key."""
     n = envs.num_envs
     policy = BatchedRandomLegal(int(envs.single_action_space.n), seed)
     clock = time.perf_counter
@@ -219,7 +224,7 @@ def run_vector(envs: Any, seconds: float, seed: int) -> Row:
     start = clock()
     deadline = start + seconds
     while True:
-        for _ in range(VECTOR_CHECK_EVERY):
+        for _ in range(check_every):
             actions = policy.act(info["action_mask"])
             t0 = clock()
             _, _, terminated, truncated, info = envs.step(actions)
@@ -248,19 +253,11 @@ def traced_build(build: Callable[[], Any], drive: Callable[[Any], None]) -> tupl
 
 
 def _drive_single(env: gym.Env[Any, Any]) -> None:
-    policy = RandomLegal(int(env.action_space.n), 0)  # type: ignore[attr-defined]
-    _, info = env.reset(seed=0)
-    for _ in range(MEMORY_STEPS):
-        _, _, terminated, truncated, info = env.step(policy.act(info.get("action_mask")))
-        if terminated or truncated:
-            _, info = env.reset()
+    run_single(env, 0.0, 0, MEMORY_STEPS)
 
 
 def _drive_vector(envs: Any) -> None:
-    policy = BatchedRandomLegal(int(envs.single_action_space.n), 0)
-    _, info = envs.reset(seed=0)
-    for _ in range(MEMORY_STEPS):
-        _, _, _, _, info = envs.step(policy.act(info["action_mask"]))
+    run_vector(envs, 0.0, 0, MEMORY_STEPS)
 
 
 def throughput_rows(budget: Budget, seed: int) -> list[Row]:

@@ -15,6 +15,7 @@ At the prompt type an action by number or name (``threaten``, ``iron``,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -25,6 +26,8 @@ from typing import Any, Final
 import numpy as np
 
 from agents.atomic import atomic_target, atomic_write_text
+from agents.evaluation.lockstep import Move, play_lockstep
+from agents.players.base import Agent
 from agents.players.planner import HINT_SAMPLES, action_win_chances, why_hopeless
 from agents.registry import make_agent, set_torch_threads
 from coldiron_env.actions import ACTION_NAMES, LEGAL_ACTIONS, PHASE_TURN, parse_action
@@ -70,7 +73,7 @@ class Session:
         self.env_kwargs = env_kwargs
         self.env = ColdIronEnv(render_mode="ansi", **env_kwargs)
         options = {"deck": deck} if deck is not None else None
-        self.obs, self.info = self.env.reset(seed=seed, options=options)
+        self.env.reset(seed=seed, options=options)
         self.deck = deck_codes(self.env.game.deck)
         self.actions: list[int] = []
         self.done = False
@@ -80,7 +83,7 @@ class Session:
         return self.env.game
 
     def step(self, action: int) -> None:
-        self.obs, _, terminated, _, self.info = self.env.step(action)
+        terminated = self.env.step(action)[2]
         self.actions.append(action)
         self.done = bool(terminated)
 
@@ -236,29 +239,56 @@ def load_agent(spec: str) -> tuple[Any, dict[str, Any]]:
     return agent, {k: trained[k] for k in OBSERVATION_KWARGS if k in trained}
 
 
+class _Quit(Exception):
+    """The watcher quit between two moves."""
+
+
+class _Resumed(Agent):
+    """``agent`` after the moves already played (a loaded game), which it is not asked."""
+
+    def __init__(self, agent: Agent, opening: list[int]) -> None:
+        self.agent, self.opening = agent, list(opening)
+
+    def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
+        return self.opening.pop(0) if self.opening else self.agent.act(obs, action_mask, info)
+
+
 def agent_loop(
     session: Session, agent: Any, delay: float | None, seed: int | None, out: Callable[[str], None]
 ) -> int:
-    spec = getattr(agent, "name", "agent")
-    agent.reset(seed)
-    show(session, out)
+    """``agent`` plays the session's game on (the moves so far replayed), shown move by move."""
+    name = getattr(agent, "name", "agent")
+    opening = len(session.actions)
     pause = delay is None
-    while not session.done:
-        mask = np.asarray(session.info["action_mask"])
-        action = int(agent.act(session.obs, mask, session.info))
-        out(f"{getattr(agent, 'name', spec)} plays: {action} {ACTION_NAMES[action]}")
-        session.step(action)
+    show(session, out)
+
+    def seat(_game: int) -> Agent:
+        agent.reset(seed)
+        return _Resumed(agent, session.actions)
+
+    def moved(move: Move) -> None:
+        nonlocal pause, opening
+        if opening:
+            opening -= 1
+            return
+        out(f"{name} plays: {move.action} {ACTION_NAMES[move.action]}")
+        session.actions.append(move.action)
+        session.done = move.terminated
         show(session, out)
         if pause:
             try:
                 line = input("[Enter] next, q quits > ")
             except EOFError:
                 pause = False  # no keyboard: play on to the end
-                continue
+                return
             if line.strip().lower() in QUIT_WORDS:
-                return 0
+                raise _Quit
         elif delay:
             time.sleep(delay)
+
+    deal = [{"options": {"deck": session.deck}}]
+    with contextlib.suppress(_Quit):
+        play_lockstep(seat, session.env_kwargs, deal, envs=[session.env], on_move=moved)
     return 0
 
 

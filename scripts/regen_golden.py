@@ -39,8 +39,10 @@ from typing import Any
 import numpy as np
 
 from agents.atomic import atomic_write_text
+from agents.evaluation.lockstep import Move, play_lockstep
+from agents.players.base import Agent
+from coldiron_env.actions import NUM_ACTIONS
 from coldiron_env.cards import deck_codes
-from coldiron_env.env import ColdIronEnv
 
 GOLDEN_DIR = Path(__file__).resolve().parent.parent / "tests" / "golden"
 FORMAT = 1
@@ -251,50 +253,63 @@ def game_specs() -> list[dict[str, Any]]:
     return specs
 
 
+class GoldenPlayer(Agent):
+    """A golden game's moves: its script first, then an illegal action at step
+    ``illegal_at`` if asked, else its policy (seeded by the game's name)."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.script = list(spec.get("actions", []))
+        self.policy = POLICIES.get(spec.get("policy", ""), random_legal)
+        self.rng = random.Random(f"{spec['name']}")
+        self.steps = 0
+
+    def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
+        legal = [int(a) for a in np.flatnonzero(action_mask)]
+        self.steps += 1
+        if self.script:
+            return int(self.script.pop(0))
+        if self.spec.get("illegal_at") == self.steps - 1:
+            return next(a for a in range(NUM_ACTIONS) if a not in legal)
+        if "policy" in self.spec:
+            return self.policy(legal, self.rng)
+        raise RuntimeError(f"golden game {self.spec['name']}: script ended before the game")
+
+
 def play(spec: dict[str, Any]) -> dict[str, Any]:
     """Play one golden game and return its record."""
-    env = ColdIronEnv(**spec["kwargs"])
-    if "deck" in spec:
-        obs, info = env.reset(options={"deck": spec["deck"]})
-    else:
-        obs, info = env.reset(seed=spec["seed"])
-    deck = deck_codes(env.game.deck)
-    reset_record = {"obs": jsonable(obs), "info": jsonable(info)}
-    rng = random.Random(f"{spec['name']}")
-    script = list(spec.get("actions", []))
-    policy = POLICIES.get(spec.get("policy", ""), random_legal)
+    reset = {"options": {"deck": spec["deck"]}} if "deck" in spec else {"seed": spec["seed"]}
+    record: dict[str, Any] = {}
     steps: list[dict[str, Any]] = []
-    terminated = False
-    while not terminated:
-        legal = [int(a) for a in np.flatnonzero(info["action_mask"])]
-        if script:
-            action = script.pop(0)
-        elif spec.get("illegal_at") == len(steps):
-            action = next(a for a in range(19) if a not in legal)
-        elif "policy" in spec:
-            action = policy(legal, rng)
-        else:
-            raise RuntimeError(f"golden game {spec['name']}: script ended before the game")
-        obs, reward, terminated, truncated, info = env.step(action)
+
+    def start(_game: int, obs: Any, info: dict[str, Any]) -> None:
+        record.update(obs=jsonable(obs), info=jsonable(info))
+
+    def moved(move: Move) -> None:
         steps.append(
             {
-                "action": action,
-                "obs": jsonable(obs),
-                "reward": float(reward),
-                "terminated": bool(terminated),
-                "truncated": bool(truncated),
-                "info": jsonable(info),
+                "action": move.action,
+                "obs": jsonable(move.next_obs),
+                "reward": move.reward,
+                "terminated": move.terminated,
+                "truncated": move.truncated,
+                "info": jsonable(move.next_info),
             }
         )
+
+    player = GoldenPlayer(spec)
+    (game,) = play_lockstep(
+        lambda _: player, spec["kwargs"], [reset], batch=1, on_start=start, on_move=moved
+    )
     return {
         "format": FORMAT,
         "name": spec["name"],
         "env_kwargs": spec["kwargs"],
         "seed": spec.get("seed"),
-        "deck": deck,
-        "reset": reset_record,
+        "deck": deck_codes(game.deck),
+        "reset": record,
         "steps": steps,
-        "outcome": info["outcome"],
+        "outcome": game.outcome,
     }
 
 

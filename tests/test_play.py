@@ -150,3 +150,20 @@ def test_a_shipped_network_plays_a_game_on_its_own_observation(
     watched = play([*args, "--agent", "trained", "--delay", "0"], "")
     assert watched.returncode == 0, watched.stderr[-2000:]
     assert "trained plays:" in watched.stdout and "Game over" in watched.stdout
+
+
+def test_watching_pauses_after_each_move_and_quits_on_q(tmp_path: Path) -> None:
+    """Enter plays the next move, q stops at once; a loaded game goes on from its last move
+    (the agent is not asked the moves already played), then out of input it plays to the end."""
+    watched = play(["--seed", "7", "--agent", "heuristic"], "\n\nq\n")
+    assert watched.returncode == 0, watched.stderr
+    assert watched.stdout.count("heuristic plays:") == 3 and "Game over" not in watched.stdout
+    save = tmp_path / "game.json"
+    human = play(["--seed", "7"], f"threaten\niron\nsave {save}\nquit\n").stdout
+    loaded = human.split("> ")[-3]  # the table after the last move (then "saved", "bye")
+    assert "Last: Apply the Iron" in loaded
+    resumed = play(["--load", str(save), "--agent", "heuristic"], "")
+    assert resumed.returncode == 0, resumed.stderr
+    first = resumed.stdout.index("heuristic plays:")
+    assert resumed.stdout[:first].strip() == loaded.strip()  # shown once, nothing replayed
+    assert "Game over" in resumed.stdout

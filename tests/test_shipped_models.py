@@ -80,7 +80,7 @@ def test_the_planner_over_a_shipped_model_is_named_and_uses_it() -> None:
 def test_a_counting_network_plays_the_same_games_in_the_vector_env_and_in_single_envs() -> None:
     """Evaluation's default engine (the native vector env) against plain envs, move for move:
     deals given as decks and as seeds, with the shipped counting network."""
-    from agents.evaluation.arena import play_lockstep
+    from agents.evaluation.lockstep import play_lockstep
     from coldiron_env.cards import deck_codes
 
     agent = make_agent("trained")

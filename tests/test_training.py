@@ -294,7 +294,7 @@ def test_evaluation_env_has_no_shaping(tmp_path: Path, monkeypatch: pytest.Monke
             super().__init__(**kwargs)
             built.append(self)
 
-    from agents.evaluation import arena as evaluation
+    from agents.evaluation import lockstep as evaluation
 
     monkeypatch.setattr(training, "ColdIronEnv", Recording)
     monkeypatch.setattr(evaluation, "ColdIronEnv", Recording)  # the evaluation envs
@@ -532,7 +532,7 @@ def test_batched_evaluation_plays_the_same_games_as_one_env_at_a_time(
     batched = _per_deal(agent, decks)  # the default for a trained model
     assert batched == one_at_a_time
     assert len({turn for _, turn, _ in batched}) > 1, "the games must differ for this to test"
-    from agents.evaluation import arena as evaluation
+    from agents.evaluation import lockstep as evaluation
 
     small_batches = evaluation.play_lockstep(
         agent.batch_policy,

@@ -14,11 +14,11 @@ decision the evaluator hands it :meth:`Knowledge.from_game
 the game (whose deck order no player may read). An agent
 with a ``batch_policy`` (a trained model: :class:`BatchPolicy`) plays up to
 :data:`LOCKSTEP_BATCH` deals at once, one forward pass per step for all of them
-(:func:`play_lockstep`: in the native vector env when Gymnasium has it, whose batched
-observation makes a ``counting`` network's evaluation several times faster; else in
-plain envs). Any other agent plays one
-:class:`~coldiron_env.env.ColdIronEnv` at a time with the deck passed as
-``reset(options={"deck": codes})``. All three give identical games (tested).
+(in the native vector env when Gymnasium has it, whose batched observation makes a
+``counting`` network's evaluation several times faster; else in plain envs). Any other
+agent plays one :class:`~coldiron_env.env.ColdIronEnv` at a time with the deck passed as
+``reset(options={"deck": codes})``. Both go through the one play loop
+(:func:`~agents.evaluation.lockstep.play_lockstep`). All three give identical games (tested).
 Evaluation always uses the plain env with its default rewards: no shaping
 wrapper ever applies; the outcome is what is counted.
 """
@@ -33,6 +33,7 @@ from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from agents.evaluation.lockstep import LOCKSTEP_BATCH, BatchPolicy, Seat, play_lockstep
 from agents.evaluation.looks import record_look
 from agents.evaluation.stats import mcnemar, wilson_interval
 from agents.players.base import Agent, KnowledgeActor
@@ -60,27 +61,9 @@ actually dealt), and every evaluation on it is logged (:mod:`agents.evaluation.l
 AGENT_SEED_STREAM: Final = 1
 """Second word of the seed of the generator of the agents' per-deal seeds."""
 MAX_AGENT_SEED: Final = 2**31 - 1
-LOCKSTEP_BATCH: Final = 256
-"""Games a :class:`BatchPolicy` plays at once (one forward pass per step for all)."""
 
 EpisodeCallback = Callable[[int, list[int], str, int], None]
 """``callback(deal_index, deck_ids_played, outcome, turn_at_end)`` after each episode."""
-
-
-@runtime_checkable
-class BatchPolicy(Protocol):
-    """Deterministic play of many games at once (e.g. a trained model's masked policy).
-
-    ``act(obs, masks, episode_starts)`` takes a batch (leading dimension n) and
-    returns n legal actions; a policy with memory (an LSTM) keeps one state per
-    row, cleared where ``episode_starts`` is true and by ``reset_states()``.
-    """
-
-    def reset_states(self) -> None: ...
-
-    def act(
-        self, obs: Any, masks: np.ndarray, episode_starts: np.ndarray | None = None
-    ) -> np.ndarray: ...
 
 
 @runtime_checkable
@@ -234,132 +217,6 @@ def unpack_wins(bits: str, episodes: int) -> list[bool]:
     return [bool(x) for x in unpacked]
 
 
-@dataclass(frozen=True)
-class Episode:
-    """How one game of :func:`play_lockstep` ended."""
-
-    outcome: str
-    turn: int
-    steps: int
-    deck: tuple[int, ...]
-    """The card ids in the order the game used them (Jokers relabelled as drawn)."""
-
-
-def stack_observations(observations: Sequence[Any]) -> Any:
-    """A batch of flat (array) or dict observations, leading dimension n."""
-    if isinstance(observations[0], dict):
-        return {k: np.stack([o[k] for o in observations]) for k in observations[0]}
-    return np.stack(observations)
-
-
-def play_lockstep(
-    policy: BatchPolicy,
-    env_kwargs: Mapping[str, Any],
-    resets: Sequence[Mapping[str, Any]],
-    batch: int = LOCKSTEP_BATCH,
-    engine: Literal["auto", "single", "vector"] = "auto",
-) -> list[Episode]:
-    """Play one game per entry of ``resets`` (the kwargs of its ``reset``), in order.
-
-    Up to ``batch`` games run side by side; each step makes one ``policy.act`` call
-    for the whole batch. ``engine``: ``single`` plays plain :class:`ColdIronEnv`
-    games (a finished game's row keeps its last observation and an all-legal mask
-    until the batch ends; its action is ignored); ``vector`` plays them in one native
-    vector env (:class:`~coldiron_env.vector.ColdIronVectorEnv`, the same games move
-    for move: its lockstep tests), whose batched observation is several times faster
-    with ``counting``; ``auto`` (the default) takes ``vector`` when Gymnasium has it
-    and every reset is a seed or a deck.
-    """
-    if batch <= 0:
-        raise ValueError(f"batch must be positive, got {batch!r}")
-    if engine not in ("auto", "single", "vector"):
-        raise ValueError(f"engine must be 'auto', 'single' or 'vector', got {engine!r}")
-    vector = engine == "vector" or (engine == "auto" and _vector_can_play(resets))
-    episodes: list[Episode] = []
-    all_legal = np.ones(NUM_ACTIONS, dtype=bool)
-    for start in range(0, len(resets), batch):
-        chunk = resets[start : start + batch]
-        if vector:
-            episodes.extend(_play_vector_chunk(policy, env_kwargs, chunk))
-            continue
-        envs = [ColdIronEnv(**env_kwargs) for _ in chunk]
-        obs: list[Any] = []
-        masks: list[np.ndarray] = []
-        for env, kwargs in zip(envs, chunk, strict=True):
-            o, info = env.reset(**kwargs)
-            obs.append(o)
-            masks.append(info["action_mask"].astype(bool))
-        ended: list[Episode | None] = [None] * len(chunk)
-        steps = np.zeros(len(chunk), dtype=np.int64)
-        starts = np.ones(len(chunk), dtype=bool)
-        policy.reset_states()
-        while any(e is None for e in ended):
-            actions = policy.act(stack_observations(obs), np.stack(masks), starts)
-            starts[:] = False
-            for i, env in enumerate(envs):
-                if ended[i] is not None:
-                    continue
-                o, _, terminated, truncated, info = env.step(int(actions[i]))
-                steps[i] += 1
-                obs[i] = o
-                if terminated or truncated:
-                    ended[i] = Episode(
-                        str(info["outcome"]), int(info["turn"]), int(steps[i]), tuple(env.game.deck)
-                    )
-                    masks[i] = all_legal
-                else:
-                    masks[i] = info["action_mask"].astype(bool)
-        for env in envs:
-            env.close()
-        episodes.extend(e for e in ended if e is not None)
-    return episodes
-
-
-def _vector_can_play(resets: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether the native vector env can deal these resets (a seed or a deck each)."""
-    try:
-        import coldiron_env.vector  # noqa: F401, PLC0415 (needs gymnasium >= 1.0)
-    except ImportError:
-        return False
-    for kwargs in resets:
-        if set(kwargs) - {"seed", "options"} or set(kwargs.get("options") or {}) - {"deck"}:
-            return False
-    return True
-
-
-def _play_vector_chunk(
-    policy: BatchPolicy, env_kwargs: Mapping[str, Any], chunk: Sequence[Mapping[str, Any]]
-) -> list[Episode]:
-    """:func:`play_lockstep`'s ``vector`` engine on one batch: each game's first ending is
-    kept (``NEXT_STEP`` autoreset: the step after it deals that row a game nobody counts)."""
-    from coldiron_env.vector import ColdIronVectorEnv  # noqa: PLC0415 (gymnasium >= 1.0)
-
-    n = len(chunk)
-    venv = ColdIronVectorEnv(n, autoreset_mode="NEXT_STEP", **env_kwargs)
-    seeds = [kwargs.get("seed") for kwargs in chunk]
-    decks = [(kwargs.get("options") or {}).get("deck") for kwargs in chunk]
-    obs, info = venv.reset(
-        seed=seeds if any(s is not None for s in seeds) else None,
-        options={"deck": decks} if any(d is not None for d in decks) else None,
-    )
-    ended: list[Episode | None] = [None] * n
-    steps = np.zeros(n, dtype=np.int64)
-    starts = np.ones(n, dtype=bool)
-    policy.reset_states()
-    while any(e is None for e in ended):
-        actions = policy.act(obs, info["action_mask"].astype(bool), starts)
-        starts[:] = False
-        live = np.array([e is None for e in ended])
-        obs, _, terminated, truncated, info = venv.step(np.asarray(actions, dtype=np.int64))
-        steps[live] += 1
-        for i in np.flatnonzero(live & (terminated | truncated)).tolist():
-            ended[i] = Episode(
-                str(info["outcome"][i]), int(info["turn"][i]), int(steps[i]), venv.deck_ids(i)
-            )
-    venv.close()
-    return [e for e in ended if e is not None]
-
-
 def batch_policy_of(agent: Agent) -> BatchPolicy | None:
     """The agent's :class:`BatchPolicy` (a trained model's ``batch_policy``), if it has one."""
     policy = getattr(agent, "batch_policy", None)
@@ -414,14 +271,7 @@ def evaluate_agent(
     if use_batch and batch_policy is None:
         raise ValueError(f"agent {result.agent!r} cannot play in batches (no batch_policy)")
     start = time.perf_counter()
-    if use_batch:
-        assert batch_policy is not None
-        resets = [{"options": {"deck": deck_codes(row)}} for row in decks.tolist()]
-        for i, episode in enumerate(play_lockstep(batch_policy, kwargs, resets)):
-            result.add(episode.outcome, episode.turn, episode.steps)
-            if callback is not None:
-                callback(i, list(episode.deck), episode.outcome, episode.turn)
-    elif use_engine:
+    if use_engine:
         if not isinstance(agent, KnowledgeActor):
             raise ValueError(f"agent {result.agent!r} cannot play on the engine (no act_knowledge)")
         game = Game(decks[0].tolist(), rules)
@@ -434,20 +284,21 @@ def evaluate_agent(
             if callback is not None:
                 callback(i, list(game.deck), game.outcome, game.turn)
     else:
-        env = ColdIronEnv(**kwargs)
-        for i, row in enumerate(decks.tolist()):
+
+        def seat(i: int) -> Agent:
             agent.reset(seed=seeds[i])
-            obs, info = env.reset(options={"deck": deck_codes(row)})
-            terminated = False
-            steps = 0
-            while not terminated:
-                action = agent.act(obs, info["action_mask"], info)
-                obs, _, terminated, _, info = env.step(action)
-                steps += 1
-            result.add(info["outcome"], info["turn"], steps)
+            return agent
+
+        players: BatchPolicy | Seat = seat  # one env at a time
+        if use_batch:
+            assert batch_policy is not None
+            players = batch_policy
+        resets = [{"options": {"deck": deck_codes(row)}} for row in decks.tolist()]
+        batch = LOCKSTEP_BATCH if use_batch else 1
+        for i, episode in enumerate(play_lockstep(players, kwargs, resets, batch)):
+            result.add(episode.outcome, episode.turn, episode.steps)
             if callback is not None:
-                callback(i, list(env.game.deck), info["outcome"], info["turn"])
-        env.close()
+                callback(i, list(episode.deck), episode.outcome, episode.turn)
     result.seconds = time.perf_counter() - start
     return result
 

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from agents.atomic import atomic_write_bytes
+from agents.evaluation.lockstep import Move, play_lockstep
 from agents.players.base import Agent
 from coldiron_env.actions import NUM_ACTIONS
-from coldiron_env.env import ColdIronEnv
 
 if TYPE_CHECKING:
     from agents.learning.sb3_agent import MaskedPolicy, SB3Agent
@@ -344,17 +344,15 @@ def _decision_batches(agent: Agent, decks: np.ndarray, env_kwargs: Mapping[str, 
     """Every (observation, mask) ``agent`` meets on ``decks``, in play order (arrays)."""
     from coldiron_env.cards import deck_codes  # noqa: PLC0415
 
-    env = ColdIronEnv(**env_kwargs)
     observations: list[np.ndarray] = []
     masks: list[np.ndarray] = []
-    for row in decks.tolist():
-        obs, info = env.reset(options={"deck": deck_codes(row)})
-        done = False
-        while not done:
-            observations.append(np.asarray(obs, dtype=np.float32))
-            masks.append(info["action_mask"].astype(bool))
-            obs, _, done, _, info = env.step(agent.act(obs, info["action_mask"], info))
-    env.close()
+
+    def record(move: Move) -> None:
+        observations.append(np.asarray(move.obs, dtype=np.float32))
+        masks.append(move.info["action_mask"].astype(bool))
+
+    resets = [{"options": {"deck": deck_codes(row)}} for row in decks.tolist()]
+    play_lockstep(lambda _: agent, env_kwargs, resets, batch=1, on_move=record)
     return np.stack(observations), np.stack(masks)
 
 

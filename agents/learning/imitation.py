@@ -34,12 +34,13 @@ import numpy as np
 import torch as th
 import torch.nn.functional as F
 
+from agents.evaluation.lockstep import Episode, Move, play_lockstep, stack_observations
 from agents.learning.algorithms import algorithm_of
 from agents.learning.sb3_agent import MaskedPolicy
 from agents.players.base import Agent
 from agents.players.roster import make_player
 from coldiron_env.dealer import DealStream, stream_seed
-from coldiron_env.env import ColdIronEnv
+from coldiron_env.game import WON
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -82,66 +83,57 @@ def collect_demonstrations(
     gamma: float = 0.99,
 ) -> Demonstrations:
     """The teacher plays deals ``seed .. seed + episodes - 1``; every decision is kept."""
-    env = ColdIronEnv(**env_kwargs)
-    obs_rows: list[Any] = []
-    masks: list[np.ndarray] = []
-    actions: list[int] = []
-    returns: list[float] = []
-    episode_ids: list[int] = []
-    wins = 0
-    for ep in range(episodes):
-        obs, info = env.reset(seed=seed + ep)
-        teacher.reset(seed + ep)
-        rewards: list[float] = []
-        done = False
-        while not done:
-            mask = info["action_mask"].astype(bool)
-            action = int(teacher.act(obs, info["action_mask"], info))
-            if not mask[action]:
-                raise ValueError(
-                    f"teacher {teacher.name!r} chose illegal action {action} "
-                    f"(legal: {np.flatnonzero(mask).tolist()})"
-                )
-            obs_rows.append(obs)
-            masks.append(mask)
-            actions.append(action)
-            episode_ids.append(ep)
-            obs, reward, terminated, truncated, info = env.step(action)
-            rewards.append(float(reward))
-            done = terminated or truncated
-        wins += int(info.get("outcome") == "won")
-        g = 0.0
-        ep_returns = []
-        for r in reversed(rewards):
-            g = r + gamma * g
-            ep_returns.append(g)
-        returns.extend(reversed(ep_returns))
-    return _demonstrations(obs_rows, masks, actions, returns, episode_ids, episodes, wins)
+
+    def seat(game: int) -> Agent:
+        teacher.reset(seed + game)
+        return teacher
+
+    def check(move: Move) -> None:
+        mask = move.info["action_mask"].astype(bool)
+        if not mask[move.action]:
+            raise ValueError(
+                f"teacher {teacher.name!r} chose illegal action {move.action} "
+                f"(legal: {np.flatnonzero(mask).tolist()})"
+            )
+        record(move)
+
+    record = _Recorder(episodes)
+    resets = [{"seed": seed + ep} for ep in range(episodes)]
+    ended = play_lockstep(seat, env_kwargs, resets, batch=1, on_move=check)
+    return record.demonstrations(ended, gamma)
 
 
-def _demonstrations(
-    obs_rows: list[Any],
-    masks: list[np.ndarray],
-    actions: list[int],
-    returns: list[float],
-    episode: list[int],
-    episodes: int,
-    wins: int,
-) -> Demonstrations:
-    """Stack per-decision rows (flat or dict observations) into a dataset."""
-    if isinstance(obs_rows[0], dict):
-        stacked: Any = {k: np.stack([o[k] for o in obs_rows]) for k in obs_rows[0]}
-    else:
-        stacked = np.stack(obs_rows)
-    return Demonstrations(
-        obs=stacked,
-        masks=np.stack(masks),
-        actions=np.asarray(actions, dtype=np.int64),
-        returns=np.asarray(returns, dtype=np.float32),
-        episode=np.asarray(episode, dtype=np.int64),
-        episodes=episodes,
-        wins=wins,
-    )
+class _Recorder:
+    """Every move of the games of a :func:`play_lockstep` call as a dataset row, labelled
+    with the action played or with ``label(move)``."""
+
+    def __init__(self, episodes: int, label: Callable[[Move], int] | None = None) -> None:
+        self.moves: list[list[tuple[Move, int]]] = [[] for _ in range(episodes)]
+        self.label = label
+
+    def __call__(self, move: Move) -> None:
+        label = move.action if self.label is None else self.label(move)
+        self.moves[move.game].append((move, label))
+
+    def demonstrations(self, ended: list[Episode], gamma: float) -> Demonstrations:
+        """The rows game by game, with each move's ``gamma``-discounted Monte-Carlo return."""
+        returns: list[float] = []
+        for trace in self.moves:
+            g, ep_returns = 0.0, []
+            for move, _ in reversed(trace):
+                g = move.reward + gamma * g
+                ep_returns.append(g)
+            returns.extend(reversed(ep_returns))
+        rows = [(ep, move, label) for ep, trace in enumerate(self.moves) for move, label in trace]
+        return Demonstrations(
+            obs=stack_observations([move.obs for _, move, _ in rows]),
+            masks=np.stack([move.info["action_mask"].astype(bool) for _, move, _ in rows]),
+            actions=np.asarray([label for _, _, label in rows], dtype=np.int64),
+            returns=np.asarray(returns, dtype=np.float32),
+            episode=np.asarray([ep for ep, _, _ in rows], dtype=np.int64),
+            episodes=len(ended),
+            wins=sum(e.outcome == WON for e in ended),
+        )
 
 
 def concat(parts: list[Demonstrations]) -> Demonstrations:
@@ -181,67 +173,24 @@ def collect_dagger(
     observation and ``info`` so its memory stays right) says what it would do.
     Returns are the student's Monte-Carlo returns (its value).
     """
-    policy = MaskedPolicy(model)
-    rows: list[Demonstrations] = []
-    for start in range(0, episodes, batch):
-        n = min(batch, episodes - start)
-        envs = [ColdIronEnv(**env_kwargs) for _ in range(n)]
-        teachers = [teacher_factory() for _ in range(n)]
-        obs, infos = [], []
-        for i, (env, t) in enumerate(zip(envs, teachers, strict=True)):
-            o, info = env.reset(seed=seed + start + i)
-            t.reset(seed + start + i)
-            obs.append(o)
-            infos.append(info)
-        trace: list[list[tuple[Any, np.ndarray, int, float]]] = [[] for _ in range(n)]
-        done = np.zeros(n, dtype=bool)
-        starts = np.ones(n, dtype=bool)
-        wins = 0
-        policy.reset_states()
-        while not done.all():
-            masks = np.stack(
-                [
-                    infos[i]["action_mask"].astype(bool) if not done[i] else np.ones(19, bool)
-                    for i in range(n)
-                ]
-            )
-            if isinstance(obs[0], dict):
-                batch_obs: Any = {k: np.stack([o[k] for o in obs]) for k in obs[0]}
-            else:
-                batch_obs = np.stack(obs)
-            moves = policy.act(batch_obs, masks, starts)
-            starts[:] = False
-            for i in range(n):
-                if done[i]:
-                    continue
-                label = int(teachers[i].act(obs[i], infos[i]["action_mask"], infos[i]))
-                o, r, term, trunc, info = envs[i].step(int(moves[i]))
-                trace[i].append((obs[i], masks[i], label, float(r)))
-                obs[i], infos[i] = o, info
-                if term or trunc:
-                    done[i] = True
-                    wins += int(info.get("outcome") == "won")
-        rows.append(_from_traces(trace, gamma, wins))
-    return concat(rows)
+    teachers: dict[int, Agent] = {}
 
+    def start(game: int, _obs: Any, _info: dict[str, Any]) -> None:
+        teachers[game] = teacher_factory()
+        teachers[game].reset(seed + game)
 
-def _from_traces(
-    traces: list[list[tuple[Any, np.ndarray, int, float]]], gamma: float, wins: int
-) -> Demonstrations:
-    obs_rows, masks, actions, returns, episode = [], [], [], [], []
-    for ep, trace in enumerate(traces):
-        g = 0.0
-        ep_returns = []
-        for _, _, _, r in reversed(trace):
-            g = r + gamma * g
-            ep_returns.append(g)
-        returns.extend(reversed(ep_returns))
-        for o, m, a, _ in trace:
-            obs_rows.append(o)
-            masks.append(m)
-            actions.append(a)
-            episode.append(ep)
-    return _demonstrations(obs_rows, masks, actions, returns, episode, len(traces), wins)
+    def label(move: Move) -> int:
+        teacher = teachers[move.game]
+        if move.terminated or move.truncated:
+            del teachers[move.game]
+        return int(teacher.act(move.obs, move.info["action_mask"], move.info))
+
+    record = _Recorder(episodes, label)
+    resets = [{"seed": seed + ep} for ep in range(episodes)]
+    ended = play_lockstep(
+        MaskedPolicy(model), env_kwargs, resets, batch, "single", on_start=start, on_move=record
+    )
+    return record.demonstrations(ended, gamma)
 
 
 def _rows(obs: Any, idx: np.ndarray) -> Any:

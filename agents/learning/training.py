@@ -60,7 +60,8 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvWrapper
 
 import coldiron_env
 from agents.atomic import atomic_save, atomic_write_bytes, atomic_write_json, atomic_write_text
-from agents.evaluation.arena import AgentResult, play_lockstep
+from agents.evaluation.arena import AgentResult
+from agents.evaluation.lockstep import play_lockstep
 from agents.learning.config import (
     Config,
     algorithm_kwargs,
@@ -271,7 +272,7 @@ def evaluate_policy_on_deals(
     """Play deal ``reset(seed=s)`` for every ``s`` with ``policy`` (masked, deterministic).
 
     Plain ``ColdIronEnv`` instances: no shaping, no curriculum, whatever the
-    training env uses. Up to :data:`~agents.evaluation.arena.LOCKSTEP_BATCH` games run
+    training env uses. Up to :data:`~agents.evaluation.lockstep.LOCKSTEP_BATCH` games run
     in lockstep, one forward pass per step for the whole batch.
     """
     result = AgentResult("model")

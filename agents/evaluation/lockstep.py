@@ -1,0 +1,246 @@
+"""The one play loop: games side by side, one decision each per step, until all have ended.
+
+Evaluation, training's validation, imitation, DAgger and expert iteration's labelling,
+``scripts/play.py``, ``scripts/regen_golden.py`` and the ONNX export's checks all drive
+their games through :func:`play_lockstep`. Who plays:
+
+* a :class:`BatchPolicy` (a trained model): one ``act`` call a step for the whole batch,
+  on the stacked observations and masks (a finished game's row keeps its last observation
+  and an all-legal mask until the batch ends; its action is ignored);
+* or a *seat* ``seat(game) -> Agent``: the :class:`~agents.players.base.Agent` that plays
+  game ``game`` (reset for it by the seat), asked ``act(obs, info["action_mask"], info)``
+  one game at a time (``batch=1`` when one agent plays every game).
+
+What a caller keeps comes through two hooks, called as the games are played:
+``on_start(game, obs, info)`` after each reset and ``on_move(move)`` after each step
+(:class:`Move`: the observation and ``info`` decided on, the action, the reward, what the
+env returned). The games' endings are returned (:class:`Episode`, in game order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+from agents.players.base import Agent
+from coldiron_env.actions import NUM_ACTIONS
+from coldiron_env.env import ColdIronEnv
+
+LOCKSTEP_BATCH: Final = 256
+"""Games a :class:`BatchPolicy` plays at once (one forward pass per step for all)."""
+ENGINES: Final = ("auto", "single", "vector")
+
+Engine = Literal["auto", "single", "vector"]
+
+
+@runtime_checkable
+class BatchPolicy(Protocol):
+    """Deterministic play of many games at once (e.g. a trained model's masked policy).
+
+    ``act(obs, masks, episode_starts)`` takes a batch (leading dimension n) and
+    returns n legal actions; a policy with memory (an LSTM) keeps one state per
+    row, cleared where ``episode_starts`` is true and by ``reset_states()``.
+    """
+
+    def reset_states(self) -> None: ...
+
+    def act(
+        self, obs: Any, masks: np.ndarray, episode_starts: np.ndarray | None = None
+    ) -> np.ndarray: ...
+
+
+Seat = Callable[[int], Agent]
+"""``seat(game)``: the agent that plays game ``game``, reset for it."""
+
+
+@dataclass(frozen=True)
+class Episode:
+    """How one game of :func:`play_lockstep` ended."""
+
+    outcome: str
+    turn: int
+    steps: int
+    deck: tuple[int, ...]
+    """The card ids in the order the game used them (Jokers relabelled as drawn)."""
+
+
+@dataclass(frozen=True)
+class Move:
+    """One step of one game, as :func:`play_lockstep`'s ``on_move`` is told it."""
+
+    game: int
+    """Index of the game's reset."""
+    obs: Any
+    info: dict[str, Any]
+    """The observation and ``info`` the action was chosen on."""
+    action: int
+    reward: float
+    next_obs: Any
+    next_info: dict[str, Any]
+    terminated: bool
+    truncated: bool
+
+
+def stack_observations(observations: Sequence[Any]) -> Any:
+    """A batch of flat (array) or dict observations, leading dimension n."""
+    if isinstance(observations[0], dict):
+        return {k: np.stack([o[k] for o in observations]) for k in observations[0]}
+    return np.stack(observations)
+
+
+def play_lockstep(
+    players: BatchPolicy | Seat,
+    env_kwargs: Mapping[str, Any],
+    resets: Sequence[Mapping[str, Any]],
+    batch: int = LOCKSTEP_BATCH,
+    engine: Engine = "auto",
+    *,
+    envs: Sequence[ColdIronEnv] | None = None,
+    on_start: Callable[[int, Any, dict[str, Any]], None] | None = None,
+    on_move: Callable[[Move], None] | None = None,
+) -> list[Episode]:
+    """Play one game per entry of ``resets`` (the kwargs of its ``reset``), in order.
+
+    Up to ``batch`` games run side by side (``players``: a :class:`BatchPolicy` or a
+    :data:`Seat`, see the module). ``engine``: ``single`` plays plain :class:`ColdIronEnv`
+    games (``envs``, reused batch after batch: by default ``min(batch, games)`` built from
+    ``env_kwargs``); ``vector`` plays them in one native vector env
+    (:class:`~coldiron_env.vector.ColdIronVectorEnv`, the same games move for move: its
+    lockstep tests), whose batched observation is several times faster with ``counting``,
+    for a :class:`BatchPolicy` without hooks; ``auto`` (the default) takes ``vector``
+    when it can and Gymnasium has it.
+    """
+    if batch <= 0:
+        raise ValueError(f"batch must be positive, got {batch!r}")
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be 'auto', 'single' or 'vector', got {engine!r}")
+    if not resets:
+        return []
+    policy = players if isinstance(players, BatchPolicy) else None
+    per_game = policy is None or envs is not None or on_start is not None or on_move is not None
+    if engine == "vector" and per_game:
+        raise ValueError("the vector engine plays a BatchPolicy alone (no seat, envs or hooks)")
+    if engine == "vector" or (engine == "auto" and not per_game and _vector_can_play(resets)):
+        assert policy is not None
+        return [
+            episode
+            for start in range(0, len(resets), batch)
+            for episode in _play_vector_chunk(policy, env_kwargs, resets[start : start + batch])
+        ]
+    tables = list(envs or [ColdIronEnv(**env_kwargs) for _ in range(min(batch, len(resets)))])
+    episodes: list[Episode] = []
+    for start in range(0, len(resets), len(tables)):
+        chunk = resets[start : start + len(tables)]
+        episodes += _play_chunk(players, tables[: len(chunk)], chunk, start, on_start, on_move)
+    for env in tables if not envs else []:
+        env.close()
+    return episodes
+
+
+def _play_chunk(
+    players: BatchPolicy | Seat,
+    envs: Sequence[ColdIronEnv],
+    chunk: Sequence[Mapping[str, Any]],
+    first: int,
+    on_start: Callable[[int, Any, dict[str, Any]], None] | None,
+    on_move: Callable[[Move], None] | None,
+) -> list[Episode]:
+    """:func:`play_lockstep`'s ``single`` engine on one batch (games ``first ..``)."""
+    n = len(chunk)
+    obs: list[Any] = []
+    infos: list[dict[str, Any]] = []
+    for i, (env, kwargs) in enumerate(zip(envs, chunk, strict=True)):
+        o, info = env.reset(**kwargs)
+        obs.append(o)
+        infos.append(info)
+        if on_start is not None:
+            on_start(first + i, o, info)
+    policy: BatchPolicy | None = None
+    seats: list[Agent] = []
+    if isinstance(players, BatchPolicy):
+        policy = players
+    else:
+        seats = [players(first + i) for i in range(n)]
+    ended: list[Episode | None] = [None] * n
+    steps = np.zeros(n, dtype=np.int64)
+    starts = np.ones(n, dtype=bool)
+    all_legal = np.ones(NUM_ACTIONS, dtype=bool)
+    if policy is not None:
+        policy.reset_states()
+    while any(e is None for e in ended):
+        actions: Sequence[int] | np.ndarray
+        if policy is not None:
+            masks = [
+                all_legal if e is not None else info["action_mask"].astype(bool)
+                for e, info in zip(ended, infos, strict=True)
+            ]
+            actions = policy.act(stack_observations(obs), np.stack(masks), starts)
+            starts[:] = False
+        else:
+            actions = [
+                int(seat.act(o, info["action_mask"], info)) if e is None else 0
+                for seat, o, info, e in zip(seats, obs, infos, ended, strict=True)
+            ]
+        for i, env in enumerate(envs):
+            if ended[i] is not None:
+                continue
+            action = int(actions[i])
+            o, reward, terminated, truncated, info = env.step(action)
+            steps[i] += 1
+            if on_move is not None:
+                done = (bool(terminated), bool(truncated))
+                on_move(Move(first + i, obs[i], infos[i], action, float(reward), o, info, *done))
+            obs[i], infos[i] = o, info
+            if terminated or truncated:
+                ended[i] = Episode(
+                    str(info["outcome"]), int(info["turn"]), int(steps[i]), tuple(env.game.deck)
+                )
+    return [e for e in ended if e is not None]
+
+
+def _vector_can_play(resets: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the native vector env can deal these resets (a seed or a deck each)."""
+    try:
+        import coldiron_env.vector  # noqa: F401, PLC0415 (needs gymnasium >= 1.0)
+    except ImportError:
+        return False
+    for kwargs in resets:
+        if set(kwargs) - {"seed", "options"} or set(kwargs.get("options") or {}) - {"deck"}:
+            return False
+    return True
+
+
+def _play_vector_chunk(
+    policy: BatchPolicy, env_kwargs: Mapping[str, Any], chunk: Sequence[Mapping[str, Any]]
+) -> list[Episode]:
+    """:func:`play_lockstep`'s ``vector`` engine on one batch: each game's first ending is
+    kept (``NEXT_STEP`` autoreset: the step after it deals that row a game nobody counts)."""
+    from coldiron_env.vector import ColdIronVectorEnv  # noqa: PLC0415 (gymnasium >= 1.0)
+
+    n = len(chunk)
+    venv = ColdIronVectorEnv(n, autoreset_mode="NEXT_STEP", **env_kwargs)
+    seeds = [kwargs.get("seed") for kwargs in chunk]
+    decks = [(kwargs.get("options") or {}).get("deck") for kwargs in chunk]
+    obs, info = venv.reset(
+        seed=seeds if any(s is not None for s in seeds) else None,
+        options={"deck": decks} if any(d is not None for d in decks) else None,
+    )
+    ended: list[Episode | None] = [None] * n
+    steps = np.zeros(n, dtype=np.int64)
+    starts = np.ones(n, dtype=bool)
+    policy.reset_states()
+    while any(e is None for e in ended):
+        actions = policy.act(obs, info["action_mask"].astype(bool), starts)
+        starts[:] = False
+        live = np.array([e is None for e in ended])
+        obs, _, terminated, truncated, info = venv.step(np.asarray(actions, dtype=np.int64))
+        steps[live] += 1
+        for i in np.flatnonzero(live & (terminated | truncated)).tolist():
+            ended[i] = Episode(
+                str(info["outcome"][i]), int(info["turn"][i]), int(steps[i]), venv.deck_ids(i)
+            )
+    venv.close()
+    return [e for e in ended if e is not None]
