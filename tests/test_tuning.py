@@ -247,6 +247,11 @@ BAD_SEARCHES = [
     ({**SEARCH, "sampler": {"kind": "grid"}}, "search.sampler.kind", "'tpe' or 'random'"),
     ({**SEARCH, "pruner": {"kind": "hyperband"}}, "search.pruner.kind", "must be one of"),
     (
+        {**SEARCH, "pruner": {"kind": "successive_halving", "min_resource": 0}},
+        "search.pruner.min_resource",
+        "greater than or equal to 1, got 0",
+    ),
+    (
         with_param("algorithm.hyperparameters.gamma", {"low": 0.9, "high": 1.0}),
         "search.parameters[algorithm.hyperparameters.gamma].distribution",
         "must be one of ['float', 'int', 'categorical'], got None",

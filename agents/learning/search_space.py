@@ -157,9 +157,15 @@ class MedianPruner(_Section):
     n_warmup_steps: Count = Field(default=DEFAULT_WARMUP_STEPS, ge=0)
 
 
+MinResource = Annotated[  # tagged: an error names the key, not the union's members
+    Annotated[Literal["auto"], Tag(_tag("auto"))] | Annotated[Count, Field(ge=1), Tag(_tag("n"))],
+    Discriminator(lambda value: _tag("auto" if value == "auto" else "n")),
+]
+
+
 class SuccessiveHalvingPruner(_Section):
     kind: Literal["successive_halving"]
-    min_resource: Annotated[Count, Field(ge=1)] | Literal["auto"] = "auto"
+    min_resource: MinResource = "auto"
     reduction_factor: Count = Field(default=DEFAULT_REDUCTION_FACTOR, ge=2)
 
 
