@@ -789,6 +789,7 @@ def plot_study(study: optuna.Study, out: Path) -> str | None:
     axes[SUMMARY_PNG].errorbar(
         [t.number for t in done], rates, yerr=[lows, highs], fmt="none", ecolor="grey", capsize=3
     )
+    axes[SUMMARY_PNG].set_title(f"{study.study_name}: win rate per trial (95% Wilson)")
     for name, ax in axes.items():
         buf, fig = io.BytesIO(), ax.get_figure(root=True)
         assert fig is not None
