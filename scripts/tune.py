@@ -6,7 +6,8 @@
         --storage postgresql://USER:PASSWORD@HOST/DB --study NAME --out runs/tune-NAME
 
 ``--trials N`` is the number of finished (complete or pruned) trials the study
-must hold: rerunning the same command after Ctrl-C continues the study and runs
+must hold (K workers may finish up to K - 1 more: the trials running when the N-th
+ends complete too): rerunning the same command after Ctrl-C continues the study and runs
 only the missing ones. Another machine joins a search by running the same
 command with the same ``--storage`` URL and ``--study`` name. Default storage:
 ``OUT/study.db`` (SQLite); default ``OUT``: ``runs/tune-<study>``; default study:

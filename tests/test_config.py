@@ -119,7 +119,7 @@ def test_a_count_takes_no_bool_string_or_fraction(tmp_path: Path, value: Any) ->
     data = minimal()
     data["training"]["n_envs"] = value
     err = refused(tmp_path, data)
-    assert err.key == "training.n_envs" and "must be an int" in err.reason
+    assert err.key == "training.n_envs" and "valid integer" in err.reason
     assert repr(value) in err.reason  # the value given
 
 
@@ -135,7 +135,7 @@ def test_a_whole_float_is_a_count() -> None:
 def test_error_is_one_line_with_file_key_and_reason(tmp_path: Path) -> None:
     err = refused(tmp_path, minimal(curriculum=[{"until_fraction": 0.5, "turns": 100}]))
     assert err.key == "curriculum[0].turns"
-    assert err.reason == f"must be <= {MAX_TURNS_OPTION}, got 100"
+    assert err.reason == f"Input should be less than or equal to {MAX_TURNS_OPTION}, got 100"
     assert str(err) == f"{err.file}: curriculum[0].turns: {err.reason}"
     assert "\n" not in str(err)
 
@@ -153,7 +153,7 @@ def test_negative_learning_rate(tmp_path: Path) -> None:
     data = minimal()
     data["algorithm"]["hyperparameters"]["learning_rate"] = -3e-4
     err = refused(tmp_path, data)
-    assert err.key == "algorithm.hyperparameters.learning_rate" and "> 0" in err.reason
+    assert err.key == "algorithm.hyperparameters.learning_rate" and "greater than 0" in err.reason
 
 
 def test_schedule_start_negative(tmp_path: Path) -> None:
@@ -351,7 +351,7 @@ def test_train_script_exits_nonzero_without_traceback(tmp_path: Path) -> None:
     ("section", "key", "reason"),
     [
         ({"budget": "planner-huge"}, "expert_iteration.budget", "planner-small"),
-        ({"workers": 0}, "expert_iteration.workers", "must be >= 1, got 0"),
+        ({"workers": 0}, "expert_iteration.workers", "greater than or equal to 1, got 0"),
         ({"learning_rate": 0.0}, "expert_iteration.learning_rate", "0.0"),
         ({"rounds": 2, "seed": 3}, "expert_iteration.seed", "unknown key"),
     ],

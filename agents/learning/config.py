@@ -11,9 +11,10 @@ The schema is a tree of pydantic v2 models (:class:`Config` at the root), strict
 ``1.0e6`` is accepted for a count) and closed (an unknown key is refused with
 the known ones). Checks spanning several keys are model validators;
 the hyperparameters are a free mapping checked against the algorithm's SB3
-class and :data:`HYPERPARAMETERS`. Pydantic's errors are translated into one
-:class:`ConfigError` line. Nothing is ``eval``-ed: activations are looked up by
-name, schedules are mappings such as ``{schedule: linear, start: 3.0e-4, end: 0.0}``.
+class and :data:`HYPERPARAMETERS`. Pydantic's first error becomes one
+:class:`ConfigError` line: the key path, pydantic's message and the value given.
+Nothing is ``eval``-ed: activations are looked up by name, schedules are mappings
+such as ``{schedule: linear, start: 3.0e-4, end: 0.0}``.
 
 The ``search:`` section of a tuning config is kept here as an opaque mapping;
 :mod:`agents.learning.search_space` validates it (this module does not import it).
@@ -632,74 +633,34 @@ def _check_policy_name(policy: str | None, spec: AlgorithmSpec, observation_mode
 
 
 # ---------------------------------------------------------------- pydantic errors -> ConfigError
-_TYPE_REASONS: Final[dict[str, str]] = {
-    "int_type": "must be an int",
-    "int_from_float": "must be an int",
-    "int_parsing": "must be an int",
-    "float_type": "must be a number",
-    "float_parsing": "must be a number",
-    "bool_type": "must be a bool (true/false)",
-    "bool_parsing": "must be a bool (true/false)",
-    "string_type": "must be a string",
-    "list_type": "must be a list",
-    "dict_type": "must be a mapping",
-    "model_type": "must be a mapping",
-    "model_attributes_type": "must be a mapping",
-}
-"""Wrong-type errors: the reason, then the value and its YAML-side (Python) type."""
-
-_BOUND_OPERATORS: Final[dict[str, tuple[str, str]]] = {
-    "greater_than": (">", "gt"),
-    "greater_than_equal": (">=", "ge"),
-    "less_than": ("<", "lt"),
-    "less_than_equal": ("<=", "le"),
-}
-
-
-def _describe(value: Any) -> str:
-    return f"{value!r} ({type(value).__name__})"
-
-
-def _located(error: ErrorDetails) -> tuple[tuple[str | int, ...], str]:
-    """The key path (union tags dropped) and the one-line reason of one pydantic error."""
-    parts = tuple(part for part in error["loc"] if not _is_tag(part))
-    kind, ctx, value = error["type"], error.get("ctx") or {}, error.get("input")
-    cause = ctx.get("error")
-    if kind == "value_error" and isinstance(cause, _Refusal):
-        return parts + cause.key, cause.reason
-    if kind == "value_error" and cause is not None:
-        return parts, str(cause)
-    if kind == "missing":
-        return parts, "required key is missing"
-    if kind == "extra_forbidden":
-        return parts, "unknown key"
-    if kind in _TYPE_REASONS:
-        return parts, f"{_TYPE_REASONS[kind]}, got {_describe(value)}"
-    if kind == "finite_number":
-        return parts, f"must be a finite number, got {value!r}"
-    if kind == "literal_error":
-        return parts, f"must be one of {ctx['expected']}, got {value!r}"
-    if kind in _BOUND_OPERATORS:
-        op, name = _BOUND_OPERATORS[kind]
-        return parts, f"must be {op} {ctx[name]}, got {value!r}"
-    return parts, f"{error['msg']}, got {value!r}"
+def _located(error: ErrorDetails) -> tuple[list[str | int], str]:
+    """The key path and reason of one pydantic error: pydantic's message and the value
+    given, or the reason and key of a :class:`_Refusal` raised by a validator."""
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, _Refusal):
+        return [*error["loc"], *cause.key], cause.reason
+    given = "" if error["type"] == "missing" else f", got {error['input']!r}"
+    return list(error["loc"]), error["msg"] + given
 
 
 def _key_path(parts: Sequence[str | int]) -> str:
-    """``("curriculum", 0, "turns")`` as ``curriculum[0].turns``."""
+    """``("curriculum", 0, "turns")`` as ``curriculum[0].turns``; union tags are dropped and a
+    key holding dots (a searched key path) is bracketed: ``parameters[policy.net_arch]``."""
     out = ""
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    for part in (p for p in parts if not _is_tag(p)):
+        bracket = isinstance(part, int) or "." in part
+        out += f"[{part}]" if bracket else (f".{part}" if out else str(part))
     return out
 
 
-def _config_error(exc: ValidationError, file: str | None) -> ConfigError:
-    """The first of pydantic's errors as a :class:`ConfigError` (file, key path, reason)."""
+def config_error(exc: ValidationError, file: str | None, *prefix: str) -> ConfigError:
+    """The first of pydantic's errors as a :class:`ConfigError` (file, key path under
+    ``prefix``, reason), counting the others."""
     errors = exc.errors()
     parts, reason = _located(errors[0])
     if len(errors) > 1:
         reason += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-    return ConfigError(file, _key_path(parts), reason)
+    return ConfigError(file, _key_path([*prefix, *parts]), reason)
 
 
 # ---------------------------------------------------------------- YAML loading
@@ -744,7 +705,7 @@ def config_from_dict(data: Any, file: str | None = None) -> Config:
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        raise _config_error(exc, file) from None
+        raise config_error(exc, file) from None
 
 
 def apply_overrides(

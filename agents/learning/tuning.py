@@ -13,15 +13,13 @@ is reported to Optuna as an intermediate value (step = timesteps); when the
 pruner says so, training stops at once, the trial is recorded ``PRUNED`` and its
 run directory is kept (``meta.json`` status ``pruned``).
 
-**Exactly N trials.** ``--trials N`` asks for N *finished* (complete or pruned)
-trials in the study, whatever the number of workers and machines. Before each
-trial a worker counts the study's finished and running trials and starts one
-only below N (it waits while the last running trials may still fail, and
-leaves once N are finished). Optuna numbers trials under a row lock on the
-study, so once its trial exists a worker checks that fewer than N counted
-trials precede it; the rare loser of a race is recorded ``FAIL`` with the user
-attribute ``surplus`` before any training, and never counted. The trials of a
-worker that died are failed by Optuna's heartbeat (:data:`GRACE_SECONDS`).
+**N trials.** ``--trials N`` asks for N *finished* (complete or pruned) trials
+in the study. Each worker runs :meth:`optuna.Study.optimize` with Optuna's
+:class:`~optuna.study.MaxTrialsCallback`: it starts a trial while fewer than N are
+finished, so trials that fail are replaced, and the workers running when the N-th
+trial finishes complete theirs: a study of W workers (all machines together) ends
+with N to N + W - 1 finished trials. The trials of a worker that died are failed
+by Optuna's heartbeat (:data:`GRACE_SECONDS`).
 
 **Resuming.** Optuna commits each trial to the storage as it ends, so Ctrl-C
 loses no finished trial: the running trials save a checkpoint in their run
@@ -30,37 +28,40 @@ directory and are recorded ``FAIL``. Rerunning the same command loads the study
 study) and runs only the trials still missing to reach N.
 
 **Outputs** (under ``OUT``): ``study.db`` (default storage), ``trials/``,
-``summary.csv``, ``summary.md``, ``summary.png`` (win rate per trial, parameter
-importances), ``best_config.yaml`` (ready to train: ``scripts/train.py
---config OUT/best_config.yaml``) and ``best_trial.json``.
+``summary.csv`` and ``summary.md`` (Optuna's ``trials_dataframe``), ``summary.png``,
+``curves.png`` and ``importances.png`` (Optuna's matplotlib plots), ``best_config.yaml``
+(ready to train: ``scripts/train.py --config OUT/best_config.yaml``) and ``best_trial.json``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import csv
 import io
 import json
+import math
 import multiprocessing
 import os
 import re
 import signal
 import socket
 import sys
-import time
 import traceback
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.context import ForkServerContext, SpawnContext
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import optuna
+from optuna.study import MaxTrialsCallback
 from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy.engine import make_url
 from stable_baselines3.common.callbacks import BaseCallback
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from agents.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from agents.learning.config import ConfigError, config_from_dict, dump_config
@@ -84,16 +85,11 @@ HEARTBEAT_SECONDS: Final = 30
 GRACE_SECONDS: Final = 120
 """A RUNNING trial without a heartbeat for this long is failed (its worker died)."""
 SQLITE_TIMEOUT_SECONDS: Final = 60
-POLL_SECONDS: Final = 2.0
-CLAIM_LOCK_TIMEOUT_SECONDS: Final = 120.0
-POLL_MAX_SECONDS: Final = 30.0
-"""Waiting for other machines' last trials: polls back off from POLL_SECONDS to this."""
 MAX_CONSECUTIVE_FAILURES: Final = 3
 MAX_CONSECUTIVE_INVALID: Final = 50
 """Samples in a row that make an invalid config (two searched keys that clash) stop a worker."""
 FINGERPRINT_ATTR: Final = "coldiron_fingerprint"
 SEARCH_ATTR: Final = "coldiron_search"
-SURPLUS_ATTR: Final = "surplus"
 ERROR_ATTR: Final = "error"
 INVALID_ATTR: Final = "invalid_sample"
 WORKER_ATTR: Final = "worker"
@@ -110,6 +106,8 @@ TRIALS_DIR: Final = "trials"
 SUMMARY_CSV: Final = "summary.csv"
 SUMMARY_MD: Final = "summary.md"
 SUMMARY_PNG: Final = "summary.png"
+CURVES_PNG: Final = "curves.png"
+IMPORTANCES_PNG: Final = "importances.png"
 BEST_CONFIG: Final = "best_config.yaml"
 BEST_JSON: Final = "best_trial.json"
 EXIT_INTERRUPTED: Final = 130
@@ -117,10 +115,6 @@ EXIT_INTERRUPTED: Final = 130
 
 class TuneError(RuntimeError):
     """A search that cannot start or continue (study mismatch, worker failure...)."""
-
-
-class SurplusTrial(Exception):
-    """The study already had N counted trials when this one was created."""
 
 
 def process_nonce() -> int:
@@ -157,18 +151,17 @@ def build_sampler(
         )
 
 
+PRUNERS: Final[dict[str, Callable[..., optuna.pruners.BasePruner]]] = {
+    "median": optuna.pruners.MedianPruner,
+    "successive_halving": optuna.pruners.SuccessiveHalvingPruner,
+    "threshold": optuna.pruners.ThresholdPruner,
+    "none": optuna.pruners.NopPruner,
+}
+"""Optuna's pruner of each ``search.pruner.kind`` (the spec's other keys are its arguments)."""
+
+
 def build_pruner(spec: PrunerSpec) -> optuna.pruners.BasePruner:
-    if spec.kind == "median":
-        return optuna.pruners.MedianPruner(
-            n_startup_trials=spec.n_startup_trials, n_warmup_steps=spec.n_warmup_steps
-        )
-    if spec.kind == "successive_halving":
-        return optuna.pruners.SuccessiveHalvingPruner(
-            min_resource=spec.min_resource, reduction_factor=spec.reduction_factor
-        )
-    if spec.kind == "threshold":
-        return optuna.pruners.ThresholdPruner(lower=spec.lower, n_warmup_steps=spec.n_warmup_steps)
-    return optuna.pruners.NopPruner()
+    return PRUNERS[spec.kind](**spec.model_dump(exclude={"kind"}))
 
 
 # ---------------------------------------------------------------- storage
@@ -212,29 +205,13 @@ def make_storage(url: str) -> optuna.storages.RDBStorage:
             raise TuneError(f"storage {redact(url)}: cannot open it: {exc}") from None
 
 
-# ---------------------------------------------------------------- counting trials
 FINISHED: Final = (TrialState.COMPLETE, TrialState.PRUNED)
 """What ``--trials N`` counts."""
-COUNTED: Final = (*FINISHED, TrialState.RUNNING, TrialState.WAITING)
-"""Trials that hold one of the N places (finished, or still able to finish)."""
 
 
 def count_finished(study: optuna.Study) -> int:
     """Complete + pruned trials: what ``--trials N`` counts."""
     return len(study.get_trials(deepcopy=False, states=FINISHED))
-
-
-def _census(study: optuna.Study) -> tuple[int, int]:
-    """(finished, finished + running/waiting) trials of the study."""
-    trials = study.get_trials(deepcopy=False, states=COUNTED)
-    finished = sum(t.state in FINISHED for t in trials)
-    return finished, len(trials)
-
-
-def _fail_stale(study: optuna.Study) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        optuna.storages.fail_stale_trials(study)
 
 
 # ---------------------------------------------------------------- pruning callback
@@ -283,40 +260,17 @@ class PruningCallback(BaseCallback):
 # ---------------------------------------------------------------- the objective
 @dataclass
 class Objective:
-    """One trial: claim a slot, sample, train into ``trials/trial-NNNN``, return the win rate."""
+    """One trial: sample, train into ``trials/trial-NNNN``, return the win rate."""
 
     tcfg: TuningConfig
     out: Path
-    n_trials: int
     worker: int = 0
     log: Callable[[str], None] = print
-    claim_lock: Any = None
-    """A lock shared by this machine's workers, held from the count to the trial's creation."""
-    holding: bool = False
 
     def run_dir(self, number: int) -> Path:
         return self.out / TRIALS_DIR / f"trial-{number:04d}"
 
-    def acquire(self) -> None:
-        """Take the local claim lock (after a timeout, go on: the claim check still holds)."""
-        if self.claim_lock is not None:
-            self.holding = bool(self.claim_lock.acquire(timeout=CLAIM_LOCK_TIMEOUT_SECONDS))
-
-    def release(self) -> None:
-        if self.holding:
-            self.holding = False
-            self.claim_lock.release()
-
     def __call__(self, trial: optuna.Trial) -> float:
-        counted = trial.study.get_trials(deepcopy=False, states=COUNTED)
-        self.release()  # this trial now exists: the other local workers count it
-        ahead = [t for t in counted if t.number < trial.number]
-        if len(ahead) >= self.n_trials:
-            trial.set_user_attr(SURPLUS_ATTR, True)
-            raise SurplusTrial(
-                f"trial {trial.number}: {len(ahead)} trials were already finished or running "
-                f"(target {self.n_trials}); discarded before training"
-            )
         try:
             return self._train(trial)
         except (optuna.TrialPruned, KeyboardInterrupt):
@@ -328,7 +282,7 @@ class Objective:
             raise
 
     def _train(self, trial: optuna.Trial) -> float:
-        params = {p.path: p.suggest(trial) for p in self.tcfg.search.parameters}
+        params = {path: p.suggest(trial, path) for path, p in self.tcfg.search.parameters.items()}
         cfg = self.tcfg.trial_config(dict(trial.params))
         cfg.training.progress_bar = False
         run = RunDir(self.run_dir(trial.number))
@@ -453,6 +407,39 @@ def open_study(
     return study, created
 
 
+@dataclass
+class FailureLimit:
+    """Optuna callback: a worker stops after :data:`MAX_CONSECUTIVE_FAILURES` failed trials
+    in a row (:data:`MAX_CONSECUTIVE_INVALID` invalid samples): with ``catch`` Optuna would
+    go on failing trials forever."""
+
+    worker: int
+    log: Callable[[str], None]
+    failures: int = 0
+    invalid: int = 0
+
+    def __call__(self, _study: optuna.Study, trial: FrozenTrial) -> None:
+        if trial.state != TrialState.FAIL:
+            self.failures = self.invalid = 0
+            return
+        reason = trial.user_attrs.get(ERROR_ATTR, "see the traceback above")
+        self.log(f"[worker {self.worker}] trial {trial.number} failed (not counted): {reason}")
+        if trial.user_attrs.get(INVALID_ATTR):
+            self.invalid += 1
+            if self.invalid >= MAX_CONSECUTIVE_INVALID:
+                raise TuneError(
+                    f"{self.invalid} samples in a row gave an invalid config in worker "
+                    f"{self.worker} (two searched keys that clash): narrow the search: section"
+                )
+        else:
+            self.failures += 1
+            if self.failures >= MAX_CONSECUTIVE_FAILURES:
+                raise TuneError(
+                    f"{self.failures} trials failed in a row in worker {self.worker} (last: "
+                    f"trial {trial.number}); see the log above"
+                )
+
+
 def run_worker(
     config_file: str,
     storage_url: str,
@@ -461,73 +448,24 @@ def run_worker(
     out: Path,
     worker: int = 0,
     log: Callable[[str], None] = print,
-    claim_lock: Any = None,
     solo: bool = False,
-) -> int:
-    """Run trials until the study has ``n_trials`` finished ones; returns how many this ran.
+) -> None:
+    """Run trials until the study has ``n_trials`` finished ones (Optuna's
+    :class:`~optuna.study.MaxTrialsCallback`; failed trials are replaced).
 
-    ``claim_lock`` (shared by the workers of one machine) makes counting the
-    trials and creating the next one atomic among them, so local workers never
-    create a surplus trial; across machines the check in :class:`Objective`
-    catches the rare race. ``solo``: the single in-process worker of the
-    process that created the study (its seeded sampler is reproducible).
+    ``solo``: the single in-process worker of the process that created the study
+    (its seeded sampler is reproducible).
     """
     tcfg = load_tuning_config(config_file)
-    nonce = None if solo else process_nonce()
-    study, _ = open_study(tcfg, storage_url, study_name, worker, nonce)
-    objective = Objective(tcfg, out, n_trials, worker, log, claim_lock)
-    done: list[Any] = []
-    ran = 0
-    failures = 0
-    invalid = 0
-    wait = POLL_SECONDS
-    while True:
-        objective.acquire()
-        try:
-            finished, active = _census(study)
-            if finished >= n_trials:
-                return ran
-            if active >= n_trials:  # the last trials run elsewhere: they may still fail
-                objective.release()
-                _fail_stale(study)
-                time.sleep(wait)
-                wait = min(2 * wait, POLL_MAX_SECONDS)
-                continue
-            wait = POLL_SECONDS
-            done.clear()
-            study.optimize(
-                objective,
-                n_trials=1,
-                catch=(Exception,),  # recorded as FAIL; MAX_CONSECUTIVE_FAILURES stops a loop
-                callbacks=[lambda _s, t: done.append(t)],
-                gc_after_trial=True,
-            )
-        finally:
-            objective.release()
-        trial = done[-1] if done else None
-        if trial is None or trial.state in FINISHED:
-            ran += trial is not None
-            failures = invalid = 0
-        elif trial.user_attrs.get(INVALID_ATTR):
-            invalid += 1
-            log(
-                f"[worker {worker}] trial {trial.number}: {trial.user_attrs.get(ERROR_ATTR)} "
-                f"(not trained; {invalid} invalid sample(s) in a row)"
-            )
-            if invalid >= MAX_CONSECUTIVE_INVALID:
-                raise TuneError(
-                    f"{invalid} samples in a row gave an invalid config in worker {worker} "
-                    "(two searched keys that clash): narrow the search: section"
-                )
-        elif not trial.user_attrs.get(SURPLUS_ATTR):
-            failures += 1
-            reason = trial.user_attrs.get(ERROR_ATTR, "see the traceback above")
-            log(f"[worker {worker}] trial {trial.number} failed: {reason}")
-            if failures >= MAX_CONSECUTIVE_FAILURES:
-                raise TuneError(
-                    f"{failures} trials failed in a row in worker {worker} (last: trial "
-                    f"{trial.number}); see the log above"
-                )
+    study, _ = open_study(tcfg, storage_url, study_name, worker, None if solo else process_nonce())
+    if count_finished(study) >= n_trials:
+        return  # optimize() would start a trial before any callback could stop it
+    study.optimize(
+        Objective(tcfg, out, worker, log),
+        catch=(Exception,),  # recorded as FAIL with the reason; FailureLimit stops a loop
+        callbacks=[MaxTrialsCallback(n_trials, states=FINISHED), FailureLimit(worker, log)],
+        gc_after_trial=True,
+    )
 
 
 def _worker_entry(
@@ -537,7 +475,6 @@ def _worker_entry(
     n_trials: int,
     out: str,
     worker: int,
-    claim_lock: Any,
 ) -> None:
     """Process target of a local worker (``--workers K``).
 
@@ -550,9 +487,7 @@ def _worker_entry(
         os.setpgrp()
     sigterm_as_ctrl_c()
     try:
-        run_worker(
-            config_file, storage_url, study_name, n_trials, Path(out), worker, claim_lock=claim_lock
-        )
+        run_worker(config_file, storage_url, study_name, n_trials, Path(out), worker)
     except KeyboardInterrupt:
         sys.exit(EXIT_INTERRUPTED)
     except (TuneError, ConfigError) as exc:
@@ -713,11 +648,10 @@ def _run_processes(
     log: Callable[[str], None],
 ) -> None:
     ctx = _worker_context()
-    claim_lock = ctx.Lock()
     procs = [
         ctx.Process(
             target=_worker_entry,
-            args=(file, url, name, n_trials, str(out), i, claim_lock),
+            args=(file, url, name, n_trials, str(out), i),
             name=f"tune-worker-{i}",
         )
         for i in range(workers)
@@ -758,69 +692,55 @@ def _best(study: optuna.Study) -> FrozenTrial | None:
         return None
 
 
-def _last_intermediate(trial: FrozenTrial) -> tuple[int | None, float | None]:
-    if not trial.intermediate_values:
-        return None, None
-    step = max(trial.intermediate_values)
-    return step, trial.intermediate_values[step]
+def _last_evaluation(trial: FrozenTrial) -> float | None:
+    """The final win rate, or (pruned, stopped) the last reported evaluation."""
+    if trial.value is not None or not trial.intermediate_values:
+        return trial.value
+    return trial.intermediate_values[max(trial.intermediate_values)]
 
 
-def summary_rows(study: optuna.Study, tcfg: TuningConfig) -> list[dict[str, Any]]:
-    """One row per trial: state, win rate (pruned: last evaluation), interval, parameters."""
-    specs = tcfg.search.by_path()
-    rows = []
-    for t in study.get_trials(deepcopy=False):
-        step, inter = _last_intermediate(t)
-        value = t.value if t.value is not None else inter
-        row: dict[str, Any] = {
-            "trial": t.number,
-            "state": t.state.name.lower()
-            + (" (surplus)" if t.user_attrs.get(SURPLUS_ATTR) else ""),
-            "win_rate": value,
-            "ci_low": t.user_attrs.get("ci_low"),
-            "ci_high": t.user_attrs.get("ci_high"),
-            "timesteps": t.user_attrs.get("timesteps", step),
-            "seconds": (
-                round((t.datetime_complete - t.datetime_start).total_seconds(), 1)
-                if t.datetime_complete and t.datetime_start
-                else None
-            ),
-        }
-        for path, spec in specs.items():
-            row[path] = spec.decode(t.params[path]) if path in t.params else None
-        row["seed"] = t.user_attrs.get(SEED_ATTR)
-        row["host"] = t.user_attrs.get("host")
-        row["run_dir"] = t.user_attrs.get("run_dir")
-        rows.append(row)
-    return rows
+SUMMARY_COLUMNS: Final = ("trial", "state", "win_rate", "ci_low", "ci_high", "timesteps", "seconds")
+SUMMARY_ATTRS: Final = ("ci_low", "ci_high", "timesteps", SEED_ATTR, "host", "run_dir")
+RATE_COLUMNS: Final = ("win_rate", "ci_low", "ci_high")
+
+
+def summary_table(study: optuna.Study, tcfg: TuningConfig) -> pd.DataFrame:
+    """Optuna's ``trials_dataframe``, one row per trial: state, win rate (pruned: last
+    evaluation), Wilson interval, timesteps, seconds, parameters, seed, host, run directory."""
+    import pandas as pd  # noqa: PLC0415 (Optuna's trials_dataframe needs it)
+
+    attrs = ("number", "state", "value", "duration", "params", "user_attrs")
+    df = study.trials_dataframe(attrs=attrs)
+    if df.empty:
+        return df
+    df["value"] = [_last_evaluation(t) for t in study.get_trials(deepcopy=False)]
+    df["state"] = df["state"].str.lower()
+    df["duration"] = pd.to_timedelta(df["duration"]).dt.total_seconds().round(1)
+    names = {"number": "trial", "value": "win_rate", "duration": "seconds"}
+    names |= {f"params_{p}": p for p in tcfg.search.parameters}
+    names |= {f"user_attrs_{a}": a for a in SUMMARY_ATTRS}
+    df = df.rename(columns=names)
+    df = df.loc[:, ~df.columns.duplicated()]  # a searched top-level seed: the trial's seed
+    columns = [*SUMMARY_COLUMNS, *tcfg.search.parameters, SEED_ATTR, "host", "run_dir"]
+    return df.reindex(columns=list(dict.fromkeys(columns)))
 
 
 def _cell(value: Any) -> str:
-    if value is None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, (list, dict)):
-        return json.dumps(value)
-    return str(value)
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def format_summary(rows: Sequence[Mapping[str, Any]]) -> str:
-    """A markdown table of ``rows`` (win rates in %)."""
-    if not rows:
+def format_summary(df: pd.DataFrame) -> str:
+    """A markdown table of :func:`summary_table` (win rates in %, no run directory)."""
+    if df.empty:
         return "(no trials)"
-    headers = [k for k in rows[0] if k != "run_dir"]
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    for row in rows:
-        cells = []
-        for h in headers:
-            v = row[h]
-            if h in ("win_rate", "ci_low", "ci_high") and v is not None:
-                cells.append(f"{100 * v:.2f}%")
-            else:
-                cells.append(_cell(v))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    shown = df.drop(columns="run_dir").astype(object)
+    for col in RATE_COLUMNS:
+        shown[col] = [f"{100 * v:.2f}%" if _cell(v) else "" for v in df[col]]
+    rows = [[_cell(v) for v in row] for row in shown.itertuples(index=False)]
+    lines = ["| " + " | ".join(shown.columns) + " |", "|" + "---|" * len(shown.columns)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
 def _importances(study: optuna.Study) -> tuple[dict[str, float], str | None]:
@@ -839,8 +759,10 @@ def _importances(study: optuna.Study) -> tuple[dict[str, float], str | None]:
         return {}, f"importances not computed: {exc}"
 
 
-def plot_study(study: optuna.Study, path: Path, title: str) -> str | None:
-    """PNG: win rate per trial (complete / pruned) and parameter importances.
+def plot_study(study: optuna.Study, out: Path) -> str | None:
+    """Optuna's matplotlib plots: ``summary.png`` (win rate per complete trial with its 95%
+    Wilson interval, best so far), ``curves.png`` (each trial's evaluations: pruned trials
+    stop early) and, once measurable, ``importances.png`` (PED-ANOVA).
 
     Returns the reason importances are missing, if they are.
     """
@@ -848,53 +770,32 @@ def plot_study(study: optuna.Study, path: Path, title: str) -> str | None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415 (after choosing the Agg backend)
+    from optuna.visualization import matplotlib as plots  # noqa: PLC0415
 
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.5))
-    try:
-        for state, marker, label in (
-            (TrialState.COMPLETE, "o", "complete"),
-            (TrialState.PRUNED, "x", "pruned (last eval)"),
-        ):
-            xs, ys, lo, hi = [], [], [], []
-            for t in study.get_trials(deepcopy=False, states=(state,)):
-                _, inter = _last_intermediate(t)
-                v = t.value if t.value is not None else inter
-                if v is None:
-                    continue
-                xs.append(t.number)
-                ys.append(100 * v)
-                lo.append(100 * (v - t.user_attrs.get("ci_low", v)))
-                hi.append(100 * (t.user_attrs.get("ci_high", v) - v))
-            if xs:
-                ax.errorbar(xs, ys, yerr=[lo, hi], fmt=marker, capsize=3, label=label)
-        best = _best(study)
-        if best is not None and best.value is not None:
-            ax.axhline(
-                100 * best.value, ls="--", lw=1, color="grey", label=f"best: trial {best.number}"
-            )
-        ax.set_xlabel("trial")
-        ax.set_ylabel("evaluation win rate (%)")
-        ax.set_title(f"{title}: win rate per trial (95% Wilson)")
-        ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="best", fontsize=8)
-        importances, reason = _importances(study)
-        if importances:
-            names = list(importances)[::-1]
-            bx.barh(names, [importances[n] for n in names], color="#4C72B0")
-            bx.set_xlabel("importance (PED-ANOVA, normalised)")
-            bx.tick_params(axis="y", labelsize=8)
-        else:
-            bx.text(0.5, 0.5, reason or "", ha="center", va="center", wrap=True, fontsize=9)
-            bx.set_xticks([])
-            bx.set_yticks([])
-        bx.set_title("parameter importances")
-        fig.tight_layout()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=100)
-    finally:
+    _, reason = _importances(study)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # experimental plots, too few trials to compare
+        axes = {
+            SUMMARY_PNG: plots.plot_optimization_history(study, target_name="win rate"),
+            CURVES_PNG: plots.plot_intermediate_values(study),
+        }
+        if reason is None:
+            evaluator = optuna.importance.PedAnovaImportanceEvaluator()
+            axes[IMPORTANCES_PNG] = plots.plot_param_importances(study, evaluator=evaluator)
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    rates = [float(t.value or 0.0) for t in done]
+    lows = [v - t.user_attrs.get("ci_low", v) for v, t in zip(rates, done, strict=True)]
+    highs = [t.user_attrs.get("ci_high", v) - v for v, t in zip(rates, done, strict=True)]
+    axes[SUMMARY_PNG].errorbar(
+        [t.number for t in done], rates, yerr=[lows, highs], fmt="none", ecolor="grey", capsize=3
+    )
+    axes[SUMMARY_PNG].set_title(f"{study.study_name}: win rate per trial (95% Wilson)")
+    for name, ax in axes.items():
+        buf, fig = io.BytesIO(), ax.get_figure(root=True)
+        assert fig is not None
+        fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
         plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+        atomic_write_bytes(out / name, buf.getvalue())
     return reason
 
 
@@ -919,16 +820,12 @@ def export_best(study: optuna.Study, tcfg: TuningConfig, path: Path) -> FrozenTr
 def write_reports(
     study: optuna.Study, tcfg: TuningConfig, out: Path, url: str, log: Callable[[str], None] = print
 ) -> dict[str, Path]:
-    """summary.csv / .md / .png, best_config.yaml and best_trial.json; prints the table."""
-    rows = summary_rows(study, tcfg)
+    """summary.csv / .md, the plots, best_config.yaml and best_trial.json; prints the table."""
+    df = summary_table(study, tcfg)
     files = {"csv": out / SUMMARY_CSV, "md": out / SUMMARY_MD, "png": out / SUMMARY_PNG}
-    buf = io.StringIO()
-    if rows:
-        writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows({k: _cell(v) for k, v in r.items()} for r in rows)
-    atomic_write_text(files["csv"], buf.getvalue())
-    table = format_summary(rows)
+    files["curves"] = out / CURVES_PNG
+    atomic_write_text(files["csv"], df.to_csv(index=False))
+    table = format_summary(df)
     best = export_best(study, tcfg, out / BEST_CONFIG)
     finished = count_finished(study)
     head = [
@@ -948,15 +845,17 @@ def write_reports(
                 "study": study.study_name,
                 "trial": best.number,
                 "win_rate": best.value,
-                "params": {p: tcfg.search.by_path()[p].decode(v) for p, v in best.params.items()},
+                "params": {p: tcfg.search.parameters[p].decode(v) for p, v in best.params.items()},
                 "user_attrs": best.user_attrs,
                 "config": str(out / BEST_CONFIG),
             },
         )
         head.append(f"- best: trial {best.number}, win rate {100 * (best.value or 0):.2f}%")
-    reason = plot_study(study, files["png"], study.study_name)
-    if reason:
-        head.append(f"- importances: {reason}")
+    importances, reason = _importances(study)
+    shown = ", ".join(f"{name} {value:.2f}" for name, value in importances.items())
+    head.append(f"- importances (PED-ANOVA): {shown or reason}")
+    if plot_study(study, out) is None:
+        files["importances"] = out / IMPORTANCES_PNG
     atomic_write_text(files["md"], "\n".join([*head, "", table, ""]))
     log(table)
     log("\n".join(head[2:]))
