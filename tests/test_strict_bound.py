@@ -1,7 +1,8 @@
 """The experiment's search of the strict relaxed game (scripts/experiments/strict_bound.py):
 with no Rest card lost it is the relaxed game, so it must give the bound's own search's
 result deal by deal (two searches written apart: hash maps and a lost-card set against
-arrays); with one card lost the search carries it, so it visits more states."""
+arrays); with one card lost the search carries it, so it visits more states; the pruned
+search (``W`` a supersolution cuts subtrees) finds the same maximum."""
 
 from __future__ import annotations
 
@@ -21,5 +22,18 @@ def test_with_no_card_lost_it_is_the_relaxed_games_bound() -> None:
     for deck in validation_decks(914, 4):
         value, states = strict.strict_deal_bound(deck, 0)
         assert value == pytest.approx(deal_bound(deck, model), abs=1e-9)
-        _, more = strict.strict_deal_bound(deck, 1)
+        exact, more = strict.strict_deal_bound(deck, 1)
         assert more > states  # a lost card is carried in the search's state
+        pruned, fewer = strict.strict_deal_bound(deck, 1, prune=True)
+        assert pruned == pytest.approx(exact, abs=1e-9)  # the cuts keep the maximum
+        assert fewer < more
+
+
+def test_a_window_gives_a_bound_at_least_the_maximum() -> None:
+    """Cut above the warm start, a search returns the maximum or an upper bound of it."""
+    strict = load_file(REPO_ROOT / "scripts" / "experiments" / "strict_bound.py", "strict_bound")
+    window = 0.05
+    for deck in validation_decks(915, 2):
+        exact, _ = strict.strict_deal_bound(deck, 1, prune=True)
+        bound, _ = strict.strict_deal_bound(deck, 1, prune=True, window=window)
+        assert exact - 1e-9 <= bound <= exact + window + 1e-9
