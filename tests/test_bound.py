@@ -15,11 +15,11 @@ from agents.evaluation.bound import (
     CAPACITY_SIZE,
     NUM_PARAMS,
     ValueModel,
-    completion_curve,
     deal_bound,
     twin_result,
 )
 from agents.evaluation.bound_fit import FitSettings, fit_value_model
+from agents.evaluation.need_game import completion_curve
 from agents.players.roster import BUILTIN_AGENTS
 from agents.players.solver import solve_deck
 from coldiron_env.game import Game

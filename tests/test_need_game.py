@@ -12,13 +12,12 @@ import pytest
 
 from agents.evaluation.arena import validation_decks
 from agents.evaluation.bound import (
-    CAPACITY_M,
     ValueModel,
-    completion_curve,
     deal_bound,
     draw_kind,
 )
 from agents.evaluation.need_game import (
+    CAPACITY_M,
     CARD_COURT,
     CARD_JOKER,
     CARD_NUMBERED,
@@ -30,6 +29,7 @@ from agents.evaluation.need_game import (
     PH_THREATEN_BONUS_OFFER,
     PH_TURN,
     after_value,
+    completion_curve,
     expected_after_need,
     need_game_values,
     start_value,

@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agents.evaluation.need_game import (
+    CAPACITY_M,
     CARD_COURT,
     CARD_JOKER,
     CARD_NUMBERED,
@@ -49,6 +50,7 @@ from agents.evaluation.need_game import (
     XK_REST,
     XK_THREATEN,
     XK_THREATEN_BONUS,
+    completion_curve,
     expected_after_need,
     need_game_values,
     realized_after,
@@ -166,8 +168,6 @@ def suit_feature_table() -> npt.NDArray[np.int64]:
 
 
 # --------------------------------------------------------------------------- capacity W
-CAPACITY_M: Final = NUM_NUMBERED + 1
-"""Numbered cards still to be drawn: 0..40."""
 CAPACITY_JOKERS: Final = NUM_JOKERS + 1
 CAPACITY_CTX: Final = (STANDARD_TURNS + 1) * MAX_HURT * CAPACITY_JOKERS
 CAPACITY_SIZE: Final = CAPACITY_CTX * CAPACITY_M
@@ -178,69 +178,9 @@ NEED_GAME_SIZE: Final = 1
 numbered cards are drawn from a context (turns left, Hurt, Jokers unseen)."""
 
 
-def completion_table() -> F64:
-    """``COMPLETIONS[held, j]``: how many ``j``-card subsets of a suit's ranks not in
-    ``held`` complete a run with ``held`` (every rank not held is unseen in the relaxed
-    game)."""
-    out = np.zeros((NUM_FIELDS, NUM_RANKS + 1))
-    for held in range(NUM_FIELDS):
-        free = SUIT_FIELD_MASK & ~held
-        sub = free
-        while True:  # every subset of ``free``, the empty one last
-            if HAS_RUN[held | sub]:
-                out[held, bin(sub).count("1")] += 1
-            if sub == 0:
-                break
-            sub = (sub - 1) & free
-    return out
-
-
-def binomial_table() -> F64:
-    out = np.zeros((CAPACITY_M, CAPACITY_M))
-    for n in range(CAPACITY_M):
-        out[n, 0] = 1.0
-        for k in range(1, n + 1):
-            out[n, k] = out[n - 1, k - 1] + out[n - 1, k]
-    return out
-
-
-COMPLETIONS: Final = completion_table()
-BINOMIAL: Final = binomial_table()
-
-
 def capacity_index(turns_left: int, hurt: int, jokers: int) -> int:
     """The context row of ``q`` (turns left 0..24, Hurt 0..5, Jokers unseen 0..2)."""
     return (turns_left * MAX_HURT + hurt) * CAPACITY_JOKERS + jokers
-
-
-@compiled
-def completion_curve(hand: int, out: F64) -> int:
-    """``out[m]``: the chance that ``m`` numbered cards drawn at random from the unseen ones
-    complete the phrase with ``hand`` (relaxed: every numbered card not held is unseen);
-    returns how many numbered cards are unseen."""
-    poly = np.zeros(CAPACITY_M)
-    poly[0] = 1.0
-    degree = 0
-    for s in range(NUM_SUITS):
-        held = (hand >> (s * NUM_RANKS)) & SUIT_FIELD_MASK
-        free = NUM_RANKS
-        h = held
-        while h:
-            h &= h - 1
-            free -= 1
-        new = np.zeros(CAPACITY_M)
-        for a in range(degree + 1):
-            if poly[a] == 0.0:
-                continue
-            for b in range(free + 1):
-                new[a + b] += poly[a] * COMPLETIONS[held, b]
-        poly = new
-        degree += free
-    for m in range(degree + 1):
-        out[m] = poly[m] / BINOMIAL[degree, m]
-    for m in range(degree + 1, CAPACITY_M):
-        out[m] = out[degree]
-    return degree
 
 
 @compiled

@@ -42,7 +42,15 @@ import numpy as np
 import numpy.typing as npt
 
 from coldiron_env.batched import compiled
-from coldiron_env.cards import DECK_SIZE, NUM_JOKERS, NUM_NUMBERED
+from coldiron_env.cards import (
+    DECK_SIZE,
+    NUM_JOKERS,
+    NUM_NUMBERED,
+    NUM_RANKS,
+    NUM_SUITS,
+    SUIT_FIELD_MASK,
+)
+from coldiron_env.judge import HAS_RUN, NUM_FIELDS
 from coldiron_env.options import BONUS_DRAWS, IRON_APPLICATIONS_PER_TURN, MAX_HURT, STANDARD_TURNS
 
 F32 = npt.NDArray[np.float32]
@@ -72,6 +80,71 @@ MR_SIZE: Final = (NUM_NUMBERED + 1) * (NUM_NUMBERED + 2) // 2
 """Pairs (m, r) with ``r <= 40 - m``: numbered cards drawn and still needed."""
 TURN_SLOTS: Final = STANDARD_TURNS + 2
 """Turns 1..24, and 25 (past midnight: every value 0)."""
+
+
+# --------------------------------------------------------------------------- the need
+CAPACITY_M: Final = NUM_NUMBERED + 1
+"""Numbered cards still to be drawn (or needed): 0..40."""
+
+
+def completion_table() -> F64:
+    """``COMPLETIONS[held, j]``: how many ``j``-card subsets of a suit's ranks not in
+    ``held`` complete a run with ``held`` (every rank not held is unseen in the relaxed
+    game)."""
+    out = np.zeros((NUM_FIELDS, NUM_RANKS + 1))
+    for held in range(NUM_FIELDS):
+        free = SUIT_FIELD_MASK & ~held
+        sub = free
+        while True:  # every subset of ``free``, the empty one last
+            if HAS_RUN[held | sub]:
+                out[held, bin(sub).count("1")] += 1
+            if sub == 0:
+                break
+            sub = (sub - 1) & free
+    return out
+
+
+def binomial_table() -> F64:
+    out = np.zeros((CAPACITY_M, CAPACITY_M))
+    for n in range(CAPACITY_M):
+        out[n, 0] = 1.0
+        for k in range(1, n + 1):
+            out[n, k] = out[n - 1, k - 1] + out[n - 1, k]
+    return out
+
+
+COMPLETIONS: Final = completion_table()
+BINOMIAL: Final = binomial_table()
+
+
+@compiled
+def completion_curve(hand: int, out: F64) -> int:
+    """``out[m]``: the chance that ``m`` numbered cards drawn at random from the unseen ones
+    complete the phrase with ``hand`` (relaxed: every numbered card not held is unseen);
+    returns how many numbered cards are unseen."""
+    poly = np.zeros(CAPACITY_M)
+    poly[0] = 1.0
+    degree = 0
+    for s in range(NUM_SUITS):
+        held = (hand >> (s * NUM_RANKS)) & SUIT_FIELD_MASK
+        free = NUM_RANKS
+        h = held
+        while h:
+            h &= h - 1
+            free -= 1
+        new = np.zeros(CAPACITY_M)
+        for a in range(degree + 1):
+            if poly[a] == 0.0:
+                continue
+            for b in range(free + 1):
+                new[a + b] += poly[a] * COMPLETIONS[held, b]
+        poly = new
+        degree += free
+    for m in range(degree + 1):
+        out[m] = poly[m] / BINOMIAL[degree, m]
+    for m in range(degree + 1, CAPACITY_M):
+        out[m] = out[degree]
+    return degree
 
 
 def mr_offsets() -> I64:
@@ -346,8 +419,6 @@ def expected_after_need(
 def start_value() -> float:
     """``W`` at the start of every deal: the need-known value averaged over the need of
     the empty hand (the bound is at most this on every deal)."""
-    from agents.evaluation.bound import CAPACITY_M, completion_curve  # noqa: PLC0415
-
     curve = np.zeros(CAPACITY_M)
     completion_curve(0, curve)
     post = np.diff(curve, prepend=0.0)

@@ -24,11 +24,11 @@ import numpy as np
 from agents.evaluation.bound import (
     CAPACITY_CTX,
     CAPACITY_JOKERS,
-    CAPACITY_M,
     ValueModel,
     capacity_index,
 )
 from agents.evaluation.bound_fit import FIT_SEED, fit_decks
+from agents.evaluation.need_game import CAPACITY_M
 from coldiron_env.cards import FIRST_COURT, FIRST_JOKER, NUM_JOKERS, NUM_NUMBERED, NUM_RANKS
 from coldiron_env.options import MAX_HURT, STANDARD_TURNS
 

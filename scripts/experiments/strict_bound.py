@@ -42,8 +42,6 @@ from numba.typed import Dict
 from agents.evaluation.bound import (
     ACTION_REST,
     ACTIONS_AT_TURN,
-    BINOMIAL,
-    CAPACITY_M,
     CTX_BONUS,
     CTX_TURN,
     RACK_ACTION_FIRST,
@@ -51,6 +49,8 @@ from agents.evaluation.bound import (
     DealFacts,
 )
 from agents.evaluation.need_game import (
+    BINOMIAL,
+    CAPACITY_M,
     CARD_COURT,
     CARD_JOKER,
     CARD_NUMBERED,
