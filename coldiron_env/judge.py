@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from coldiron_env.cards import NUM_RANKS, NUM_SUITS, RUN_LENGTH, SUIT_FIELD_MASK, suit_field
+from coldiron_env.cards import NUM_RANKS, RUN_LENGTH, SUIT_FIELD_MASK
 
 NUM_FIELDS: Final = 1 << NUM_RANKS
 WINDOW_STARTS: Final = tuple(range(NUM_RANKS - RUN_LENGTH + 1))  # run A-2-3 .. 8-9-10
@@ -30,11 +30,6 @@ HAS_RUN: Final[tuple[bool, ...]] = tuple(_has_run(f) for f in range(NUM_FIELDS))
 
 BEST_WINDOW: Final[tuple[int, ...]] = tuple(_best_window(f) for f in range(NUM_FIELDS))
 """``BEST_WINDOW[field]``: 0..3, the most cards held of any one run window."""
-
-
-def suits_with_run(hand: int) -> int:
-    """Number of suits whose run is complete in hand mask ``hand``."""
-    return sum(HAS_RUN[suit_field(hand, s)] for s in range(NUM_SUITS))
 
 
 def run_cards(field: int, unseen: int = SUIT_FIELD_MASK) -> int:

@@ -229,16 +229,6 @@ class Compiled:
 
 # --------------------------------------------------------------------------- penalties
 @compiled
-def _unseen_fields(unseen: int) -> tuple[int, int, int, int]:
-    return (
-        unseen & SUIT_FIELD_MASK,
-        (unseen >> NUM_RANKS) & SUIT_FIELD_MASK,
-        (unseen >> (2 * NUM_RANKS)) & SUIT_FIELD_MASK,
-        (unseen >> (3 * NUM_RANKS)) & SUIT_FIELD_MASK,
-    )
-
-
-@compiled
 def value_w(
     hand: int, unseen: int, deck: int, courts: int, jokers: int, per_suit: F64, counts: F64
 ) -> float:
@@ -352,16 +342,6 @@ def _slot(keys: I64, key: int) -> int:
     while keys[i] != EMPTY_KEY and keys[i] != key:
         i = (i + 1) & mask
     return int(i)
-
-
-@dataclass
-class Deal:
-    """One deal's precomputed suffix facts and the memo of its search."""
-
-    deck: I64
-    unseen: I64
-    courts: I64
-    jokers: I64
 
 
 HAS_RUN_ARRAY: Final = np.array(HAS_RUN, dtype=np.bool_)
