@@ -46,6 +46,7 @@ MAIN_JOB_JSON: Final = DOCS / "records" / "main_job.json"
 WORKS_WITH_JSON: Final = DOCS / "records" / "works_with.json"
 ONNX_SPEED_JSON: Final = DOCS / "records" / "onnx_speed.json"
 RLLIB_SPEED_DIR: Final = DOCS / "records" / "rllib_speed"
+HOUSE_JSON: Final = DOCS / "records" / "house.json"
 HISTORY_JSON: Final = DOCS / "history" / "tables-8ad2cac.json"
 SEEDS_2026_JSON: Final = DOCS / "history" / "seeds-2026.json"
 SEEDS_2026_TABLE: Final = 4
@@ -609,6 +610,31 @@ def works_with() -> str:
     return _markdown(header, out) + f"\nFrom `{WORKS_WITH_JSON.relative_to(REPO_ROOT)}`.\n"
 
 
+def house() -> str:
+    """Issue 20's figures per measurement: lines, files per rule variant, the trace."""
+    doc = _load(HOUSE_JSON)
+    entries = doc["entries"]
+    variants = sorted({name for e in entries.values() for name in e["rule_variants"]})
+    header = ["measured", "commit", "production lines", "without the other issues' files",
+              "agents/learning", *(f"files naming `{v}`" for v in variants),
+              "expert-iteration trace (calls)"]  # fmt: skip
+    out = [
+        [label, f"`{e['commit'][:7]}`", f"{e['production_lines']:,}",
+         f"{e['production_lines_without_other_issues']:,}", f"{e['agents_learning']:,}",
+         *(str(e["rule_variants"].get(v, {"files": 0})["files"]) for v in variants),
+         str(e["expert_iteration_trace"]["calls"]) if "expert_iteration_trace" in e else "-"]
+        for label, e in entries.items()
+    ]  # fmt: skip
+    last = list(entries.values())[-1]
+    chain = last.get("expert_iteration_trace", {}).get("chain", [])
+    trace = " -> ".join(f"`{frame.rsplit(':', 1)[1]}`" for frame in chain)
+    return (
+        _markdown(header, out)
+        + f"\nThe last measurement's trace: {trace}.\n\nFrom `{_shown(HOUSE_JSON)}`: "
+        + f"`{doc['command']}`.\n"
+    )
+
+
 TABLES: Final[dict[str, Callable[[], str]]] = {
     "headline": headline,
     "results": results,
@@ -626,6 +652,7 @@ TABLES: Final[dict[str, Callable[[], str]]] = {
     "works-with": works_with,
     "onnx": onnx,
     "rllib-speed": rllib_speed,
+    "house": house,
 }
 
 
