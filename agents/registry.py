@@ -14,6 +14,7 @@ The built-in players are :mod:`agents.players.roster`'s.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -32,14 +33,25 @@ def agent_names() -> list[str]:
     return [*BUILTIN_AGENTS, *SHIPPED_MODELS, *SEARCH_OVER_MODELS]
 
 
-def _planner_over(name: str, model: str) -> Agent:
-    from agents.learning.sb3_agent import KnowledgePolicy, SB3Agent  # noqa: PLC0415 (training)
-    from agents.players.planner import PLANNER_DEFAULT, PlannerAgent  # noqa: PLC0415
+def _planner_over(name: str, search: SearchOverModel) -> Agent:
+    from agents.learning.sb3_agent import (  # noqa: PLC0415 (training stack)
+        KnowledgePolicy,
+        SB3Agent,
+        policy_net,
+    )
+    from agents.players.planner import BUDGETS, PlannerAgent, PlannerConfig  # noqa: PLC0415
 
-    network = make_agent(model)
+    network = make_agent(search.model)
     if not isinstance(network, SB3Agent):
-        raise ValueError(f"{name}: {model!r} is not a trained network")
-    return PlannerAgent(PLANNER_DEFAULT, name=name, base=KnowledgePolicy(network))
+        raise ValueError(f"{name}: {search.model!r} is not a trained network")
+    budget = BUDGETS[search.budget] if isinstance(search.budget, str) else search.budget
+    assert isinstance(budget, PlannerConfig)
+    return PlannerAgent(
+        budget,
+        name=name,
+        base=KnowledgePolicy(network),
+        rollout_policy=policy_net(network) if search.network_rollouts else None,
+    )
 
 
 MODEL_SUFFIX: Final = ".zip"
@@ -52,9 +64,28 @@ SHIPPED_MODELS: Final[dict[str, Path]] = {
     "distilled": MODELS_DIR / "distilled",
 }
 """Names of the trained models in the package -> their run directories (``docs/models.md``)."""
-SEARCH_OVER_MODELS: Final[dict[str, str]] = {"planner-trained": "trained"}
-"""The planner (1,024 sampled orders a decision from turn 18) over a shipped network: the
-network proposes, the planner keeps its action unless rollouts find a significantly better one."""
+
+
+@dataclass(frozen=True)
+class SearchOverModel:
+    """The planner over a shipped network: the network proposes, the planner keeps its
+    action unless rollouts find a significantly better one."""
+
+    model: str
+    """The shipped network (a key of :data:`SHIPPED_MODELS`)."""
+    budget: object
+    """A planner budget's name (``agents.players.planner.BUDGETS``) or a ``PlannerConfig``."""
+    network_rollouts: bool
+    """The rollouts played by the network itself (else by ``heuristic``)."""
+
+
+SEARCH_OVER_MODELS: Final[dict[str, SearchOverModel]] = {
+    "planner-trained": SearchOverModel("trained", "planner", network_rollouts=False),
+    "strongest": SearchOverModel("distilled", "planner", network_rollouts=True),
+}
+"""Search over the shipped networks, by name: ``planner-trained`` (heuristic rollouts, 1,024
+sampled orders a decision from turn 18), ``strongest`` (``distilled`` proposes and plays the
+rollouts)."""
 PLAY_TORCH_THREADS: Final = 1
 """Torch threads for playing trained models: on a busy 2-core machine two threads made
 evaluation ten times slower (10,000 deals in 60 s against 3.4 s)."""

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from agents.learning.expert_iteration import (
+    ROLLOUTS,
     DistillationError,
     SearchDistillation,
     run_distillation,
@@ -49,6 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workers", type=int, default=defaults.workers, help="labelling processes (2: both cores)"
     )
+    parser.add_argument(
+        "--rollouts",
+        choices=ROLLOUTS,
+        default=defaults.rollouts,
+        help="who plays the planner's rollouts: the heuristic or the network being trained",
+    )
     parser.add_argument("--torch-threads", type=int, default=PLAY_TORCH_THREADS)
     args = parser.parse_args(argv)
     try:
@@ -60,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             learning_rate=args.learning_rate,
             seed=args.seed,
             workers=args.workers,
+            rollouts=args.rollouts,
         )
         set_torch_threads(args.torch_threads)
         if is_builtin(args.start) or args.start in SEARCH_OVER_MODELS:

@@ -124,11 +124,11 @@ def network_agent(agent_spec: str) -> SB3Agent:
             f"{agent_spec!r} is a built-in player, not a network: only a trained model can be "
             f"exported ({trained}, a run directory or a .zip model)"
         )
-    network = SEARCH_OVER_MODELS.get(agent_spec)
-    if network is not None:
+    search = SEARCH_OVER_MODELS.get(agent_spec)
+    if search is not None:
         raise OnnxExportError(
-            f"{agent_spec!r} searches (rollouts) over the network {network!r}: only the "
-            f"network itself can be exported (--agent {network})"
+            f"{agent_spec!r} searches (rollouts) over the network {search.model!r}: only the "
+            f"network itself can be exported (--agent {search.model})"
         )
     if Path(agent_spec).suffix == ONNX_SUFFIX:
         raise OnnxExportError(f"{agent_spec!r} is already an ONNX policy")

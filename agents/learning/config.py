@@ -342,6 +342,8 @@ class ExpertIterationConfig(_Section):
     learning_rate: Number = Field(default=1e-4, gt=0.0)
     workers: Count = Field(default=1, ge=1)
     """Processes labelling each round's deals (the labels do not depend on it)."""
+    rollouts: Literal["heuristic", "network"] = "heuristic"
+    """Who plays the planner's rollouts: the heuristic, or the network being trained."""
 
 
 class Config(_Section):

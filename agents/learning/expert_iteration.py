@@ -65,6 +65,7 @@ from agents.learning.sb3_agent import (
     SB3Agent,
     find_config,
     load_sb3_agent,
+    policy_net,
 )
 from agents.players.planner import BUDGETS, PlannerAgent
 from agents.players.rollouts import COMPILED
@@ -76,6 +77,9 @@ if TYPE_CHECKING:
     from agents.learning.config import Config
 
 DEFAULT_BUDGET: Final = "planner"
+ROLLOUTS: Final = ("heuristic", "network")
+"""Who plays the planner's rollouts: ``heuristic``, or the network being trained (its
+current weights: the search improves as the network does)."""
 
 
 @dataclass(frozen=True)
@@ -96,8 +100,12 @@ class SearchDistillation:
     """Seed of the ``SEARCH`` deals (round r plays indices r*episodes ...)."""
     workers: int = 1
     """Processes labelling a round's deals (the labels do not depend on it)."""
+    rollouts: str = ROLLOUTS[0]
+    """Who plays the planner's rollouts (:data:`ROLLOUTS`)."""
 
     def __post_init__(self) -> None:
+        if self.rollouts not in ROLLOUTS:
+            raise ValueError(f"rollouts must be one of {ROLLOUTS}, got {self.rollouts!r}")
         for name in ("rounds", "episodes", "epochs", "batch_size", "workers"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -114,20 +122,30 @@ class SearchDistillation:
         return asdict(self)
 
     def identity(self) -> dict[str, Any]:
-        """What the labels and the network depend on (not how many processes label)."""
-        return {k: v for k, v in self.to_dict().items() if k != "workers"}
+        """What the labels and the network depend on (not how many processes label; the
+        rollouts only when not the heuristic's, as records made before they could be)."""
+        return {
+            k: v
+            for k, v in self.to_dict().items()
+            if k != "workers" and not (k == "rollouts" and v == ROLLOUTS[0])
+        }
 
 
 def search_over(
-    agent: SB3Agent, budget: str = DEFAULT_BUDGET, compiled: bool = COMPILED
+    agent: SB3Agent,
+    budget: str = DEFAULT_BUDGET,
+    compiled: bool = COMPILED,
+    rollouts: str = ROLLOUTS[0],
 ) -> PlannerAgent:
     """The planner at ``budget`` with ``agent`` (its current weights) as base policy
-    (``compiled``: its rollouts compiled or in Python; the same labels)."""
+    (``compiled``: its rollouts compiled or in Python; the same labels), its rollouts
+    played by the heuristic or by ``agent`` (``rollouts``)."""
     return PlannerAgent(
         BUDGETS[budget],
         name=f"{budget} over {agent.name}",
         base=KnowledgePolicy(agent),
         compiled=compiled,
+        rollout_policy=policy_net(agent) if rollouts == "network" else None,
     )
 
 
@@ -140,12 +158,13 @@ def label(
     gamma: float,
     batch: int = DAGGER_BATCH,
     compiled: bool = COMPILED,
+    rollouts: str = ROLLOUTS[0],
 ) -> Demonstrations:
     """``agent`` plays deals ``first ..`` (``batch`` at a time); the planner over it labels
     every state it visited."""
     return collect_dagger(
         agent.model,
-        lambda: search_over(agent, budget, compiled),
+        lambda: search_over(agent, budget, compiled, rollouts),
         agent.env_kwargs,
         episodes,
         first,
@@ -174,13 +193,19 @@ def _worker_init() -> None:
 
 
 def _label_chunk(
-    model_file: str, budget: str, first: int, episodes: int, gamma: float, compiled: bool
+    model_file: str,
+    budget: str,
+    first: int,
+    episodes: int,
+    gamma: float,
+    compiled: bool,
+    rollouts: str,
 ) -> Demonstrations:
     if model_file not in _WORKER_AGENT:
         _WORKER_AGENT.clear()
         _WORKER_AGENT[model_file] = load_sb3_agent(model_file)
     agent = _WORKER_AGENT[model_file]
-    return label(agent, budget, episodes, first, gamma, episodes, compiled)
+    return label(agent, budget, episodes, first, gamma, episodes, compiled, rollouts)
 
 
 class Labellers:
@@ -233,6 +258,7 @@ class Labellers:
         first: int,
         gamma: float,
         stop: Callable[[], bool] | None = None,
+        rollouts: str = ROLLOUTS[0],
     ) -> Demonstrations | None:
         """As :func:`label`, spread over the processes; None once ``stop()`` says so (it is
         asked between DAgger batches here, every :data:`POLL_SECONDS` in parallel)."""
@@ -242,14 +268,16 @@ class Labellers:
             for start, n in tasks:
                 if stop is not None and stop():
                     return None
-                parts.append(label(agent, budget, n, start, gamma, self.batch, self.compiled))
+                parts.append(
+                    label(agent, budget, n, start, gamma, self.batch, self.compiled, rollouts)
+                )
             return concat(parts)
         self._saved += 1
         model_file = str(Path(self._folder.name) / f"round-{self._saved}.zip")
         agent.model.save(model_file)
         pending = self._pool.starmap_async(
             _label_chunk,
-            [(model_file, budget, s, n, gamma, self.compiled) for s, n in tasks],
+            [(model_file, budget, s, n, gamma, self.compiled, rollouts) for s, n in tasks],
             chunksize=1,
         )
         while not pending.ready():
@@ -274,7 +302,9 @@ def distill_round(
     first = stream_seed(DealStream.SEARCH, settings.seed, round_index * settings.episodes)
     gamma = float(getattr(agent.model, "gamma", 1.0))
     labellers = Labellers(1) if labellers is None else labellers  # one process: no pool
-    demos = labellers.label(agent, settings.budget, settings.episodes, first, gamma, stop)
+    demos = labellers.label(
+        agent, settings.budget, settings.episodes, first, gamma, stop, settings.rollouts
+    )
     if demos is None:
         return None
     t1 = time.perf_counter()

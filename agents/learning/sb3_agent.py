@@ -33,6 +33,7 @@ import yaml
 from agents.learning.algorithms import AlgorithmSpec, algorithm_of, get_algorithm
 from agents.learning.provenance import FileChanged, check_hashes
 from agents.players.base import Agent
+from agents.players.policy_net import PolicyNet
 from coldiron_env import ENV_ID
 from coldiron_env.actions import ENV_MASKS
 from coldiron_env.knowledge import Knowledge
@@ -177,6 +178,48 @@ class KnowledgePolicy:
         obs = kn.observation(**self._obs_kwargs)
         mask = ENV_MASKS[kn.phase][None].copy()
         return int(self.agent.policy.act(obs, mask)[0])
+
+
+ACTIVATION_NAMES: Final = {th.nn.Tanh: "tanh", th.nn.ReLU: "relu"}
+"""Torch activations a :class:`~agents.players.policy_net.PolicyNet` can run, by its names."""
+
+
+def policy_net(agent: SB3Agent) -> PolicyNet:
+    """The actor of a trained actor-critic model (flat observation, MLP, no observation
+    normalizer) as a NumPy :class:`~agents.players.policy_net.PolicyNet`: the same action
+    scores as the model's, without torch (what network-played rollouts run)."""
+    policy: Any = agent.model.policy
+    kwargs = agent.env_kwargs
+    problems = []
+    if agent.policy.spec.family == "q_value" or agent.policy.spec.recurrent:
+        problems.append(f"a {agent.policy.spec.class_name} model (need an actor-critic MLP)")
+    if kwargs.get("observation_mode", "flat") != "flat" or kwargs.get("mask_in_observation"):
+        problems.append("not the flat observation")
+    if agent.policy.obs_normalizer is not None:
+        problems.append("an observation normalizer")
+    if not problems and type(policy.features_extractor).__name__ != "FlattenExtractor":
+        problems.append("a features extractor other than a flatten")
+    activation = ACTIVATION_NAMES.get(getattr(policy, "activation_fn", None))  # type: ignore[arg-type]
+    if not problems and activation is None:
+        problems.append(f"activation {policy.activation_fn!r}")
+    if problems:
+        raise ValueError(
+            f"{agent.name}: cannot run as a NumPy policy network: {'; '.join(problems)}"
+        )
+    layers = [m for m in policy.mlp_extractor.policy_net if isinstance(m, th.nn.Linear)]
+    layers.append(policy.action_net)
+
+    def array(t: th.Tensor) -> np.ndarray:
+        return np.ascontiguousarray(t.detach().cpu().numpy().astype(np.float32))
+
+    return PolicyNet(
+        weights=tuple(array(layer.weight.T) for layer in layers),
+        biases=tuple(array(layer.bias) for layer in layers),
+        activation=str(activation),
+        recall=bool(kwargs.get("recall", False)),
+        counting=bool(kwargs.get("counting", False)),
+        name=agent.name,
+    )
 
 
 def _zip_data(path: Path) -> dict[str, Any]:

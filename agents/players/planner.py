@@ -89,6 +89,7 @@ from agents.players.heuristic import (
     rack_scores,
     turn_choice,
 )
+from agents.players.policy_net import NetRoller, PolicyNet
 from agents.players.rollouts import COMPILED, HOPELESS, pack_params, rollout_wins
 from coldiron_env.actions import (
     IRON,
@@ -404,10 +405,14 @@ class PlannerAgent(Agent):
         name: str | None = None,
         base: KnowledgeActor | None = None,
         compiled: bool = COMPILED,
+        rollout_policy: PolicyNet | None = None,
     ) -> None:
         # compiled: the rollouts compiled (agents.players.rollouts) or in Python; same results
+        # rollout_policy: a network that plays the rollouts instead of the heuristic
         self.config = config
         self.base = base
+        self.rollout_policy = rollout_policy
+        self._compiled = compiled
         if name is not None:
             self.name = name
         self.rules = DEFAULT_RULES
@@ -416,16 +421,21 @@ class PlannerAgent(Agent):
         self._rng = np.random.default_rng(DEFAULT_SEED)
         self.decisions: list[DecisionRecord] | None = None
         """Set to a list to record every planned decision (analysis, tests)."""
-        self._roller = Roller(config.params, self.rules, compiled)
+        self._roller = self._make_roller()
         if rules is not None:
             self.set_rules(rules)
+
+    def _make_roller(self) -> Roller | NetRoller:
+        if self.rollout_policy is not None:
+            return NetRoller(self.rollout_policy, self.rules)
+        return Roller(self.config.params, self.rules, self._compiled)
 
     def set_rules(self, rules: RuleOptions) -> None:
         """Play a game with these rules (the default is the game)."""
         self.rules = rules
         self.knowledge.turns = rules.turns
         self.knowledge.suits_required = rules.suits_required
-        self._roller = Roller(self.config.params, rules, self._roller.compiled)
+        self._roller = self._make_roller()
 
     def reset(self, seed: int | None = None) -> None:
         self.knowledge.reset()

@@ -32,6 +32,7 @@ from coldiron_env.actions import (
     LEGAL_ACTIONS,
     PHASE_BONUS,
     PHASE_IRON,
+    PHASE_TURN,
     RACK_ACTIONS,
     REST,
     STOP,
@@ -269,6 +270,39 @@ def play_out(
             else:
                 actions[i] = action
     return won
+
+
+@compiled_uncached
+def hopeless_games(
+    live: npt.NDArray[np.bool_],
+    hand: I64,
+    discarded: I64,
+    hurt: I64,
+    turn: I64,
+    phase: I64,
+    pos: I64,
+    turns: int,
+    suits_required: int,
+    joker_grants_more: bool,
+    need_t: npt.NDArray[np.uint8],
+    useful_t: npt.NDArray[np.uint16],
+) -> npt.NDArray[np.bool_]:
+    """Which of the ``live`` games, at the start of a turn, can no longer be won whatever the
+    order (the planner's ``hopeless``: a suit without a live window, or more cards needed
+    than can still be kept)."""
+    n = live.shape[0]
+    out = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        if not live[i] or phase[i] != PHASE_TURN:
+            continue
+        unseen = FULL_DECK_MASK & ~(hand[i] | discarded[i])
+        need, _ = _need(hand[i], unseen, suits_required, need_t, useful_t)
+        jokers = _popcount(unseen & JOKER_MASK)
+        bound = keep_bound(
+            turns - turn[i] + 1, hurt[i], jokers, DECK_SIZE - pos[i], joker_grants_more
+        )
+        out[i] = need >= IMPOSSIBLE or need > bound
+    return out
 
 
 def pack_params(params: HeuristicParams) -> F64:

@@ -1,0 +1,240 @@
+"""A trained policy network in NumPy, and rollouts it plays (batched across sampled orders).
+
+The planner's rollouts decide how good a candidate action is by playing games to their end;
+the better the policy that plays them, the better the estimate. :class:`PolicyNet` is a
+trained multilayer perceptron (a MaskablePPO actor: flat observation -> hidden layers ->
+19 logits) held as NumPy arrays, so players need neither torch nor SB3 to run it, and
+:class:`NetRoller` plays it in every sampled game at once: one observation batch
+(:func:`coldiron_env.observation.encode_batch`, the vector env's encoder), one matrix
+product per layer, one step of the batched rules core
+(:func:`coldiron_env.batched.step_games`) per decision of all the games still going. A game
+that can no longer be won stops there, lost (the same test as the heuristic's rollouts).
+
+The network decides as the trained agent does: the best-scoring legal action
+(``agents.learning.sb3_agent.MaskedPolicy``); :func:`agents.learning.sb3_agent.policy_net`
+reads the weights out of a trained model. It sees only what a player knows: in a rollout
+the observation of each sampled game is built from its hand, its discard pile and the
+counters, exactly what the env would show (the sampled order itself is never observed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from agents.players.rollouts import hopeless_games, tables
+from coldiron_env.actions import LEGAL_ACTIONS, LEGAL_MASKS
+from coldiron_env.batched import CODE_WON, PLAYING, SKIP, step_games
+from coldiron_env.cards import DECK_SIZE
+from coldiron_env.observation import encode_batch, flat_size
+from coldiron_env.options import DEFAULT_RULES, RuleOptions
+
+if TYPE_CHECKING:
+    from agents.players.planner import Estimate
+    from coldiron_env.knowledge import Knowledge
+
+F32 = npt.NDArray[np.float32]
+I64 = npt.NDArray[np.int64]
+
+ACTIVATIONS: Final[dict[str, Callable[[F32], F32]]] = {
+    "tanh": np.tanh,
+    "relu": lambda x: np.maximum(x, 0.0),
+}
+"""Hidden-layer activations a :class:`PolicyNet` can run (the configs' names)."""
+
+
+@dataclass(frozen=True)
+class PolicyNet:
+    """A trained policy's MLP: ``logits = W_k(... act(W_1 x + b_1) ...) + b_k``.
+
+    Attributes:
+        weights: one ``(inputs, outputs)`` float32 matrix per layer; the last gives the
+            19 action scores.
+        biases: one float32 vector per layer.
+        activation: the hidden layers' activation (a key of :data:`ACTIVATIONS`).
+        recall, counting: the flat observation the network was trained on.
+        name: a label (the model's name).
+    """
+
+    weights: tuple[F32, ...]
+    biases: tuple[F32, ...]
+    activation: str
+    recall: bool
+    counting: bool
+    name: str = "network"
+
+    def __post_init__(self) -> None:
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(
+                f"{self.name}: activation {self.activation!r} is not one of {sorted(ACTIVATIONS)}"
+            )
+        if len(self.weights) != len(self.biases) or not self.weights:
+            raise ValueError(f"{self.name}: need one bias per weight matrix, at least one layer")
+        inputs = flat_size(self.recall, self.counting)
+        if self.weights[0].shape[0] != inputs:
+            raise ValueError(
+                f"{self.name}: the first layer takes {self.weights[0].shape[0]} inputs, the "
+                f"flat observation (recall={self.recall}, counting={self.counting}) has {inputs}"
+            )
+        if self.weights[-1].shape[1] != LEGAL_MASKS.shape[1]:
+            raise ValueError(f"{self.name}: the last layer must give {LEGAL_MASKS.shape[1]} scores")
+
+    def logits(self, obs: F32) -> F32:
+        """Action scores of a batch of flat observations, shape (n, 19)."""
+        act = ACTIVATIONS[self.activation]
+        h = obs
+        last = len(self.weights) - 1
+        for i, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
+            h = h @ w + b
+            if i < last:
+                h = act(h)
+        return h
+
+    def act(self, obs: F32, phases: I64) -> I64:
+        """The best-scoring legal action of each game (its phase gives the legal ones)."""
+        scores = self.logits(obs)
+        scores[~LEGAL_MASKS[phases]] = -np.inf
+        best: I64 = scores.argmax(axis=1)
+        return best
+
+    def observe(
+        self,
+        hand: I64,
+        discarded: I64,
+        hurt: I64,
+        turn: I64,
+        pos: I64,
+        phase: I64,
+        iron: I64,
+        rules: RuleOptions,
+    ) -> F32:
+        """The flat observations of games given by their state arrays (what the env shows)."""
+        obs: F32 = encode_batch(
+            "flat", hand.view(np.uint64), discarded.view(np.uint64), hurt, turn,
+            DECK_SIZE - pos, phase, iron, rules.turns, rules.suits_required,
+            rules.bonus_joker_grants_more, self.recall, self.counting,
+        )  # fmt: skip
+        return obs
+
+    def act_knowledge(self, kn: Knowledge, rules: RuleOptions = DEFAULT_RULES) -> int:
+        """The network's action for what a player knows (a batch of one)."""
+        one = np.array([kn.hand], dtype=np.int64)
+        obs = self.observe(
+            one, np.array([kn.seen & ~kn.hand], dtype=np.int64), np.array([kn.hurt]),
+            np.array([kn.turn]), np.array([DECK_SIZE - kn.deck_count]), np.array([kn.phase]),
+            np.array([kn.iron_count]), rules,
+        )  # fmt: skip
+        return int(self.act(obs, np.array([kn.phase]))[0])
+
+
+def play_network(
+    net: PolicyNet,
+    first: I64,
+    deck: npt.NDArray[np.int8],
+    pos: I64,
+    hand: I64,
+    discarded: I64,
+    hurt: I64,
+    turn: I64,
+    phase: I64,
+    iron: I64,
+    suits_done: I64,
+    source: I64,
+    rules: RuleOptions,
+) -> npt.NDArray[np.bool_]:
+    """Game ``i`` (entry ``i`` of every state array) plays ``first[i]``, then the network
+    to its end; which games were won. A game that can no longer be won stops, lost."""
+    n = first.shape[0]
+    won = np.zeros(n, dtype=np.bool_)
+    outcome = np.zeros(n, dtype=np.int64)
+    turns = np.full(n, rules.turns, dtype=np.int64)
+    suits_required = np.full(n, rules.suits_required, dtype=np.int64)
+    need_t, useful_t = tables()[:2]
+    actions = first.copy()
+    live = np.ones(n, dtype=np.bool_)
+    while True:
+        step_games(
+            actions, deck, pos, hand, discarded, hurt, turn, phase, iron, suits_done, source,
+            turns, suits_required, outcome, rules.bonus_always, rules.bonus_joker_grants_more,
+        )  # fmt: skip
+        ended = live & (outcome != PLAYING)
+        won |= ended & (outcome == CODE_WON)
+        live &= ~ended
+        live &= ~hopeless_games(
+            live, hand, discarded, hurt, turn, phase, pos, rules.turns, rules.suits_required,
+            rules.bonus_joker_grants_more, need_t, useful_t,
+        )  # fmt: skip
+        index = np.flatnonzero(live)
+        actions[:] = SKIP
+        if index.size == 0:
+            return won
+        obs = net.observe(
+            hand[index], discarded[index], hurt[index], turn[index], pos[index],
+            phase[index], iron[index], rules,
+        )  # fmt: skip
+        actions[index] = net.act(obs, phase[index])
+
+
+class NetRoller:
+    """The planner's rollouts played by a :class:`PolicyNet` (the interface of
+    :class:`agents.players.planner.Roller`): every candidate on the same sampled orders."""
+
+    compiled: Final = True
+
+    def __init__(self, net: PolicyNet, rules: RuleOptions = DEFAULT_RULES) -> None:
+        self.net = net
+        self.rules = rules
+
+    def clear(self) -> None:
+        """Nothing is cached between decisions."""
+
+    def estimate(
+        self,
+        kn: Knowledge,
+        candidates: Sequence[int],
+        rng: np.random.Generator,
+        samples: int,
+        estimate: Estimate | None = None,
+    ) -> Estimate:
+        """Roll every candidate out on ``samples`` more orders of the unseen cards."""
+        from agents.players.planner import Estimate  # noqa: PLC0415 (planner imports this module)
+
+        if estimate is None:
+            estimate = Estimate(list(candidates), {a: [] for a in candidates})
+        legal = LEGAL_ACTIONS[kn.phase]
+        if any(action not in legal for action in candidates):
+            raise ValueError(f"candidates {list(candidates)} include an illegal action")
+        root = kn.position(self.rules)
+        orders = kn.sample_order_array(rng, samples)
+        count = len(candidates)
+        n = samples * count
+        start = root.pos
+        deck = np.empty((n, DECK_SIZE), dtype=np.int8)
+        deck[:, :start] = np.asarray(root.deck[:start], dtype=np.int8)
+        deck[:, start:] = np.repeat(orders, count, axis=0)
+
+        def filled(value: int) -> I64:
+            return np.full(n, value, dtype=np.int64)
+
+        won = play_network(
+            self.net,
+            np.tile(np.asarray(candidates, dtype=np.int64), samples),
+            deck,
+            filled(start),
+            filled(root.hand),
+            filled(root.discarded),
+            filled(root.hurt),
+            filled(root.turn),
+            filled(root.phase),
+            filled(root.iron_count),
+            filled(root.suits_done),
+            filled(root.bonus_source),
+            self.rules,
+        ).reshape(samples, count)
+        for column, action in enumerate(candidates):
+            estimate.wins[action].extend(won[:, column].astype(int).tolist())
+        return estimate
