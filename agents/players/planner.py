@@ -111,7 +111,7 @@ DEFAULT_SEED: Final = 0
 CACHE_LIMIT: Final = 400_000
 """Memoised heuristic decisions kept before the cache is cleared."""
 RACKS_CONSIDERED: Final = 2
-"""Best-scoring racks (by the heuristic's own score) offered as alternatives."""
+"""Best-scoring racks (by the heuristic's own score) offered as alternatives by default."""
 
 
 @dataclass(frozen=True)
@@ -134,13 +134,15 @@ class PlannerConfig:
     """...and when at least this many more orders favour the alternative than the heuristic."""
     plan_from_turn: int = 18
     """Plan only from this turn on; before it the heuristic plays (see the module doc)."""
+    racks: int = RACKS_CONSIDERED
+    """Best-scoring racks offered as alternatives (by the heuristic's score)."""
     time_limit: float | None = None
     """Optional wall-clock seconds per decision (stops sampling early; not reproducible)."""
     params: HeuristicParams = DEFAULT_PARAMS
     """The heuristic used as base policy and rollout policy."""
 
     def __post_init__(self) -> None:
-        for name in ("samples", "batch", "min_samples"):
+        for name in ("samples", "batch", "min_samples", "racks"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"PlannerConfig.{name} must be a positive integer, got {value!r}")
@@ -221,7 +223,10 @@ def ranked_racks(kn: Knowledge, params: HeuristicParams = DEFAULT_PARAMS) -> lis
 
 
 def candidate_actions(
-    kn: Knowledge, base: int, params: HeuristicParams = DEFAULT_PARAMS
+    kn: Knowledge,
+    base: int,
+    params: HeuristicParams = DEFAULT_PARAMS,
+    racks: int = RACKS_CONSIDERED,
 ) -> list[int]:
     """The heuristic's action ``base`` first, then the alternatives worth comparing with it."""
     if kn.phase != PHASE_TURN:
@@ -232,7 +237,7 @@ def candidate_actions(
         pool.append(IRON)
     if kn.hurt > 0:
         pool.append(REST)  # Rest at Hurt 0 only burns a card a Threaten would have kept
-    pool += ranked_racks(kn, params)[:RACKS_CONSIDERED]
+    pool += ranked_racks(kn, params)[:racks]
     out = [base]
     seen_targets = {RACK_TARGETS[base] & unseen} if RACK_TARGETS[base] else set()
     for action in pool:
@@ -466,7 +471,7 @@ class PlannerAgent(Agent):
             return base
         if kn.phase == PHASE_TURN and hopeless(kn, self.rules):
             return base  # every action loses
-        candidates = candidate_actions(kn, base, config.params)
+        candidates = candidate_actions(kn, base, config.params, config.racks)
         if len(candidates) == 1:
             return base
         self.stats.planned += 1

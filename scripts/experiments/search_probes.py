@@ -7,7 +7,8 @@
 An agent is a registry name (``heuristic``, ``planner-trained``, ``strongest``...) or a
 search spec ``search:MODEL:ROLLOUTS:SAMPLES:FROM_TURN``: the planner over the network
 ``MODEL`` (its base policy), its rollouts played by ``heuristic`` or by the ``network``,
-``SAMPLES`` sampled orders a decision at most, planning from turn ``FROM_TURN``. Every agent
+``SAMPLES`` sampled orders a decision at most, planning from turn ``FROM_TURN``, then any
+other ``PlannerConfig`` fields as ``:NAME=VALUE`` (``:z=1.5:racks=14``). Every agent
 plays the same validation deals (``reset(seed=stream_seed(VALIDATION, SEED, k))``), split
 over ``--workers`` processes (each agent is reset with the evaluation's per-deal seeds, so
 the result does not depend on the split). The record keeps, per agent, its win rate with
@@ -55,15 +56,19 @@ def make(spec: str) -> Agent:
     from agents.players.planner import PlannerAgent, PlannerConfig
 
     parts = spec[len(SEARCH_PREFIX) :].split(":")
-    if len(parts) != SEARCH_FIELDS or parts[1] not in ("heuristic", "network"):
+    if len(parts) < SEARCH_FIELDS or parts[1] not in ("heuristic", "network"):
         raise ValueError(f"{spec!r}: expected search:MODEL:heuristic|network:SAMPLES:FROM_TURN")
     model, rollouts, samples, from_turn = parts[0], parts[1], int(parts[2]), int(parts[3])
+    extra: dict[str, Any] = {}
+    for item in parts[SEARCH_FIELDS:]:
+        key, _, value = item.partition("=")
+        extra[key] = float(value) if "." in value else int(value)
     network = make_agent(model)
     if not isinstance(network, SB3Agent):
         raise ValueError(f"{spec!r}: {model!r} is not a trained network")
     batch = min(STATS_BATCH, samples)
     config = PlannerConfig(
-        samples=samples, batch=batch, min_samples=batch, plan_from_turn=from_turn
+        samples=samples, batch=batch, min_samples=batch, plan_from_turn=from_turn, **extra
     )
     return PlannerAgent(
         config,
