@@ -3,12 +3,12 @@
 :func:`train` runs one config end to end (see ``docs/run_directory.md`` for
 what it writes). Pieces:
 
-- :func:`make_training_env`: the vectorised training env: base ``VecEnv``
-  (``native`` from :mod:`agents.learning.sb3_vec`, or ``dummy``/``subproc`` built here
-  from :class:`StagedEnv`, which can switch curriculum rule options between
-  episodes) -> ``VecMonitor`` (true episode returns and success) ->
-  :class:`~agents.learning.shaping.ShapingVecEnv` if shaping is on -> ``VecNormalize``
-  if normalisation is on.
+- :func:`build_vec_env`: the one builder of SB3 vectorised envs (``native`` from
+  :mod:`agents.learning.sb3_vec`, or ``dummy``/``subproc`` of :class:`StagedEnv`, which
+  can switch curriculum rule options between episodes), with episode statistics (true
+  returns and success); :func:`make_training_env`: that env ->
+  :class:`StreamSeededVecEnv` -> :class:`~agents.learning.shaping.ShapingVecEnv` if
+  shaping is on -> ``VecNormalize`` if normalisation is on.
 - :func:`evaluate_model`: masked, deterministic play of a fixed list of seeded
   deals on *plain* envs of the real game (no shaping, no curriculum): the win
   rates it reports are true win rates.
@@ -42,13 +42,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, get_args
 
 import gymnasium as gym
 import matplotlib
 import numpy as np
 import torch
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import (
     DummyVecEnv,
     SubprocVecEnv,
@@ -64,6 +65,7 @@ from agents.evaluation.arena import AgentResult
 from agents.evaluation.lockstep import play_lockstep
 from agents.learning.config import (
     Config,
+    VecEnvKind,
     algorithm_kwargs,
     default_hyperparameter,
     dump_config,
@@ -189,33 +191,39 @@ class StreamSeededVecEnv(VecEnvWrapper):
         return self.venv.step_wait()
 
 
-def build_vec_env(kind: str, n_envs: int, env_kwargs: dict[str, Any]) -> VecEnv:
-    """Base vectorised env of ``kind`` (``native``, ``dummy`` or ``subproc``), unseeded."""
+def build_vec_env(
+    kind: VecEnvKind, n_envs: int, env_kwargs: dict[str, Any], seed: int | None = None
+) -> VecEnv:
+    """The SB3 ``VecEnv`` of ``n_envs`` Cold Iron games, with episode statistics (as SB3's
+    ``make_vec_env``): ``native`` (:class:`~agents.learning.sb3_vec.ColdIronSB3VecEnv`, one
+    NumPy step for all, under a ``VecMonitor``), ``dummy`` or ``subproc`` (a
+    :class:`StagedEnv` each, under a ``Monitor``); all switch curriculum options
+    (:func:`set_vec_env_kwargs`). ``seed``: env ``i`` deals ``reset(seed=seed + i)`` first."""
+    if kind not in get_args(VecEnvKind):
+        raise ValueError(f"vec_env kind must be one of {get_args(VecEnvKind)}, got {kind!r}")
+    venv: VecEnv
     if kind == "native":
         try:
-            from agents.learning.sb3_vec import make_vec_env  # noqa: PLC0415  # type: ignore[import-not-found,unused-ignore]
+            from agents.learning.sb3_vec import ColdIronSB3VecEnv  # noqa: PLC0415
         except ImportError as exc:
             raise TrainingError(
                 f"vec_env 'native' is not available ({exc}); use vec_env: dummy or subproc"
             ) from None
-        venv: VecEnv = make_vec_env("native", n_envs, dict(env_kwargs))
-        return venv
-    space_kwargs = {k: v for k, v in env_kwargs.items() if k not in CURRICULUM_KEYS}
-    if kind == "subproc":
-        fns = [_env_factory(env_kwargs, space_kwargs, ignore_sigint=True) for _ in range(n_envs)]
-        venv = SubprocVecEnv(fns, start_method="fork" if sys.platform != "win32" else None)
+        venv = VecMonitor(ColdIronSB3VecEnv(n_envs, **env_kwargs))
     else:
-        venv = DummyVecEnv([_env_factory(env_kwargs, space_kwargs) for _ in range(n_envs)])
+        space_kwargs = {k: v for k, v in env_kwargs.items() if k not in CURRICULUM_KEYS}
+
+        def make() -> gym.Env[Any, Any]:
+            return Monitor(StagedEnv(env_kwargs, space_kwargs, ignore_sigint=kind == "subproc"))
+
+        if kind == "subproc":
+            fork = "fork" if sys.platform != "win32" else None
+            venv = SubprocVecEnv([make] * n_envs, start_method=fork)
+        else:
+            venv = DummyVecEnv([make] * n_envs)
+    if seed is not None:
+        venv.seed(seed)
     return venv
-
-
-def _env_factory(
-    env_kwargs: dict[str, Any], space_kwargs: dict[str, Any], ignore_sigint: bool = False
-) -> Callable[[], gym.Env[Any, Any]]:
-    def make() -> gym.Env[Any, Any]:
-        return StagedEnv(env_kwargs, space_kwargs, ignore_sigint)
-
-    return make
 
 
 def set_vec_env_kwargs(venv: VecEnv, env_kwargs: dict[str, Any]) -> None:
@@ -245,7 +253,6 @@ def make_training_env(
     base = build_vec_env(cfg.training.vec_env, cfg.training.n_envs, kwargs)
     venv: VecEnv = StreamSeededVecEnv(base, DealStream.TRAINING, first_index)
     venv.seed(cfg.seed)
-    venv = VecMonitor(venv)
     if cfg.shaping.enabled:
         venv = ShapingVecEnv(
             venv, cfg.shaping_gamma, cfg.shaping.coefficient, cfg.shaping.potential
