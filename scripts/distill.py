@@ -21,7 +21,8 @@ from typing import Final
 from pydantic import ValidationError
 
 from agents.learning.config import ExpertIterationConfig, config_error
-from agents.learning.training import TrainingError, distill
+from agents.learning.provenance import TrainingError
+from agents.learning.training import distill
 from agents.players.planner import BUDGETS
 from agents.registry import (
     PLAY_TORCH_THREADS,

@@ -18,9 +18,9 @@ pytest.importorskip("sb3_contrib")
 
 from agents.learning import expert_iteration as ei
 from agents.learning.config import ExpertIterationConfig
-from agents.learning.provenance import META_FILE
+from agents.learning.provenance import META_FILE, TrainingError
 from agents.learning.sb3_agent import KnowledgePolicy, SB3Agent
-from agents.learning.training import TrainingError, distill
+from agents.learning.training import distill
 from agents.registry import SHIPPED_MODELS, make_agent
 from coldiron_env.dealer import DealStream, stream_seed
 from coldiron_env.env import ColdIronEnv

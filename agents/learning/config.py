@@ -60,8 +60,6 @@ ScheduleKind = Literal["constant", "linear"]
 Activation = Literal["tanh", "relu", "elu", "leaky_relu", "gelu", "silu", "selu"]
 
 SCHEDULE_KINDS: Final = get_args(ScheduleKind)
-ACTIVATION_NAMES: Final = get_args(Activation)
-"""Activation names accepted by ``policy.activation`` (mapped by :func:`activation_class`)."""
 DEFAULT_LAYERS: Final = (64, 64)
 DEFAULT_GAMMA: Final = 0.99
 """SB3's default ``gamma``: the shaping discount when neither ``shaping.gamma`` nor the
@@ -744,7 +742,7 @@ def dump_config(cfg: Config) -> str:
 
 # ---------------------------------------------------------------- building SB3 arguments
 def activation_class(name: str) -> type[Any]:
-    """The ``torch.nn`` activation class for a name of :data:`ACTIVATION_NAMES`."""
+    """The ``torch.nn`` activation class for a name of :data:`Activation`."""
     from torch import nn  # noqa: PLC0415 (config loading stays torch-free)
 
     table: dict[str, type[nn.Module]] = {

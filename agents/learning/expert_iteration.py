@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from agents.atomic import atomic_write_bytes, atomic_write_json
 from agents.learning.imitation import DAGGER_BATCH, Demonstrations, concat, student_play
-from agents.learning.provenance import sha256_bytes, sha256_file
+from agents.learning.provenance import TrainingError, sha256_bytes, sha256_file
 from agents.learning.sb3_agent import MODEL_FILE, KnowledgePolicy, SB3Agent, load_sb3_agent
 from agents.players.planner import BUDGETS, PlannerAgent
 from agents.players.rollouts import COMPILED
@@ -62,10 +62,6 @@ POLL_SECONDS: Final = 0.5
 """How often a parallel round looks for a stop request."""
 _WORKER_AGENT: dict[str, SB3Agent] = {}
 """A labelling process's network, loaded once per saved round (keyed by its file's path)."""
-
-
-class DistillationError(RuntimeError):
-    """Rounds that cannot continue (a run directory of other settings...)."""
 
 
 def search_over(agent: SB3Agent, budget: str, compiled: bool = COMPILED) -> PlannerAgent:
@@ -254,7 +250,7 @@ def reconcile_rounds(run_root: Path) -> str | None:
     A kill between :func:`commit_round`'s two writes leaves the record one round ahead of
     ``model.zip``, which still holds the previous round's model: that last record is
     dropped (the round is played again). Returns what was done (None: nothing to do);
-    :class:`DistillationError` when the model matches neither the last round nor the one
+    :class:`TrainingError` when the model matches neither the last round nor the one
     before.
     """
     record_file, model_file = run_root / EXPERT_FILE, run_root / MODEL_FILE
@@ -269,7 +265,7 @@ def reconcile_rounds(run_root: Path) -> str | None:
         return None
     previous = rounds[-2].get(MODEL_SHA_KEY) if len(rounds) > 1 else doc.get(START_SHA_KEY)
     if actual is None or actual != previous:
-        raise DistillationError(
+        raise TrainingError(
             f"{model_file} is neither the model of the last round recorded in {record_file} "
             f"({len(rounds)}) nor the one before: the run directory was changed by hand"
         )
@@ -282,7 +278,7 @@ def reconcile_rounds(run_root: Path) -> str | None:
 
 
 def check_resumable(cfg: Config, run_root: Path) -> None:
-    """Raise :class:`DistillationError` if ``cfg`` cannot continue the run's rounds: only
+    """Raise :class:`TrainingError` if ``cfg`` cannot continue the run's rounds: only
     ``expert_iteration.rounds`` may change (anything else would mix two recipes)."""
     path = run_root / EXPERT_FILE
     if not path.is_file() or not cfg.expert_iteration.rounds:
@@ -291,7 +287,7 @@ def check_resumable(cfg: Config, run_root: Path) -> None:
     had = {k: v for k, v in recorded.items() if k != "rounds"}
     wanted = {k: v for k, v in identity(cfg).items() if k != "rounds"}
     if had != wanted:
-        raise DistillationError(
+        raise TrainingError(
             f"{path} records other expert-iteration settings ({had}) than the config's "
             f"({wanted}); only expert_iteration.rounds may change on resume"
         )

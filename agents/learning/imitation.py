@@ -431,11 +431,6 @@ def _recurrent_epoch(
     return total, batches
 
 
-def default_teacher(name: str) -> Agent:
-    """A built-in player by name (:mod:`agents.players.roster`)."""
-    return make_player(name)
-
-
 def warm_start(
     model: BaseAlgorithm,
     cfg: Config,
@@ -444,7 +439,8 @@ def warm_start(
 ) -> dict[str, Any]:
     """Collect ``cfg.imitation`` teacher episodes and clone them into ``model``."""
     im = cfg.imitation
-    teacher = (teacher_factory or default_teacher)(im.teacher)
+    factory = teacher_factory or make_player  # a built-in player by name by default
+    teacher = factory(im.teacher)
     t0 = time.perf_counter()
     gamma = float(cfg.algorithm.hyperparameters.get("gamma", 0.99))
     win, lose = cfg.env.win_reward, cfg.env.loss_reward
@@ -477,7 +473,6 @@ def warm_start(
             f"accuracy {stats['accuracy_before']:.3f} -> {stats['accuracy_after']:.3f}"
         )
     rounds = []
-    factory = teacher_factory or default_teacher
     for r in range(im.dagger_rounds):
         t2 = time.perf_counter()
         extra = collect_dagger(

@@ -73,7 +73,6 @@ from agents.learning.config import (
 )
 from agents.learning.expert_iteration import (
     EXPERT_FILE,
-    DistillationError,
     Labellers,
     check_resumable,
     commit_round,
@@ -83,7 +82,14 @@ from agents.learning.expert_iteration import (
     start_hash,
 )
 from agents.learning.imitation import behaviour_clone
-from agents.learning.provenance import META_FILE, SHA256_KEY, file_hashes, provenance, utc_now
+from agents.learning.provenance import (
+    META_FILE,
+    SHA256_KEY,
+    TrainingError,
+    file_hashes,
+    provenance,
+    utc_now,
+)
 from agents.learning.sb3_agent import (
     CONFIG_FILE,
     MODEL_FILE,
@@ -115,10 +121,6 @@ STATUS_RUNNING: Final = "running"
 REPLAY_FILE: Final = "replay_buffer.pkl"
 TB_DIR: Final = "tb"
 TB_RUN_NAME: Final = "run"
-
-
-class TrainingError(RuntimeError):
-    """A run that cannot start or continue (bad run directory, missing teacher...)."""
 
 
 # ---------------------------------------------------------------- envs
@@ -952,11 +954,8 @@ def distill(
         meta = {"start": start, "start_config": _shown(config), "seed": seed,
                 "workers": settings.workers, **provenance(), "command": sys.argv,
                 "start_time": utc_now()}  # fmt: skip
-    try:
-        check_resumable(cfg, out)
-        note = reconcile_rounds(out)
-    except DistillationError as exc:
-        raise TrainingError(str(exc)) from None
+    check_resumable(cfg, out)
+    note = reconcile_rounds(out)
     if note is not None:
         log(f"{out}: {note}")
     meta.pop(SHA256_KEY, None)  # the files change from here
@@ -994,11 +993,8 @@ def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
     removed = tidy_checkpoints(run)
     if removed:
         log(f"{run.root}: removed what a hard stop left half-written: {', '.join(removed)}")
-    try:
-        check_resumable(cfg, run.root)
-        note = reconcile_rounds(run.root)
-    except DistillationError as exc:
-        raise TrainingError(str(exc)) from None
+    check_resumable(cfg, run.root)
+    note = reconcile_rounds(run.root)
     if note is not None:
         log(f"{run.root}: {note}")
     state = run.checkpoint / STATE_FILE
