@@ -334,7 +334,7 @@ def training_rows(budget: Budget, seed: int) -> list[TrainRow]:
 
     torch.set_num_threads(TORCH_THREADS)
 
-    from agents.learning.sb3_vec import make_vec_env
+    from agents.learning.training import build_vec_env
 
     class TimedVecEnv(VecEnvWrapper):
         """Adds up the wall time spent in the wrapped VecEnv."""
@@ -369,7 +369,7 @@ def training_rows(budget: Budget, seed: int) -> list[TrainRow]:
     rows: list[TrainRow] = [default_config_row(budget, TimedVecEnv)]
     torch.set_num_threads(TORCH_THREADS)
     for kind in ("native", "dummy"):
-        venv = TimedVecEnv(make_vec_env(kind, PPO_ENVS, {}, seed=seed))
+        venv = TimedVecEnv(build_vec_env(kind, PPO_ENVS, {}, seed))
         model = MaskablePPO(
             "MlpPolicy",
             venv,

@@ -72,8 +72,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
 
     from agents.learning.config import ConfigError, apply_overrides, load_config
+    from agents.learning.provenance import TrainingError
     from agents.learning.search_space import check_search
-    from agents.learning.training import TrainingError, train
+    from agents.learning.training import train
 
     started, load_before = time.perf_counter(), os.getloadavg()
     config_file = str(args.resume / "config.yaml") if args.resume else args.config

@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: invalid config: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
 
-    from agents.learning.training import TrainingError, sigterm_as_ctrl_c, train
+    from agents.learning.provenance import TrainingError
+    from agents.learning.training import sigterm_as_ctrl_c, train
 
     sigterm_as_ctrl_c()  # a scheduler's SIGTERM saves a checkpoint, as Ctrl-C does
     if seeds is not None:
@@ -123,7 +124,7 @@ def train_several(
     from datetime import datetime
 
     from agents.learning.multiseed import aggregate_results, format_aggregates, train_seeds
-    from agents.learning.training import TrainingError
+    from agents.learning.provenance import TrainingError
 
     stem = cfg.name or Path(config_file).stem
     root = out or Path("runs") / f"{stem}-seeds-{datetime.now():%Y%m%d-%H%M%S}"

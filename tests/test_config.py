@@ -354,6 +354,7 @@ def test_train_script_exits_nonzero_without_traceback(tmp_path: Path) -> None:
         ({"workers": 0}, "expert_iteration.workers", "greater than or equal to 1, got 0"),
         ({"learning_rate": 0.0}, "expert_iteration.learning_rate", "0.0"),
         ({"rounds": 2, "seed": 3}, "expert_iteration.seed", "unknown key"),
+        ({"rounds": 9000, "episodes": 2000}, "expert_iteration.episodes", "rounds x episodes"),
     ],
 )
 def test_bad_expert_iteration_is_refused_by_key(
@@ -376,10 +377,10 @@ def test_expert_iteration_needs_a_memoryless_network_on_raw_observations(tmp_pat
         "total_timesteps": 1000, "n_envs": 4, "normalize_obs": True}))  # fmt: skip
 
 
-def test_the_planner_budgets_of_the_schema_are_the_registered_ones() -> None:
-    from typing import get_args
-
-    from agents.learning.config import PlannerBudget
+def test_the_planner_budgets_of_the_schema_are_the_registered_ones(tmp_path: Path) -> None:
+    from agents.learning.config import ExpertIterationConfig
     from agents.players.planner import BUDGETS
 
-    assert set(get_args(PlannerBudget)) == set(BUDGETS)
+    assert {ExpertIterationConfig(budget=name).budget for name in BUDGETS} == set(BUDGETS)
+    err = refused(tmp_path, minimal(expert_iteration={"budget": "planner-tiny"}))
+    assert err.key == "expert_iteration.budget" and str(sorted(BUDGETS)) in err.reason

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -10,18 +12,22 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import load_file
 
 pytest.importorskip("sb3_contrib")
 
 from agents.learning import expert_iteration as ei
-from agents.learning.provenance import META_FILE
+from agents.learning.config import ExpertIterationConfig
+from agents.learning.provenance import META_FILE, TrainingError
 from agents.learning.sb3_agent import KnowledgePolicy, SB3Agent
+from agents.learning.training import distill
 from agents.registry import SHIPPED_MODELS, make_agent
 from coldiron_env.dealer import DealStream, stream_seed
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.knowledge import Knowledge
 
 ROOT = Path(__file__).resolve().parent.parent
+distill_main = load_file(ROOT / "scripts" / "distill.py", "_script_distill").main
 TRAINED = SHIPPED_MODELS["trained"]
 TINY = {"rounds": 2, "episodes": 6, "budget": "planner-small"}
 
@@ -31,18 +37,26 @@ def _params(agent: SB3Agent) -> np.ndarray:
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "named"),
+    ("args", "named"),
     [
-        ({"rounds": 0}, "rounds"),
-        ({"episodes": True}, "episodes"),
-        ({"budget": "planner-huge"}, "budget"),
-        ({"learning_rate": 0.0}, "learning_rate"),
-        ({"seed": -1}, "seed"),
+        (["--rounds", "0"], "rounds"),
+        (["--episodes", "0"], "episodes"),
+        (["--budget", "planner-huge"], "budget"),
+        (["--learning-rate", "0"], "learning_rate"),
+        (["--seed", "-1"], "seed"),
     ],
 )
-def test_bad_settings_are_refused_by_name(kwargs: dict[str, Any], named: str) -> None:
-    with pytest.raises(ValueError, match=named):
-        ei.SearchDistillation(**kwargs)
+def test_bad_settings_are_refused_by_name(
+    args: list[str], named: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        status = distill_main(["--out", str(tmp_path / "x"), "--episodes", "2", *args])
+    except SystemExit as exc:  # argparse refuses a budget that is not a choice
+        status = int(exc.code or 0)
+    assert status == 2 and named in capsys.readouterr().err
+    with pytest.raises(ValueError, match="episodes"):
+        ExpertIterationConfig(episodes=True)  # type: ignore[arg-type]
+    assert not (tmp_path / "x" / "model.zip").exists(), "nothing is written before the check"
 
 
 def test_the_search_keeps_the_networks_action_before_it_plans() -> None:
@@ -63,18 +77,24 @@ def test_the_search_keeps_the_networks_action_before_it_plans() -> None:
     assert checked > 50
 
 
+def _distill(out: Path, seed: int = 0) -> Any:
+    settings = ExpertIterationConfig(**TINY)  # type: ignore[arg-type]
+    return distill("trained", out, settings, seed, start_path=TRAINED, log=lambda _: None)
+
+
 def test_a_run_writes_a_loadable_run_directory_round_by_round(tmp_path: Path) -> None:
     out = tmp_path / "distilled"
-    settings = ei.SearchDistillation(**TINY)  # type: ignore[arg-type]
     before = _params(make_agent("trained"))  # type: ignore[arg-type]
-    result = ei.run_distillation("trained", out, settings, log=lambda _: None, start_path=TRAINED)
-    assert (result.rounds_done, result.interrupted) == (2, False)
+    result = _distill(out)
+    assert (len(result.expert_rounds), result.interrupted) == (2, False)
     meta = json.loads((out / META_FILE).read_text())
-    assert meta["status"] == "completed" and meta["rounds_done"] == 2
-    assert meta["settings"] == settings.identity() and meta["start"] == "trained"
+    assert meta["status"] == "completed" and meta["expert_iteration_rounds"] == 2
+    record = json.loads((out / ei.EXPERT_FILE).read_text())
+    assert record["settings"] == {**ExpertIterationConfig(**TINY).model_dump(exclude={"workers"}),
+                                  "seed": 0} and meta["start"] == "trained"  # fmt: skip
     assert {"package_version", "git_commit", "versions", "wall_seconds"} <= set(meta)
-    assert [r["round"] for r in meta["rounds"]] == [0, 1]
-    assert all(r["episodes"] == TINY["episodes"] and r["decisions"] > 0 for r in meta["rounds"])
+    assert [r["round"] for r in record["rounds"]] == [0, 1]
+    assert all(r["episodes"] == TINY["episodes"] and r["decisions"] > 0 for r in record["rounds"])
     distilled = make_agent(str(out))  # evaluate.py, ladder.py and play.py load it so
     assert isinstance(distilled, SB3Agent)
     assert not np.array_equal(_params(distilled), before), "cloning changed nothing"
@@ -85,26 +105,25 @@ def test_an_interrupted_run_continues_after_its_last_round(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "distilled"
-    settings = ei.SearchDistillation(**TINY)  # type: ignore[arg-type]
-    real = ei.distill_round
+    real = ei.Labellers.label
     calls: list[int] = []
 
-    def interrupted_in_round_2(agent: SB3Agent, s: Any, r: int, *rest: Any) -> Any:
-        calls.append(r)
-        if r == 1 and calls.count(1) == 1:
-            raise KeyboardInterrupt
-        return real(agent, s, r, *rest)
+    def interrupted_in_round_2(self: ei.Labellers, *args: Any) -> Any:
+        calls.append(len(calls))
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while round 2 is labelled
+        return real(self, *args)
 
-    monkeypatch.setattr(ei, "distill_round", interrupted_in_round_2)
-    first = ei.run_distillation("trained", out, settings, log=lambda _: None, start_path=TRAINED)
-    assert (first.rounds_done, first.interrupted) == (1, True)
+    monkeypatch.setattr(ei.Labellers, "label", interrupted_in_round_2)
+    first = _distill(out)
+    assert (len(first.expert_rounds), first.interrupted) == (1, True)
     assert json.loads((out / META_FILE).read_text())["status"] == "interrupted"
-    second = ei.run_distillation("trained", out, settings, log=lambda _: None, start_path=TRAINED)
-    assert (second.rounds_done, second.interrupted) == (2, False)
-    assert calls == [0, 1, 1], "round 0 is kept, round 1 is played again"
-    other = ei.SearchDistillation(**{**TINY, "seed": 3})  # type: ignore[arg-type]
-    with pytest.raises(ei.DistillationError, match=str(out)):
-        ei.run_distillation("trained", out, other, log=lambda _: None, start_path=TRAINED)
+    second = _distill(out)
+    assert (len(second.expert_rounds), second.interrupted) == (2, False)
+    assert len(calls) == 3, "round 1 is kept, round 2 is played again"
+    assert second.expert_rounds[0] == first.expert_rounds[0]
+    with pytest.raises(TrainingError, match=str(out)):
+        _distill(out, seed=3)
 
 
 def test_the_script_refuses_what_is_not_a_network(tmp_path: Path) -> None:
@@ -147,6 +166,23 @@ def test_two_labelling_processes_give_the_labels_of_one() -> None:
     assert here is not None and _same(alone, here)
 
 
+def test_network_rollouts_label_with_the_network_and_alike_in_two_processes() -> None:
+    from agents.players.policy_net import NetRoller
+
+    agent = make_agent("trained")
+    assert isinstance(agent, SB3Agent)
+    planner = ei.search_over(agent, "planner-small", rollouts=ei.NETWORK_ROLLOUTS)
+    assert isinstance(planner._roller, NetRoller)
+    assert not isinstance(ei.search_over(agent, "planner-small")._roller, NetRoller)
+    first = stream_seed(DealStream.SEARCH, 6, 0)
+    alone = ei.label(agent, "planner-small", 4, first, 1.0, batch=2, rollouts=ei.NETWORK_ROLLOUTS)
+    with ei.Labellers(2, batch=2, rollouts=ei.NETWORK_ROLLOUTS) as labellers:
+        together = labellers.label(agent, "planner-small", 4, first, 1.0)
+    assert together is not None and _same(alone, together)
+    heuristic = ei.label(agent, "planner-small", 4, first, 1.0, batch=2)
+    assert np.array_equal(heuristic.obs, alone.obs), "the same states, labelled by each search"
+
+
 def test_a_stop_request_ends_the_labelling() -> None:
     agent = make_agent("trained")
     assert isinstance(agent, SB3Agent)
@@ -185,24 +221,21 @@ def test_a_training_run_ends_with_its_rounds_and_resumes_inside_them(
 ) -> None:
     """Rounds run after RL and save model.zip each; a stop (a real SIGINT) in round 2 keeps
     round 1, and the resumed run plays round 2 from round 1's network, not RL's."""
-    import os
-    import signal
-
     from agents.learning.sb3_agent import load_sb3_agent
-    from agents.learning.training import TrainingError, train
+    from agents.learning.training import train
 
     cfg = _tiny_run_config(rounds=2)
     out = tmp_path / "run"
-    real = ei.distill_round
+    real = ei.Labellers.label
     starts: list[tuple[int, np.ndarray]] = []
 
-    def round_(agent: SB3Agent, s: Any, r: int, *rest: Any) -> Any:
-        starts.append((r, _params(agent)))
-        if r == 1 and len(starts) == 2:
+    def round_(self: ei.Labellers, agent: SB3Agent, *rest: Any) -> Any:
+        starts.append((len(starts), _params(agent)))
+        if len(starts) == 2:
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the round is labelled
-        return real(agent, s, r, *rest)
+        return real(self, agent, *rest)
 
-    monkeypatch.setattr(ei, "distill_round", round_)
+    monkeypatch.setattr(ei.Labellers, "label", round_)
     first = train(cfg, out, log=lambda _: None)
     assert first.interrupted and [r["round"] for r in first.expert_rounds] == [0]
     after_round_1 = _params(load_sb3_agent(out))
@@ -215,7 +248,7 @@ def test_a_training_run_ends_with_its_rounds_and_resumes_inside_them(
     assert not second.interrupted
     assert [r["round"] for r in second.expert_rounds] == [0, 1]
     assert second.expert_rounds[0] == first.expert_rounds[0], "round 1 is kept, not replayed"
-    assert starts[-1][0] == 1 and np.array_equal(starts[-1][1], after_round_1)
+    assert len(starts) == 3 and np.array_equal(starts[-1][1], after_round_1)
     assert all(0.0 <= r["validation_win_rate"] <= 1.0 for r in second.expert_rounds)
     meta = json.loads((out / "meta.json").read_text())
     assert meta["status"] == "completed" and meta["expert_iteration_rounds"] == 2

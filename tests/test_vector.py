@@ -606,10 +606,10 @@ def _sb3_rollout(venv: Any, steps: int, seed: int) -> list[Any]:
 
 
 def test_sb3_native_and_dummy_play_the_same_games() -> None:
-    from agents.learning.sb3_vec import make_vec_env
+    from agents.learning.training import build_vec_env
 
-    native = make_vec_env("native", 4, {"recall": True}, seed=11)
-    dummy = make_vec_env("dummy", 4, {"recall": True}, seed=11)
+    native = build_vec_env("native", 4, {"recall": True}, seed=11)
+    dummy = build_vec_env("dummy", 4, {"recall": True}, seed=11)
     a = _sb3_rollout(native, 120, seed=2)
     b = _sb3_rollout(dummy, 120, seed=2)
     np.testing.assert_array_equal(a[0], b[0])
@@ -630,7 +630,7 @@ def test_sb3_native_and_dummy_play_the_same_games() -> None:
     masks = native.env_method("action_masks", indices=[1, 2])
     assert len(masks) == 2 and masks[0].shape == (NUM_ACTIONS,)
     with pytest.raises(ValueError, match="vec_env kind"):
-        make_vec_env("threads", 2)  # type: ignore[arg-type]
+        build_vec_env("threads", 2, {})  # type: ignore[arg-type]
 
 
 @pytest.mark.slow
@@ -639,11 +639,11 @@ def test_maskable_ppo_learns_with_masks(kind: str) -> None:
     import torch
     from sb3_contrib import MaskablePPO
 
-    from agents.learning.sb3_vec import make_vec_env
+    from agents.learning.training import build_vec_env
 
     torch.set_num_threads(1)
     # illegal_action="raise": one unmasked illegal action would fail the test
-    venv = make_vec_env(kind, 4, {"illegal_action": "raise"}, seed=0)  # type: ignore[arg-type]
+    venv = build_vec_env(kind, 4, {"illegal_action": "raise"}, seed=0)  # type: ignore[arg-type]
     model = MaskablePPO(
         "MlpPolicy", venv, n_steps=128, batch_size=128, n_epochs=2, seed=0, device="cpu"
     )
@@ -658,9 +658,9 @@ def test_maskable_ppo_learns_with_masks(kind: str) -> None:
 def test_subproc_vec_env_finds_masks() -> None:
     from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 
-    from agents.learning.sb3_vec import make_vec_env
+    from agents.learning.training import build_vec_env
 
-    venv = make_vec_env("subproc", 2, {"observation_mode": "dict"}, seed=4)
+    venv = build_vec_env("subproc", 2, {"observation_mode": "dict"}, seed=4)
     try:
         obs = venv.reset()
         assert isinstance(obs, dict)

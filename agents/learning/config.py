@@ -48,7 +48,7 @@ from pydantic_core import ErrorDetails
 
 from agents.learning.algorithms import ALGORITHMS, AlgorithmSpec, get_algorithm
 from coldiron_env.cards import NUM_SUITS
-from coldiron_env.dealer import STREAM_SEED_BITS
+from coldiron_env.dealer import STREAM_INDEX_BITS, STREAM_SEED_BITS
 from coldiron_env.env import DEFAULT_ILLEGAL_REWARD, DEFAULT_MAX_ILLEGAL, IllegalAction
 from coldiron_env.observation import ObservationMode
 from coldiron_env.options import MAX_TURNS_OPTION, STANDARD_TURNS
@@ -57,13 +57,9 @@ VecEnvKind = Literal["native", "dummy", "subproc"]
 Device = Literal["cpu", "cuda", "auto"]
 Potential = Literal["run_windows"]
 ScheduleKind = Literal["constant", "linear"]
-PlannerBudget = Literal["planner-small", "planner", "planner-large"]
-"""The planner budgets (``agents.players.planner.BUDGETS``; a test keeps them equal)."""
 Activation = Literal["tanh", "relu", "elu", "leaky_relu", "gelu", "silu", "selu"]
 
 SCHEDULE_KINDS: Final = get_args(ScheduleKind)
-ACTIVATION_NAMES: Final = get_args(Activation)
-"""Activation names accepted by ``policy.activation`` (mapped by :func:`activation_class`)."""
 DEFAULT_LAYERS: Final = (64, 64)
 DEFAULT_GAMMA: Final = 0.99
 """SB3's default ``gamma``: the shaping discount when neither ``shaping.gamma`` nor the
@@ -107,10 +103,20 @@ def _registered_algorithm(name: str) -> str:
     return name
 
 
+def _planner_budget(name: str) -> str:
+    from agents.players.planner import BUDGETS  # noqa: PLC0415 (only for a config that names one)
+
+    if name not in BUDGETS:
+        raise _Refusal(f"must be one of {sorted(BUDGETS)}, got {name!r}")
+    return name
+
+
 Count = Annotated[int, BeforeValidator(_whole_number)]
+"""An int (strict: no bool, no string); a whole float is accepted."""
 STREAM_SEED_LIMIT: Final = 1 << STREAM_SEED_BITS
 """Seeds of the training, imitation and validation deal streams are below this."""
-"""An int (strict: no bool, no string); a whole float is accepted."""
+STREAM_INDEX_LIMIT: Final = 1 << STREAM_INDEX_BITS
+"""Deals a stream holds per seed."""
 Number = Annotated[float, Field(allow_inf_nan=False)]
 """A finite number (an int is accepted, a bool is not)."""
 LayerSizes = list[Annotated[Count, Field(ge=1)]]
@@ -336,14 +342,23 @@ class ExpertIterationConfig(_Section):
     rounds: Count = Field(default=0, ge=0)
     """Rounds after RL (0: none)."""
     episodes: Count = Field(default=2_000, ge=1)
-    budget: PlannerBudget = "planner"
+    """Deals the network plays (and the planner labels) per round."""
+    budget: Annotated[str, AfterValidator(_planner_budget)] = "planner"
+    """The planner's budget: a name of ``agents.players.planner.BUDGETS``."""
     epochs: Count = Field(default=4, ge=1)
+    """Cloning epochs per round, over that round's labels."""
     batch_size: Count = Field(default=512, ge=1)
     learning_rate: Number = Field(default=1e-4, gt=0.0)
     workers: Count = Field(default=1, ge=1)
     """Processes labelling each round's deals (the labels do not depend on it)."""
     rollouts: Literal["heuristic", "network"] = "heuristic"
     """Who plays the planner's rollouts: the heuristic, or the network being trained."""
+
+    @model_validator(mode="after")
+    def _deals_in_the_stream(self) -> ExpertIterationConfig:
+        if self.rounds * self.episodes > STREAM_INDEX_LIMIT:
+            raise _Refusal(f"rounds x episodes must be at most {STREAM_INDEX_LIMIT}", "episodes")
+        return self
 
 
 class Config(_Section):
@@ -729,7 +744,7 @@ def dump_config(cfg: Config) -> str:
 
 # ---------------------------------------------------------------- building SB3 arguments
 def activation_class(name: str) -> type[Any]:
-    """The ``torch.nn`` activation class for a name of :data:`ACTIVATION_NAMES`."""
+    """The ``torch.nn`` activation class for a name of :data:`Activation`."""
     from torch import nn  # noqa: PLC0415 (config loading stays torch-free)
 
     table: dict[str, type[nn.Module]] = {

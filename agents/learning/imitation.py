@@ -26,7 +26,7 @@ Steps (:func:`warm_start`):
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -52,7 +52,7 @@ MASKED_LOGIT: Final = -1e8  # logit given to illegal actions in the masked cross
 VALUE_LOSS_WEIGHT: Final = 0.5
 DAGGER_BATCH: Final = 256
 """Games the student plays in lockstep while DAgger's teachers label them."""
-REFERENCE_CHUNK: Final = 4096  # decisions per forward pass of the pre-cloning logits
+FORWARD_CHUNK: Final = 4096  # decisions per forward pass outside training (accuracy, logits)
 
 
 @dataclass
@@ -95,44 +95,46 @@ def collect_demonstrations(
                 f"teacher {teacher.name!r} chose illegal action {move.action} "
                 f"(legal: {np.flatnonzero(mask).tolist()})"
             )
-        record(move)
+        played(move)
 
-    record = _Recorder(episodes)
+    played = Played(episodes)
     resets = [{"seed": seed + ep} for ep in range(episodes)]
-    ended = play_lockstep(seat, env_kwargs, resets, batch=1, on_move=check)
-    return record.demonstrations(ended, gamma)
+    played.ended = play_lockstep(seat, env_kwargs, resets, batch=1, on_move=check)
+    return played.demonstrations(gamma)
 
 
-class _Recorder:
-    """Every move of the games of a :func:`play_lockstep` call as a dataset row, labelled
-    with the action played or with ``label(move)``."""
+class Played:
+    """The moves of the games of a :func:`play_lockstep` call, game by game (its ``on_move``
+    hook), and how the games ended."""
 
-    def __init__(self, episodes: int, label: Callable[[Move], int] | None = None) -> None:
-        self.moves: list[list[tuple[Move, int]]] = [[] for _ in range(episodes)]
-        self.label = label
+    def __init__(self, episodes: int) -> None:
+        self.moves: list[list[Move]] = [[] for _ in range(episodes)]
+        self.ended: list[Episode] = []
 
     def __call__(self, move: Move) -> None:
-        label = move.action if self.label is None else self.label(move)
-        self.moves[move.game].append((move, label))
+        self.moves[move.game].append(move)
 
-    def demonstrations(self, ended: list[Episode], gamma: float) -> Demonstrations:
-        """The rows game by game, with each move's ``gamma``-discounted Monte-Carlo return."""
+    def demonstrations(self, gamma: float, labels: Sequence[int] | None = None) -> Demonstrations:
+        """Every move as a row, game by game, labelled with the action played or with
+        ``labels`` (one per move, in that order), with its ``gamma``-discounted Monte-Carlo
+        return."""
         returns: list[float] = []
         for trace in self.moves:
             g, ep_returns = 0.0, []
-            for move, _ in reversed(trace):
+            for move in reversed(trace):
                 g = move.reward + gamma * g
                 ep_returns.append(g)
             returns.extend(reversed(ep_returns))
-        rows = [(ep, move, label) for ep, trace in enumerate(self.moves) for move, label in trace]
+        rows = [(ep, move) for ep, trace in enumerate(self.moves) for move in trace]
+        actions = [move.action for _, move in rows] if labels is None else labels
         return Demonstrations(
-            obs=stack_observations([move.obs for _, move, _ in rows]),
-            masks=np.stack([move.info["action_mask"].astype(bool) for _, move, _ in rows]),
-            actions=np.asarray([label for _, _, label in rows], dtype=np.int64),
+            obs=stack_observations([move.obs for _, move in rows]),
+            masks=np.stack([move.info["action_mask"].astype(bool) for _, move in rows]),
+            actions=np.asarray(actions, dtype=np.int64),
             returns=np.asarray(returns, dtype=np.float32),
-            episode=np.asarray([ep for ep, _, _ in rows], dtype=np.int64),
-            episodes=len(ended),
-            wins=sum(e.outcome == WON for e in ended),
+            episode=np.asarray([ep for ep, _ in rows], dtype=np.int64),
+            episodes=len(self.ended),
+            wins=sum(e.outcome == WON for e in self.ended),
         )
 
 
@@ -155,6 +157,21 @@ def concat(parts: list[Demonstrations]) -> Demonstrations:
     )
 
 
+def student_play(
+    model: BaseAlgorithm,
+    env_kwargs: dict[str, Any],
+    episodes: int,
+    seed: int,
+    batch: int = DAGGER_BATCH,
+) -> Played:
+    """The student ``model`` (deterministic, masked) plays deals ``seed ..``, ``batch`` at a
+    time in lockstep; every move is kept, for a teacher to label."""
+    played = Played(episodes)
+    resets = [{"seed": seed + ep} for ep in range(episodes)]
+    played.ended = play_lockstep(MaskedPolicy(model), env_kwargs, resets, batch, on_move=played)
+    return played
+
+
 def collect_dagger(
     model: BaseAlgorithm,
     teacher_factory: Callable[[], Agent],
@@ -168,29 +185,19 @@ def collect_dagger(
 
     Cloning alone trains on the teacher's states only; the student's small
     errors lead it to states the teacher never visits, where it was never
-    taught. Here the student's own (deterministic, masked) play chooses the
-    moves, and a teacher following the same game (one per env, fed every
-    observation and ``info`` so its memory stays right) says what it would do.
-    Returns are the student's Monte-Carlo returns (its value).
+    taught. Here the student's own play chooses the moves (:func:`student_play`), then
+    a teacher per game, fed the game's every observation and ``info`` in order (so its
+    memory is right), says what it would have done at each. Returns are the student's
+    Monte-Carlo returns (its value).
     """
-    teachers: dict[int, Agent] = {}
-
-    def start(game: int, _obs: Any, _info: dict[str, Any]) -> None:
-        teachers[game] = teacher_factory()
-        teachers[game].reset(seed + game)
-
-    def label(move: Move) -> int:
-        teacher = teachers[move.game]
-        if move.terminated or move.truncated:
-            del teachers[move.game]
-        return int(teacher.act(move.obs, move.info["action_mask"], move.info))
-
-    record = _Recorder(episodes, label)
-    resets = [{"seed": seed + ep} for ep in range(episodes)]
-    ended = play_lockstep(
-        MaskedPolicy(model), env_kwargs, resets, batch, "single", on_start=start, on_move=record
-    )
-    return record.demonstrations(ended, gamma)
+    played = student_play(model, env_kwargs, episodes, seed, batch)
+    labels: list[int] = []
+    for game, moves in enumerate(played.moves):
+        teacher = teacher_factory()
+        teacher.reset(seed + game)
+        for move in moves:
+            labels.append(int(teacher.act(move.obs, move.info["action_mask"], move.info)))
+    return played.demonstrations(gamma, labels)
 
 
 def _rows(obs: Any, idx: np.ndarray) -> Any:
@@ -240,10 +247,9 @@ def _accuracy(model: BaseAlgorithm, demos: Demonstrations) -> float:
                 )
                 hits += int(a[0] == demos.actions[row])
         return hits / len(demos)
-    chunk = 4096
     hits = 0
-    for start in range(0, len(demos), chunk):
-        idx = np.arange(start, min(start + chunk, len(demos)))
+    for start in range(0, len(demos), FORWARD_CHUNK):
+        idx = np.arange(start, min(start + FORWARD_CHUNK, len(demos)))
         a = policy.act(_rows(demos.obs, idx), demos.masks[idx])
         hits += int((a == demos.actions[idx]).sum())
     return hits / len(demos)
@@ -322,8 +328,8 @@ def _reference_logits(cloner: _Cloner, demos: Demonstrations) -> th.Tensor:
     """The network's masked logits on every decision, before cloning (no gradient)."""
     rows = []
     with th.no_grad():
-        for start in range(0, len(demos), REFERENCE_CHUNK):
-            idx = np.arange(start, min(start + REFERENCE_CHUNK, len(demos)))
+        for start in range(0, len(demos), FORWARD_CHUNK):
+            idx = np.arange(start, min(start + FORWARD_CHUNK, len(demos)))
             scores, _ = cloner.scores_values(_rows(demos.obs, idx))
             rows.append(_masked(scores, th.as_tensor(demos.masks[idx], device=scores.device)))
     return th.cat(rows)
@@ -425,11 +431,6 @@ def _recurrent_epoch(
     return total, batches
 
 
-def default_teacher(name: str) -> Agent:
-    """A built-in player by name (:mod:`agents.players.roster`)."""
-    return make_player(name)
-
-
 def warm_start(
     model: BaseAlgorithm,
     cfg: Config,
@@ -438,7 +439,8 @@ def warm_start(
 ) -> dict[str, Any]:
     """Collect ``cfg.imitation`` teacher episodes and clone them into ``model``."""
     im = cfg.imitation
-    teacher = (teacher_factory or default_teacher)(im.teacher)
+    factory = teacher_factory or make_player  # a built-in player by name by default
+    teacher = factory(im.teacher)
     t0 = time.perf_counter()
     gamma = float(cfg.algorithm.hyperparameters.get("gamma", 0.99))
     win, lose = cfg.env.win_reward, cfg.env.loss_reward
@@ -471,7 +473,6 @@ def warm_start(
             f"accuracy {stats['accuracy_before']:.3f} -> {stats['accuracy_after']:.3f}"
         )
     rounds = []
-    factory = teacher_factory or default_teacher
     for r in range(im.dagger_rounds):
         t2 = time.perf_counter()
         extra = collect_dagger(

@@ -395,7 +395,8 @@ def train_seeds(
     stops; the last result then has ``interrupted=True``.
     """
     from agents.learning.config import apply_overrides  # noqa: PLC0415 (heavy imports on use)
-    from agents.learning.training import TrainingError, TrainResult, train  # noqa: PLC0415
+    from agents.learning.provenance import TrainingError  # noqa: PLC0415
+    from agents.learning.training import TrainResult, train  # noqa: PLC0415
 
     if not seeds:
         raise ValueError("no seeds to train")
@@ -428,7 +429,7 @@ def train_seeds(
 
 def _check_same(run_dir: Path, cfg: Any) -> None:
     from agents.learning.config import load_config  # noqa: PLC0415
-    from agents.learning.training import TrainingError  # noqa: PLC0415
+    from agents.learning.provenance import TrainingError  # noqa: PLC0415
 
     saved = load_config(run_dir / CONFIG_FILE).to_dict()
     wanted = cfg.to_dict()

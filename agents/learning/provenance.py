@@ -23,8 +23,9 @@ import coldiron_env
 from agents.gitinfo import git_commit, git_dirty, utc_now
 
 __all__ = [
-    "META_FILE", "SHA256_KEY", "FileChanged", "check_hashes", "file_hashes", "git_commit",
-    "git_dirty", "library_versions", "provenance", "sha256_bytes", "sha256_file", "utc_now",
+    "META_FILE", "SHA256_KEY", "FileChanged", "TrainingError", "check_hashes", "file_hashes",
+    "git_commit", "git_dirty", "library_versions", "provenance", "sha256_bytes", "sha256_file",
+    "utc_now",
 ]  # fmt: skip
 
 META_FILE: Final = "meta.json"
@@ -54,6 +55,11 @@ def provenance() -> dict[str, object]:
         "git_dirty": git_dirty(),
         "versions": library_versions(),
     }
+
+
+class TrainingError(RuntimeError):
+    """A run that cannot start or continue (bad run directory, missing teacher, a record of
+    other settings...)."""
 
 
 class FileChanged(ValueError):

@@ -1,49 +1,33 @@
-"""Stable-Baselines3 vectorised environments for Cold Iron: native, dummy or subprocess.
+"""An SB3 ``VecEnv`` over Cold Iron's batched vector env: one NumPy step for all games.
 
-:func:`make_vec_env` is what training code calls::
+:class:`ColdIronSB3VecEnv` is the ``native`` kind of
+:func:`agents.learning.training.build_vec_env`, the one builder of SB3 vectorised envs
+(``native``, ``dummy`` or ``subproc``)::
 
-    venv = make_vec_env("native", n_envs=8, env_kwargs={"recall": True}, seed=0)
+    venv = build_vec_env("native", n_envs=8, env_kwargs={"recall": True}, seed=0)
     model = MaskablePPO("MlpPolicy", venv)
 
-* ``"native"``: :class:`ColdIronSB3VecEnv`, an SB3 ``VecEnv`` over the batched
-  :class:`~coldiron_env.vector.ColdIronVectorEnv` (one NumPy step for all games);
-* ``"dummy"`` / ``"subproc"``: SB3's ``DummyVecEnv`` / ``SubprocVecEnv`` of
-  ``gymnasium.make("coldiron/ColdIron-v0")`` envs (each has ``action_masks()``,
-  which SB3 reaches through ``env_method``).
-
-All three are wrapped for episode statistics (``Monitor`` per env, or
-``VecMonitor`` for the native one), so ``info["episode"]`` and
-``info["is_success"]`` reach SB3's logger the same way, and sb3-contrib's
-``get_action_masks`` finds the legal-action masks on all three. With the same
-``seed`` the three deal the same decks: env ``i`` is seeded ``seed + i``.
+All three report episode statistics (a ``VecMonitor`` here, a ``Monitor`` per env
+there), so ``info["episode"]`` and ``info["is_success"]`` reach SB3's logger the same way,
+and sb3-contrib's ``get_action_masks`` finds the legal-action masks on all three. With the
+same ``seed`` the three deal the same decks: env ``i`` is seeded ``seed + i``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from stable_baselines3.common.env_util import make_vec_env as sb3_make_vec_env
-from stable_baselines3.common.vec_env import (
-    DummyVecEnv,
-    SubprocVecEnv,
-    VecEnv,
-    VecMonitor,
-)
+from stable_baselines3.common.vec_env import VecEnv
 from stable_baselines3.common.vec_env.base_vec_env import (
     VecEnvIndices,
     VecEnvObs,
     VecEnvStepReturn,
 )
 
-from coldiron_env import ENV_ID
 from coldiron_env.vector import ColdIronVectorEnv
-
-VecEnvKind = Literal["native", "dummy", "subproc"]
-VEC_ENV_KINDS: tuple[str, ...] = ("native", "dummy", "subproc")
-ACTION_MASKS_METHOD = "action_masks"  # the name sb3-contrib's get_action_masks calls
 
 
 class ColdIronSB3VecEnv(VecEnv):
@@ -162,41 +146,3 @@ class ColdIronSB3VecEnv(VecEnv):
         if isinstance(indices, int):
             return [indices]
         return indices
-
-
-def make_single_env(**env_kwargs: Any) -> gym.Env[Any, Any]:
-    """``gymnasium.make`` of Cold Iron (module-level, so subprocesses can unpickle it; importing
-    this module imports ``coldiron_env``, which registers the id)."""
-    return gym.make(ENV_ID, **env_kwargs)
-
-
-def make_vec_env(
-    kind: VecEnvKind,
-    n_envs: int,
-    env_kwargs: dict[str, Any] | None = None,
-    seed: int | None = None,
-) -> VecEnv:
-    """An SB3 ``VecEnv`` of ``n_envs`` Cold Iron games: ``"native"``, ``"dummy"`` or ``"subproc"``.
-
-    ``env_kwargs`` are :class:`~coldiron_env.env.ColdIronEnv` keyword arguments;
-    ``seed`` seeds env ``i`` with ``seed + i`` at the first ``reset()``.
-    """
-    if kind not in VEC_ENV_KINDS:
-        raise ValueError(f"vec_env kind must be one of {VEC_ENV_KINDS}, got {kind!r}")
-    if isinstance(n_envs, bool) or not isinstance(n_envs, int) or n_envs < 1:
-        raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
-    kwargs = dict(env_kwargs or {})
-    venv: VecEnv
-    if kind == "native":
-        venv = VecMonitor(ColdIronSB3VecEnv(n_envs, **kwargs))
-        if seed is not None:
-            venv.seed(seed)
-        return venv
-    vec_env_cls = DummyVecEnv if kind == "dummy" else SubprocVecEnv
-    return sb3_make_vec_env(
-        make_single_env,
-        n_envs=n_envs,
-        seed=seed,
-        env_kwargs=kwargs,
-        vec_env_cls=vec_env_cls,
-    )

@@ -1,27 +1,24 @@
-"""Training runs: the run directory, envs, evaluation, checkpoints and resume.
+"""Training runs: a run is a list of resumable phases over one config.
 
-:func:`train` runs one config end to end (see ``docs/run_directory.md`` for
-what it writes). Pieces:
+:func:`train` runs a config's :data:`PHASES` in order (see ``docs/run_directory.md`` for
+what they write), each doing what is left of it, so a run stopped in any phase (Ctrl-C,
+SIGTERM, ``kill -9``) resumes where it stopped:
 
-- :func:`make_training_env`: the vectorised training env: base ``VecEnv``
-  (``native`` from :mod:`agents.learning.sb3_vec`, or ``dummy``/``subproc`` built here
-  from :class:`StagedEnv`, which can switch curriculum rule options between
-  episodes) -> ``VecMonitor`` (true episode returns and success) ->
-  :class:`~agents.learning.shaping.ShapingVecEnv` if shaping is on -> ``VecNormalize``
-  if normalisation is on.
-- :func:`evaluate_model`: masked, deterministic play of a fixed list of seeded
-  deals on *plain* envs of the real game (no shaping, no curriculum): the win
-  rates it reports are true win rates.
-- :class:`RunCallback`: periodic evaluation (history in ``evaluations.csv`` /
-  ``.json``, ``learning_curve.png``, ``best_model.zip``), periodic checkpoints,
-  curriculum stage switches.
-- After RL, ``expert_iteration.rounds`` rounds of expert iteration
-  (:func:`agents.learning.expert_iteration.train_rounds`): ``model.zip`` and
-  ``expert_iteration.json`` after each; the checkpoint stays at the end of RL.
+1. :func:`imitation`: the env and model built, the warm start, the first checkpoint;
+2. :func:`reinforcement_learning`: SB3's ``learn`` with :class:`RunCallback` (periodic
+   evaluation into ``evaluations.csv`` / ``.json``, ``learning_curve.png`` and
+   ``best_model.zip``, periodic checkpoints, curriculum stage switches);
+3. :func:`expert_iteration`: rounds of the planner over the network teaching it
+   (:mod:`agents.learning.expert_iteration`), ``model.zip`` and ``expert_iteration.json``
+   after each; the checkpoint stays at the end of RL. :func:`distill` runs this phase
+   alone on a trained network (``scripts/distill.py``).
 
-Every file is written atomically (temp file + ``os.replace``). Ctrl-C saves a
-resumable checkpoint; ``train(..., resume=True)`` continues the run: the same
-timestep count, TensorBoard run, schedules and evaluation history.
+Pieces: :func:`build_vec_env` (the SB3 ``VecEnv``: ``native``, or ``dummy``/``subproc`` of
+:class:`StagedEnv`, which can switch curriculum rule options between episodes) and
+:func:`make_training_env` (-> :class:`StreamSeededVecEnv` -> ``ShapingVecEnv`` if shaping
+is on -> ``VecNormalize`` if normalisation is on); :func:`evaluate_model` (masked,
+deterministic play of seeded deals on *plain* envs of the real game: true win rates).
+Every file is written atomically (temp file + ``os.replace``).
 """
 
 from __future__ import annotations
@@ -42,13 +39,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, get_args
 
 import gymnasium as gym
 import matplotlib
 import numpy as np
 import torch
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import (
     DummyVecEnv,
     SubprocVecEnv,
@@ -64,26 +62,42 @@ from agents.evaluation.arena import AgentResult
 from agents.evaluation.lockstep import play_lockstep
 from agents.learning.config import (
     Config,
+    ExpertIterationConfig,
+    VecEnvKind,
     algorithm_kwargs,
+    config_from_dict,
     default_hyperparameter,
     dump_config,
+    load_config,
     policy_kwargs,
 )
 from agents.learning.expert_iteration import (
     EXPERT_FILE,
-    DistillationError,
+    Labellers,
     check_resumable,
+    commit_round,
     expert_rounds,
+    model_bytes,
     reconcile_rounds,
-    train_rounds,
+    start_hash,
 )
-from agents.learning.expert_iteration import rounds_done as expert_rounds_done
-from agents.learning.provenance import META_FILE, SHA256_KEY, file_hashes, provenance, utc_now
+from agents.learning.imitation import behaviour_clone
+from agents.learning.provenance import (
+    META_FILE,
+    SHA256_KEY,
+    TrainingError,
+    file_hashes,
+    provenance,
+    utc_now,
+)
 from agents.learning.sb3_agent import (
     CONFIG_FILE,
     MODEL_FILE,
     VECNORMALIZE_FILE,
     MaskedPolicy,
+    SB3Agent,
+    find_config,
+    load_sb3_agent,
     tag_model,
 )
 from agents.learning.shaping import ShapingVecEnv
@@ -103,13 +117,10 @@ CHECKPOINT_DIR: Final = "checkpoint"
 STATE_FILE: Final = "state.json"
 STATUS_STARTING: Final = "starting"
 """``meta.json`` status until learning begins (the imitation warm start runs before it)."""
+STATUS_RUNNING: Final = "running"
 REPLAY_FILE: Final = "replay_buffer.pkl"
 TB_DIR: Final = "tb"
 TB_RUN_NAME: Final = "run"
-
-
-class TrainingError(RuntimeError):
-    """A run that cannot start or continue (bad run directory, missing teacher...)."""
 
 
 # ---------------------------------------------------------------- envs
@@ -189,33 +200,39 @@ class StreamSeededVecEnv(VecEnvWrapper):
         return self.venv.step_wait()
 
 
-def build_vec_env(kind: str, n_envs: int, env_kwargs: dict[str, Any]) -> VecEnv:
-    """Base vectorised env of ``kind`` (``native``, ``dummy`` or ``subproc``), unseeded."""
+def build_vec_env(
+    kind: VecEnvKind, n_envs: int, env_kwargs: dict[str, Any], seed: int | None = None
+) -> VecEnv:
+    """The SB3 ``VecEnv`` of ``n_envs`` Cold Iron games, with episode statistics (as SB3's
+    ``make_vec_env``): ``native`` (:class:`~agents.learning.sb3_vec.ColdIronSB3VecEnv`, one
+    NumPy step for all, under a ``VecMonitor``), ``dummy`` or ``subproc`` (a
+    :class:`StagedEnv` each, under a ``Monitor``); all switch curriculum options
+    (:func:`set_vec_env_kwargs`). ``seed``: env ``i`` deals ``reset(seed=seed + i)`` first."""
+    if kind not in get_args(VecEnvKind):
+        raise ValueError(f"vec_env kind must be one of {get_args(VecEnvKind)}, got {kind!r}")
+    venv: VecEnv
     if kind == "native":
         try:
-            from agents.learning.sb3_vec import make_vec_env  # noqa: PLC0415  # type: ignore[import-not-found,unused-ignore]
+            from agents.learning.sb3_vec import ColdIronSB3VecEnv  # noqa: PLC0415
         except ImportError as exc:
             raise TrainingError(
                 f"vec_env 'native' is not available ({exc}); use vec_env: dummy or subproc"
             ) from None
-        venv: VecEnv = make_vec_env("native", n_envs, dict(env_kwargs))
-        return venv
-    space_kwargs = {k: v for k, v in env_kwargs.items() if k not in CURRICULUM_KEYS}
-    if kind == "subproc":
-        fns = [_env_factory(env_kwargs, space_kwargs, ignore_sigint=True) for _ in range(n_envs)]
-        venv = SubprocVecEnv(fns, start_method="fork" if sys.platform != "win32" else None)
+        venv = VecMonitor(ColdIronSB3VecEnv(n_envs, **env_kwargs))
     else:
-        venv = DummyVecEnv([_env_factory(env_kwargs, space_kwargs) for _ in range(n_envs)])
+        space_kwargs = {k: v for k, v in env_kwargs.items() if k not in CURRICULUM_KEYS}
+
+        def make() -> gym.Env[Any, Any]:
+            return Monitor(StagedEnv(env_kwargs, space_kwargs, ignore_sigint=kind == "subproc"))
+
+        if kind == "subproc":
+            fork = "fork" if sys.platform != "win32" else None
+            venv = SubprocVecEnv([make] * n_envs, start_method=fork)
+        else:
+            venv = DummyVecEnv([make] * n_envs)
+    if seed is not None:
+        venv.seed(seed)
     return venv
-
-
-def _env_factory(
-    env_kwargs: dict[str, Any], space_kwargs: dict[str, Any], ignore_sigint: bool = False
-) -> Callable[[], gym.Env[Any, Any]]:
-    def make() -> gym.Env[Any, Any]:
-        return StagedEnv(env_kwargs, space_kwargs, ignore_sigint)
-
-    return make
 
 
 def set_vec_env_kwargs(venv: VecEnv, env_kwargs: dict[str, Any]) -> None:
@@ -245,7 +262,6 @@ def make_training_env(
     base = build_vec_env(cfg.training.vec_env, cfg.training.n_envs, kwargs)
     venv: VecEnv = StreamSeededVecEnv(base, DealStream.TRAINING, first_index)
     venv.seed(cfg.seed)
-    venv = VecMonitor(venv)
     if cfg.shaping.enabled:
         venv = ShapingVecEnv(
             venv, cfg.shaping_gamma, cfg.shaping.coefficient, cfg.shaping.potential
@@ -266,28 +282,23 @@ def make_training_env(
 
 
 # ---------------------------------------------------------------- evaluation
-def evaluate_policy_on_deals(
-    policy: MaskedPolicy, env_kwargs: dict[str, Any], seeds: Sequence[int]
-) -> AgentResult:
-    """Play deal ``reset(seed=s)`` for every ``s`` with ``policy`` (masked, deterministic).
-
-    Plain ``ColdIronEnv`` instances: no shaping, no curriculum, whatever the
-    training env uses. Up to :data:`~agents.evaluation.lockstep.LOCKSTEP_BATCH` games run
-    in lockstep, one forward pass per step for the whole batch.
-    """
-    result = AgentResult("model")
-    for episode in play_lockstep(policy, env_kwargs, [{"seed": int(s)} for s in seeds]):
-        result.add(episode.outcome, episode.turn, episode.steps)
-    return result
-
-
 def evaluate_model(
     model: BaseAlgorithm,
     env_kwargs: dict[str, Any],
     seeds: Sequence[int],
     obs_normalizer: VecNormalize | None = None,
 ) -> AgentResult:
-    return evaluate_policy_on_deals(MaskedPolicy(model, obs_normalizer), env_kwargs, seeds)
+    """Play deal ``reset(seed=s)`` for every ``s`` with ``model`` (masked, deterministic).
+
+    Plain ``ColdIronEnv`` instances: no shaping, no curriculum, whatever the
+    training env uses. Up to :data:`~agents.evaluation.lockstep.LOCKSTEP_BATCH` games run
+    in lockstep, one forward pass per step for the whole batch.
+    """
+    policy = MaskedPolicy(model, obs_normalizer)
+    result = AgentResult("model")
+    for episode in play_lockstep(policy, env_kwargs, [{"seed": int(s)} for s in seeds]):
+        result.add(episode.outcome, episode.turn, episode.steps)
+    return result
 
 
 def eval_seeds(cfg: Config) -> list[int]:
@@ -598,18 +609,7 @@ def save_final(model: BaseAlgorithm, run: RunDir) -> None:
         atomic_write_bytes(run.normalizer, pickle.dumps(normalizer))
 
 
-# ---------------------------------------------------------------- the run
-@dataclass
-class TrainResult:
-    run_dir: Path
-    timesteps: int
-    interrupted: bool
-    wall_seconds: float
-    history: list[dict[str, Any]]
-    expert_rounds: list[dict[str, Any]] = field(default_factory=list)
-    """The expert-iteration rounds finished (``expert_iteration.json``), after RL."""
-
-
+# ---------------------------------------------------------------- models
 def rollout_size(cfg: Config) -> int:
     """Steps an algorithm collects between two checks of its budget: ``n_steps * n_envs``
     for on-policy algorithms, ``train_freq * n_envs`` for off-policy ones."""
@@ -678,6 +678,187 @@ def prepare_run_dir(cfg: Config, out: Path | None, config_file: str | None) -> R
     return run
 
 
+# ---------------------------------------------------------------- the phases
+@dataclass
+class Run:
+    """One run as its phases share it: the directory, the config, ``meta.json`` as it will be
+    written, the model and its training env (once built or loaded), the evaluation history."""
+
+    dir: RunDir
+    cfg: Config
+    meta: dict[str, Any]
+    log: Callable[[str], None]
+    model: BaseAlgorithm | None = None
+    venv: VecEnv | None = None
+    state: RunState = field(default_factory=RunState)
+    resumed: bool = False
+    """Continued from a checkpoint (the timestep count and TensorBoard run go on)."""
+    teacher_factory: Callable[[str], Any] | None = None
+    extra_callbacks: Sequence[BaseCallback] = ()
+
+
+Phase = Callable[[Run], bool]
+"""A phase does what is left of it on the run's model and returns True when a stop request
+(Ctrl-C, SIGTERM) ended it: the run then resumes where it stopped."""
+
+
+def imitation(run: Run) -> bool:
+    """Phase 1 (a new run): build the training env and the model, warm-start the model on a
+    teacher's play (``imitation:``), save the first checkpoint. A stop before that
+    checkpoint leaves nothing trained: the run starts over."""
+    if run.model is not None:
+        return False  # resumed: the checkpoint holds what this phase made
+    cfg = run.cfg
+    run.venv = make_training_env(cfg, 0)
+    run.model = build_model(cfg, run.venv, run.dir)
+    if cfg.imitation.enabled:
+        from agents.learning import imitation as cloning  # noqa: PLC0415 (looked up when called)
+
+        stats = cloning.warm_start(run.model, cfg, teacher_factory=run.teacher_factory, log=run.log)
+        atomic_write_json(run.dir.root / IMITATION_FILE, stats)
+    save_checkpoint(run.model, run.dir, cfg, reason="start")  # a hard kill resumes from here
+    run.meta.update(status=STATUS_RUNNING, package_version=coldiron_env.__version__)
+    atomic_write_json(run.dir.meta, run.meta)
+    return False
+
+
+def reinforcement_learning(run: Run) -> bool:
+    """Phase 2: SB3's ``learn`` up to ``training.total_timesteps`` (periodic evaluations and
+    checkpoints: :class:`RunCallback`), then a checkpoint and ``model.zip`` (at a stop too)
+    and the evaluation of the end. Over once expert iteration has begun."""
+    model, cfg, log = run.model, run.cfg, run.log
+    assert model is not None
+    if expert_rounds(run.dir.root):
+        return False  # the checkpoint holds the end of RL, model.zip the rounds since
+    title = f"{cfg.name or cfg.algorithm.name} (seed {cfg.seed})"
+    callback = RunCallback(cfg, run.dir, run.state, title)
+    remaining = steps_to_train(cfg, model.num_timesteps)
+    if remaining > 0:
+        log(
+            f"training {remaining:,} steps: {cfg.training.total_timesteps:,} rounded up to whole "
+            f"rollouts of {rollout_size(cfg):,} steps (the algorithm's unit of collection)"
+            if model.num_timesteps + remaining != cfg.training.total_timesteps
+            else f"training {remaining:,} steps"
+        )
+    stopped = False
+    try:
+        with recorded_signals() as requests:
+            if remaining > 0:
+                callbacks = [StopOnRequest(requests), callback, *run.extra_callbacks]
+                model.learn(
+                    total_timesteps=remaining,
+                    callback=CallbackList(callbacks),
+                    log_interval=cfg.training.log_interval,
+                    tb_log_name=TB_RUN_NAME,
+                    reset_num_timesteps=not run.resumed,
+                    progress_bar=cfg.training.progress_bar,
+                )
+        stopped = bool(requests)
+    except KeyboardInterrupt:  # raised by a callback, or off the main thread
+        stopped = True
+    if stopped:
+        log(f"\ninterrupted at {model.num_timesteps} timesteps: saving a checkpoint")
+    with recorded_signals() as caught:  # a second Ctrl-C or SIGTERM must not break the save
+        save_checkpoint(model, run.dir, cfg, reason="interrupt" if stopped else "end")
+        save_final(model, run.dir)
+    if caught and not stopped:
+        log("interrupted while saving: the model and checkpoint are saved")
+        return True
+    history = run.state.history
+    if not stopped and (not history or history[-1]["timesteps"] < model.num_timesteps):
+        callback.init_callback(model)
+        callback.evaluate()
+    return stopped
+
+
+def expert_iteration(run: Run) -> bool:
+    """Phase 3: the rounds of ``expert_iteration:`` (:mod:`agents.learning.expert_iteration`)
+    after the last one recorded, each committed with its model and validated on the
+    evaluation deals. A stop drops the round under way."""
+    model, cfg, log = run.model, run.cfg, run.log
+    assert model is not None
+    settings, root = cfg.expert_iteration, run.dir.root
+    rounds = expert_rounds(root)
+    if len(rounds) >= settings.rounds:
+        return False
+    if rounds:  # the rounds so far are the model
+        model.set_parameters(str(run.dir.model), exact_match=True, device=model.device)
+    log(
+        f"expert iteration: rounds {len(rounds) + 1}-{settings.rounds} of "
+        f"{settings.episodes:,} deals, labelled by {settings.budget} over the network in "
+        f"{settings.workers} process(es)"
+    )
+    start = start_hash(root, rounds)
+    agent = SB3Agent(model, cfg.env_kwargs(), name=cfg.name or "model")
+    gamma = float(getattr(model, "gamma", 1.0))
+    labellers = Labellers(settings.workers, rollouts=settings.rollouts)
+    with recorded_signals() as requests, labellers:
+        for r in range(len(rounds), settings.rounds):
+            t0 = time.perf_counter()
+            first = stream_seed(DealStream.SEARCH, cfg.seed, r * settings.episodes)
+            demos = labellers.label(
+                agent, settings.budget, settings.episodes, first, gamma, lambda: bool(requests)
+            )
+            if demos is None:
+                break
+            t1 = time.perf_counter()
+            stats = behaviour_clone(
+                model,
+                demos,
+                epochs=settings.epochs,
+                batch_size=settings.batch_size,
+                learning_rate=settings.learning_rate,
+                value_pretrain=True,
+                seed=r,
+            )
+            agent.reset()
+            record = {
+                "round": r,
+                "decisions": len(demos),
+                "network_won": demos.wins,
+                "episodes": demos.episodes,
+                "agreement_before": stats["accuracy_before"],
+                "agreement_after": stats["accuracy_after"],
+                "label_seconds": round(t1 - t0, 1),
+                "clone_seconds": round(time.perf_counter() - t1, 1),
+            }
+            log(
+                f"round {r + 1}/{settings.rounds}: the network won {demos.wins}/"
+                f"{demos.episodes} deals; agreed with the planner on "
+                f"{stats['accuracy_before']:.2%} of {len(demos):,} decisions before cloning, "
+                f"{stats['accuracy_after']:.2%} after ({record['label_seconds']:.0f} s + "
+                f"{record['clone_seconds']:.0f} s)"
+            )
+            record["validation_win_rate"] = evaluate_model(
+                model, cfg.env_kwargs(), eval_seeds(cfg)
+            ).win_rate
+            log(f"  validation deals won: {record['validation_win_rate']:.2%}")
+            rounds.append(record)
+            commit_round(root, model, cfg, start, rounds)
+            if requests:
+                break
+    stopped = len(rounds) < settings.rounds
+    if stopped:
+        log(f"\ninterrupted during expert iteration: {len(rounds)} round(s) kept")
+    return stopped
+
+
+PHASES: Final[tuple[Phase, ...]] = (imitation, reinforcement_learning, expert_iteration)
+"""A training run: imitation, then RL, then expert iteration (each skips what is done)."""
+
+
+# ---------------------------------------------------------------- the run
+@dataclass
+class TrainResult:
+    run_dir: Path
+    timesteps: int
+    interrupted: bool
+    wall_seconds: float
+    history: list[dict[str, Any]]
+    expert_rounds: list[dict[str, Any]] = field(default_factory=list)
+    """The expert-iteration rounds finished (``expert_iteration.json``)."""
+
+
 def train(
     cfg: Config,
     out: Path | None = None,
@@ -689,13 +870,14 @@ def train(
     log: Callable[[str], None] = print,
     resume_hint: bool = True,
 ) -> TrainResult:
-    """Train ``cfg`` into a new run directory ``out``, or continue run ``resume``.
+    """Train ``cfg`` into a new run directory ``out``, or continue run ``resume``: the
+    :data:`PHASES` in order, each doing what is left of it.
 
     On resume the run's own ``config.yaml`` is the config (``cfg`` is that
-    config, possibly with a larger timestep budget). A ``KeyboardInterrupt``
-    during learning saves a checkpoint and returns with ``interrupted=True``
-    (and logs the ``--resume`` command unless ``resume_hint`` is false: a
-    tuning trial is never resumed).
+    config, possibly with a larger timestep budget or more expert-iteration rounds). A stop
+    (Ctrl-C, SIGTERM) saves what the phase under way has done and returns with
+    ``interrupted=True`` (and logs the ``--resume`` command unless ``resume_hint`` is false:
+    a tuning trial is never resumed).
     """
     torch.set_num_threads(cfg.training.torch_threads)
     t_start = time.perf_counter()
@@ -703,171 +885,188 @@ def train(
         log(f"{resume}: stopped before training began (no checkpoint): starting it over")
         _clear_unstarted(RunDir(resume))
         out, resume = resume, None
-    rounds_before = 0  # expert-iteration rounds a resumed run had finished
     if resume is not None:
-        run = RunDir(resume)
-        removed = tidy_checkpoints(run)
-        if removed:
-            log(f"{run.root}: removed what a hard stop left half-written: {', '.join(removed)}")
-        try:
-            check_resumable(cfg, run.root)
-            note = reconcile_rounds(run.root / EXPERT_FILE, run.model)
-        except DistillationError as exc:
-            raise TrainingError(str(exc)) from None
-        if note is not None:
-            log(f"{run.root}: {note}")
-        state_path = run.checkpoint / STATE_FILE
-        done = json.loads(state_path.read_text()) if state_path.is_file() else {}
-        rounds_before = expert_rounds_done(run.root)
-        if rounds_before and steps_to_train(cfg, int(done.get("timesteps", 0))) > 0:
-            raise TrainingError(
-                f"{run.root}: RL ended and {rounds_before} round(s) of expert iteration "
-                f"followed; RL cannot continue after them (total_timesteps "
-                f"{cfg.training.total_timesteps:,} > {int(done.get('timesteps', 0)):,} trained)"
-            )
-        meta = json.loads(run.meta.read_text()) if run.meta.is_file() else {}
-        if meta.pop(SHA256_KEY, None) is not None:  # the files change from here
-            atomic_write_json(run.meta, meta)
-        atomic_write_text(run.config, dump_config(cfg))
-        resumes = meta.setdefault("resumes", [])
-        first_index = (len(resumes) + 1) * cfg.training.n_envs  # deals no earlier leg played
-        try:
-            venv = make_training_env(
-                cfg, int(done.get("timesteps", 0)), run.checkpoint / VECNORMALIZE_FILE, first_index
-            )
-        except ValueError as exc:  # the training stream's indices are used up
-            raise TrainingError(f"{run.root}: cannot resume again: {exc}") from None
-        model = _load_for_resume(cfg, venv, run)
-        resumes.append(
-            {"time": utc_now(), "timesteps": model.num_timesteps, "first_deal_index": first_index}
-        )
-        history = run.load_history()
-        kept = [h for h in history if h["timesteps"] <= model.num_timesteps]
-        best = max((h["win_rate"] for h in kept), default=-1.0)
-        if len(kept) < len(history):  # evaluations of a model lost with a hard kill
-            log(
-                f"{run.root}: {len(history) - len(kept)} evaluation(s) after the checkpoint's "
-                f"{model.num_timesteps:,} timesteps dropped (their model was not checkpointed)"
-            )
-            write_history(run, kept)
-            if max(h["win_rate"] for h in history[len(kept) :]) > best:
-                run.best_model.unlink(missing_ok=True)  # it was a dropped evaluation's model
-        state = RunState(kept, best)
-        log(f"resuming {run.root} at {model.num_timesteps} timesteps")
+        run = _reopen(cfg, RunDir(resume), log)
     else:
-        run = prepare_run_dir(cfg, out, config_file)
-        meta = {
-            "config_file": config_file,
-            "algorithm": cfg.algorithm.name,
-            "seed": cfg.seed,
-            **provenance(),
-            "command": sys.argv,
-            "start_time": utc_now(),
-            "status": STATUS_STARTING,
-        }
-        atomic_write_json(run.meta, meta)
-        state = RunState()
-        opened: list[VecEnv] = []
-        try:
-            venv = make_training_env(cfg, 0)
-            opened.append(venv)
-            model = build_model(cfg, venv, run)
-            if cfg.imitation.enabled:
-                from agents.learning.imitation import warm_start  # noqa: PLC0415 (torch-heavy, optional)
-
-                stats = warm_start(model, cfg, teacher_factory=teacher_factory, log=log)
-                atomic_write_json(run.root / IMITATION_FILE, stats)
-        except KeyboardInterrupt:
-            for env in opened:
-                with contextlib.suppress(Exception):
-                    env.close()
-            log("\ninterrupted before learning began (nothing trained yet)")
-            if resume_hint:
-                log(f"start it over with: .venv/bin/python scripts/train.py --resume {run.root}")
-            return TrainResult(run.root, 0, True, time.perf_counter() - t_start, [])
-    if resume is None:  # a hard kill from here on resumes from a checkpoint, imitation kept
-        save_checkpoint(model, run, cfg, reason="start")
-    meta.update(status="running", package_version=coldiron_env.__version__)
-    atomic_write_json(run.meta, meta)
-
-    title = f"{cfg.name or cfg.algorithm.name} (seed {cfg.seed})"
-    callback = RunCallback(cfg, run, state, title)
-    if rounds_before:  # the rounds so far are the model (the checkpoint is RL's end)
-        model.set_parameters(str(run.model), exact_match=True, device=cfg.training.device)
-    remaining = steps_to_train(cfg, model.num_timesteps)
-    if remaining > 0:
-        log(
-            f"training {remaining:,} steps: {cfg.training.total_timesteps:,} rounded up to whole "
-            f"rollouts of {rollout_size(cfg):,} steps (the algorithm's unit of collection)"
-            if model.num_timesteps + remaining != cfg.training.total_timesteps
-            else f"training {remaining:,} steps"
-        )
-    interrupted = False
+        run = _start(cfg, out, config_file, log)
+    run.teacher_factory, run.extra_callbacks = teacher_factory, extra_callbacks
+    stopped = False
     try:
-        with recorded_signals() as requests:
-            if remaining > 0:
-                model.learn(
-                    total_timesteps=remaining,
-                    callback=CallbackList([StopOnRequest(requests), callback, *extra_callbacks]),
-                    log_interval=cfg.training.log_interval,
-                    tb_log_name=TB_RUN_NAME,
-                    reset_num_timesteps=resume is None,
-                    progress_bar=cfg.training.progress_bar,
-                )
-        interrupted = bool(requests)
-    except KeyboardInterrupt:  # off the main thread, or a stop before learning began
-        interrupted = True
-    if interrupted:
-        log(f"\ninterrupted at {model.num_timesteps} timesteps: saving a checkpoint")
-    if not rounds_before:
-        with recorded_signals() as caught:  # a second Ctrl-C or SIGTERM must not break the save
-            save_checkpoint(model, run, cfg, reason="interrupt" if interrupted else "end")
-            save_final(model, run)
-        if caught and not interrupted:
-            interrupted = True  # stopped while saving the end of the run: skip the rest
-            log("interrupted while saving: the model and checkpoint are saved")
-    if not interrupted and (
-        not state.history or state.history[-1]["timesteps"] < model.num_timesteps
-    ):
-        callback.init_callback(model)
-        callback.evaluate()
-    if not interrupted and cfg.expert_iteration.rounds:
-        interrupted = _expert_iteration(model, cfg, run, log)
-    with contextlib.suppress(Exception):
-        venv.close()
+        for phase in PHASES:
+            stopped = phase(run)
+            if stopped:
+                break
+    except KeyboardInterrupt:  # a stop no phase records: during imitation, or raised by code
+        stopped = True
+    if not (run.dir.checkpoint / STATE_FILE).is_file():
+        if run.venv is not None:
+            with contextlib.suppress(Exception):
+                run.venv.close()
+        log("\ninterrupted before learning began (nothing trained yet)")
+        if resume_hint:
+            log(f"start it over with: .venv/bin/python scripts/train.py --resume {run.dir.root}")
+        return TrainResult(run.dir.root, 0, True, time.perf_counter() - t_start, [])
+    result = _finish(run, stopped, t_start)
+    if stopped and resume_hint:
+        log(f"resume with: .venv/bin/python scripts/train.py --resume {run.dir.root}")
+    return result
+
+
+def distill(
+    start: str,
+    out: Path,
+    settings: ExpertIterationConfig,
+    seed: int,
+    *,
+    start_path: Path | None = None,
+    log: Callable[[str], None] = print,
+) -> TrainResult:
+    """Expert iteration on the trained network ``start``: a run of that one phase
+    (:func:`expert_iteration`, its deals seeded by ``seed``) into ``out``, a run directory
+    that ``evaluate.py`` loads (``model.zip``, ``config.yaml`` copied from the start's run,
+    ``expert_iteration.json``, ``meta.json``). Rerunning continues after the last finished
+    round (only ``settings.rounds`` may change). ``start`` is the network's name as given
+    (recorded in ``meta.json``); ``start_path`` its run directory or zip (default
+    ``Path(start)``; ``scripts/distill.py`` resolves the shipped names).
+    """
+    t_start = time.perf_counter()
+    run_dir = RunDir(out)
+    if settings.rounds < 1:
+        raise TrainingError(f"rounds must be at least 1, got {settings.rounds}")
+    meta = json.loads(run_dir.meta.read_text(encoding="utf-8")) if run_dir.meta.is_file() else {}
+    if meta and (meta.get("start") != start or "rounds" in meta):  # "rounds": an older layout
+        raise TrainingError(
+            f"{out} holds another distillation (of {meta.get('start')!r}); choose another "
+            "--out or rerun with the same arguments to continue"
+        )
+    path = out if meta else Path(start) if start_path is None else start_path
+    if not path.exists():
+        raise TrainingError(f"{start!r} is not a trained network (no {path})")
+    config = find_config(path / MODEL_FILE if path.is_dir() else path)
+    if config is None:
+        raise TrainingError(f"{start!r}: no {CONFIG_FILE} beside the model")
+    data = {**load_config(config).to_dict(), "seed": seed}
+    cfg = config_from_dict({**data, "expert_iteration": settings.model_dump()}, str(config))
+    agent = load_sb3_agent(path, name=start)
+    if not meta:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(run_dir.config, config.read_text(encoding="utf-8"))
+        atomic_write_bytes(run_dir.model, model_bytes(agent.model))
+        meta = {"start": start, "start_config": _shown(config), "seed": seed,
+                "workers": settings.workers, **provenance(), "command": sys.argv,
+                "start_time": utc_now()}  # fmt: skip
+    check_resumable(cfg, out)
+    note = reconcile_rounds(out)
+    if note is not None:
+        log(f"{out}: {note}")
+    meta.pop(SHA256_KEY, None)  # the files change from here
+    meta["status"] = STATUS_RUNNING
+    atomic_write_json(run_dir.meta, meta)
+    run = Run(run_dir, cfg, meta, log, model=agent.model)
+    result = _finish(run, expert_iteration(run), t_start)
+    if result.interrupted:
+        log(f"{len(result.expert_rounds)} round(s) kept in {out}; rerun to continue")
+    return result
+
+
+def _start(
+    cfg: Config, out: Path | None, config_file: str | None, log: Callable[[str], None]
+) -> Run:
+    """A new run: its directory, the resolved config and ``meta.json`` (``starting``)."""
+    run = prepare_run_dir(cfg, out, config_file)
+    meta = {
+        "config_file": config_file,
+        "algorithm": cfg.algorithm.name,
+        "seed": cfg.seed,
+        **provenance(),
+        "command": sys.argv,
+        "start_time": utc_now(),
+        "status": STATUS_STARTING,
+    }
+    atomic_write_json(run.meta, meta)
+    return Run(run, cfg, meta, log)
+
+
+def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
+    """A run continued: what a hard stop left half-made mended, the config checked and
+    saved, the env and model loaded from the checkpoint, the evaluation history trimmed to
+    the checkpoint's."""
+    removed = tidy_checkpoints(run)
+    if removed:
+        log(f"{run.root}: removed what a hard stop left half-written: {', '.join(removed)}")
+    check_resumable(cfg, run.root)
+    note = reconcile_rounds(run.root)
+    if note is not None:
+        log(f"{run.root}: {note}")
+    state = run.checkpoint / STATE_FILE
+    trained = int(json.loads(state.read_text()).get("timesteps", 0)) if state.is_file() else 0
+    rounds = len(expert_rounds(run.root))
+    if rounds and steps_to_train(cfg, trained) > 0:
+        raise TrainingError(
+            f"{run.root}: RL ended and {rounds} round(s) of expert iteration followed; RL "
+            f"cannot continue after them (total_timesteps {cfg.training.total_timesteps:,} > "
+            f"{trained:,} trained)"
+        )
+    meta = json.loads(run.meta.read_text()) if run.meta.is_file() else {}
+    if meta.pop(SHA256_KEY, None) is not None:  # the files change from here
+        atomic_write_json(run.meta, meta)
+    atomic_write_text(run.config, dump_config(cfg))
+    resumes = meta.setdefault("resumes", [])
+    first_index = (len(resumes) + 1) * cfg.training.n_envs  # deals no earlier leg played
+    try:
+        venv = make_training_env(cfg, trained, run.checkpoint / VECNORMALIZE_FILE, first_index)
+    except ValueError as exc:  # the training stream's indices are used up
+        raise TrainingError(f"{run.root}: cannot resume again: {exc}") from None
+    model = _load_for_resume(cfg, venv, run)
+    resumes.append(
+        {"time": utc_now(), "timesteps": model.num_timesteps, "first_deal_index": first_index}
+    )
+    meta.update(status=STATUS_RUNNING, package_version=coldiron_env.__version__)
+    atomic_write_json(run.meta, meta)
+    history = run.load_history()
+    kept = [h for h in history if h["timesteps"] <= model.num_timesteps]
+    best = max((h["win_rate"] for h in kept), default=-1.0)
+    if len(kept) < len(history):  # evaluations of a model lost with a hard kill
+        log(
+            f"{run.root}: {len(history) - len(kept)} evaluation(s) after the checkpoint's "
+            f"{model.num_timesteps:,} timesteps dropped (their model was not checkpointed)"
+        )
+        write_history(run, kept)
+        if max(h["win_rate"] for h in history[len(kept) :]) > best:
+            run.best_model.unlink(missing_ok=True)  # it was a dropped evaluation's model
+    log(f"resuming {run.root} at {model.num_timesteps} timesteps")
+    return Run(run, cfg, meta, log, model, venv, RunState(kept, best), resumed=True)
+
+
+def _finish(run: Run, stopped: bool, t_start: float) -> TrainResult:
+    """The run's end (or stop): its env closed, ``meta.json`` completed with the SHA-256 of
+    the files a loader checks."""
+    model = run.model
+    assert model is not None
+    if run.venv is not None:
+        with contextlib.suppress(Exception):
+            run.venv.close()
     wall = time.perf_counter() - t_start
-    rounds = expert_rounds(run.root)
-    meta.update(
-        status="interrupted" if interrupted else "completed",
+    rounds = expert_rounds(run.dir.root)
+    run.meta.update(
+        status="interrupted" if stopped else "completed",
         end_time=utc_now(),
         timesteps=int(model.num_timesteps),
-        wall_seconds=round(wall + float(meta.get("wall_seconds", 0.0)), 1),
+        wall_seconds=round(wall + float(run.meta.get("wall_seconds", 0.0)), 1),
         expert_iteration_rounds=len(rounds),
     )
-    meta[SHA256_KEY] = file_hashes(run.root, PINNED_FILES)
-    atomic_write_json(run.meta, meta)
-    if interrupted and resume_hint:
-        log(f"resume with: .venv/bin/python scripts/train.py --resume {run.root}")
-    return TrainResult(run.root, int(model.num_timesteps), interrupted, wall, state.history, rounds)
+    run.meta[SHA256_KEY] = file_hashes(run.dir.root, PINNED_FILES)
+    atomic_write_json(run.dir.meta, run.meta)
+    timesteps = int(model.num_timesteps)
+    return TrainResult(run.dir.root, timesteps, stopped, wall, run.state.history, rounds)
 
 
-def _expert_iteration(
-    model: BaseAlgorithm, cfg: Config, run: RunDir, log: Callable[[str], None]
-) -> bool:
-    """The run's expert-iteration rounds after RL (True if a stop request ended them)."""
-    seeds = eval_seeds(cfg)
-
-    def validate(network: BaseAlgorithm) -> float:
-        return evaluate_model(network, cfg.env_kwargs(), seeds).win_rate
-
-    with recorded_signals() as requests:
-        try:
-            stopped = train_rounds(model, cfg, run.root, validate, log, lambda: bool(requests))
-        except DistillationError as exc:
-            raise TrainingError(str(exc)) from None
-    if stopped:
-        log(f"\ninterrupted during expert iteration: {expert_rounds_done(run.root)} round(s) kept")
-    return stopped
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when it is under it (as commands name it)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 PINNED_FILES: Final = (MODEL_FILE, CONFIG_FILE, VECNORMALIZE_FILE, EXPERT_FILE)
@@ -901,4 +1100,4 @@ def _stopped_before_training(run: RunDir) -> bool:
         status = json.loads(run.meta.read_text(encoding="utf-8")).get("status")
     except (OSError, ValueError):
         return False
-    return status in (STATUS_STARTING, "running")
+    return status in (STATUS_STARTING, STATUS_RUNNING)

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 
 from agents.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from agents.learning.config import ConfigError, config_from_dict, dump_config
-from agents.learning.provenance import META_FILE
+from agents.learning.provenance import META_FILE, TrainingError
 from agents.learning.search_space import (
     InvalidSample,
     PrunerSpec,
@@ -73,13 +73,7 @@ from agents.learning.search_space import (
     TuningConfig,
     load_tuning_config,
 )
-from agents.learning.training import (
-    RunDir,
-    TrainingError,
-    recorded_signals,
-    sigterm_as_ctrl_c,
-    train,
-)
+from agents.learning.training import RunDir, recorded_signals, sigterm_as_ctrl_c, train
 
 HEARTBEAT_SECONDS: Final = 30
 GRACE_SECONDS: Final = 120
