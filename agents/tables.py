@@ -18,6 +18,8 @@ README's ONNX example). Names:
 - ``works-with``: the other RL code Cold Iron was run in (``docs/records/works_with.json``),
   each figure read from the record the row names;
 - ``record:PATH``: a record that is a table itself (``header``, ``rows``, its source);
+- ``probes:PATH``: a ``scripts/experiments/search_probes.py`` record (players on the same
+  validation deals, paired, with their cost);
 - ``history:FILE#N``: table ``N`` of ``FILE`` as it was at the commit of
   ``docs/history/tables-<commit>.json`` (``scripts/transcribe_history.py``): figures of
   runs whose directories were not kept, shown as what they are.
@@ -663,8 +665,37 @@ def record(path: str) -> str:
     return _markdown(doc["header"], doc["rows"]) + f"\nFrom `{path}`: {said}.\n"
 
 
+def probes(path: str) -> str:
+    """A record of ``scripts/experiments/search_probes.py``: each player on the same
+    validation deals, paired with the record's first, and its cost."""
+    doc = _load(REPO_ROOT / path)
+    rows = []
+    for spec, entry in doc["agents"].items():
+        pair = entry.get("paired")
+        cell = ""
+        if pair is not None:
+            low, high = pair["difference_ci95"]
+            cell = (
+                f"{PERCENT * pair['difference']:+.2f} [{PERCENT * low:+.2f}, "
+                f"{PERCENT * high:+.2f}], p = {pair['p_two_sided']:.1g}"
+            )
+        rows.append(
+            [f"`{spec}`", _pct(entry["win_rate"]), _interval(entry["ci_low"], entry["ci_high"]),
+             cell, f"{entry['cpu_seconds_per_game']:.3f}", f"{entry['cpu_ms_per_decision']:.2f}"]
+        )  # fmt: skip
+    against = next(iter(doc["agents"]))
+    header = ["player", "win rate", "95% interval", f"paired with `{against}` (points, 95%)",
+              "CPU s a game", "CPU ms a decision"]  # fmt: skip
+    return _markdown(header, rows) + (
+        f"\n{doc['episodes']:,} validation deals of seed {doc['seed']}; from `{path}`: "
+        f"`{doc['command']}`.\n"
+    )
+
+
 def render(name: str) -> str:
     """The markdown of table ``name``."""
+    if name.startswith("probes:"):
+        return probes(name.removeprefix("probes:"))
     if name.startswith("history:"):
         return history(name.removeprefix("history:"))
     if name.startswith("record:"):
