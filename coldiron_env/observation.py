@@ -60,6 +60,8 @@ if TYPE_CHECKING:
 
 ObservationMode = Literal["flat", "dict"]
 OBSERVATION_MODES: Final = ("flat", "dict")
+OBSERVATION_OPTIONS: Final = ("observation_mode", "recall", "counting")
+"""The env options that change only what a player observes (a trained model brings its own)."""
 COUNTING_KEY: Final = "counting"
 """Dict-mode key of the counting block."""
 OBSERVATIONS_KEY: Final = "observations"

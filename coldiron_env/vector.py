@@ -51,6 +51,7 @@ from __future__ import annotations
 import operator
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 import numpy as np
@@ -95,14 +96,14 @@ from coldiron_env.cards import (
     parse_deck,
 )
 from coldiron_env.dealer import SHUFFLE_BATCH, audit_deals, auditing, relabel_jokers
-from coldiron_env.env import CURRICULUM_KEYS, RESET_OPTION_KEYS, ColdIronEnv, check_curriculum
+from coldiron_env.env import RESET_OPTION_KEYS, ColdIronEnv, check_curriculum
 from coldiron_env.game import (
     GameOverError,
     IllegalActionError,
     describe_illegal,
 )
 from coldiron_env.observation import encode_batch, with_mask
-from coldiron_env.options import RuleOptions
+from coldiron_env.options import CURRICULUM_KEYS
 
 U64 = npt.NDArray[np.uint64]
 Bools = npt.NDArray[np.bool_]
@@ -374,7 +375,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         """
         check_curriculum(self._env_kwargs, env_kwargs, "the vector env", self._max_turns)
         values = {k: env_kwargs[k] for k in CURRICULUM_KEYS if k in env_kwargs}
-        self._next_rules = RuleOptions(**{**self._next_rules.to_dict(), **values})
+        self._next_rules = replace(self._next_rules, **values)
 
     # ------------------------------------------------------------ queries
     def hand_codes(self, i: int) -> list[str]:
