@@ -59,6 +59,12 @@ class RuleOptions:
         _check_int("turns", self.turns, 1, MAX_TURNS_OPTION)
         _check_int("suits_required", self.suits_required, 1, NUM_SUITS)
 
+    @property
+    def joker_keeps(self) -> int:
+        """Cards one Joker's bonus may add to a keep bound (``analysis.max_keeps``): its
+        three draws, counted twice when a Joker in the bonus grants three more."""
+        return BONUS_DRAWS * (2 if self.bonus_joker_grants_more else 1)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -149,14 +149,14 @@ def planner_hints(session: Session) -> str:
     """The planner's estimated win chance for each legal action, and why when none can win."""
     game = session.game
     kn = Knowledge.from_game(game)
-    chances = action_win_chances(kn, game.rules, session.actions)
+    chances = action_win_chances(kn, session.actions)
     if not chances:
         return "the game is over: no action to estimate"
     lines = [f"  {a:2d} {ACTION_NAMES[a]:<14} {p:6.1%}" for a, p in sorted(chances.items())]
     text = "planner's estimated win chance:\n" + "\n".join(lines)
     if any(chances.values()):
         return text
-    why = why_hopeless(kn, game.rules) if game.phase == PHASE_TURN else None
+    why = why_hopeless(kn) if game.phase == PHASE_TURN else None
     return (
         text
         + "\n"
