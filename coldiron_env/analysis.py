@@ -266,7 +266,6 @@ RACK_TARGET_MASKS: Final = np.array([RACK_TARGETS[a] for a in RACK_ACTIONS], dty
 _U64_FIELD: Final = np.uint64(SUIT_FIELD_MASK)
 _COURTS_U64: Final = np.uint64(COURT_MASK)
 _JOKERS_U64: Final = np.uint64(JOKER_MASK)
-_NUMBERED_U64: Final = np.uint64(NUMBERED_MASK)
 _FULL_U64: Final = np.uint64(FULL_DECK_MASK)
 
 
