@@ -21,6 +21,7 @@ compiled at each process's first use and not cached on disk
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import astuple
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 import numpy as np
@@ -240,20 +241,8 @@ def play_out(
 
 
 def pack_params(params: HeuristicParams) -> F64:
-    """``params`` as the float array :func:`heuristic_action` reads (its order)."""
-    return np.array(
-        [
-            params.iron_limit,
-            params.rack_slack,
-            params.rack_min_score,
-            params.waste_weight,
-            params.hurt_weight,
-            params.bonus_max_risk,
-            params.rest_at,
-            params.rest_margin,
-        ],
-        dtype=np.float64,
-    )
+    """``params`` as the float array :func:`heuristic_action` reads (its fields in order)."""
+    return np.array(astuple(params), dtype=np.float64)
 
 
 def tables() -> Tables:
