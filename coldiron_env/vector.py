@@ -106,7 +106,6 @@ from coldiron_env.game import (
 from coldiron_env.observation import encode_batch, with_mask
 from coldiron_env.options import CURRICULUM_KEYS
 
-U64 = npt.NDArray[np.uint64]
 Bools = npt.NDArray[np.bool_]
 AnyArray = npt.NDArray[Any]
 
