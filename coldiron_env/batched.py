@@ -197,12 +197,15 @@ def _bonus(
 @compiled
 def step_games(actions: I64, games: Games, rules: I64) -> None:
     """One legal action (or ``FORFEIT``, or ``SKIP``) in every game, as ``Game.step``:
-    ``actions[i]`` in game ``i``; writes the outcome code into ``games.outcome``."""
+    ``actions[i]`` in game ``i``; writes the outcome code into ``games.outcome``.
+    ``games`` may be passed as ``tuple(games)``: numba's dispatcher types a plain tuple
+    about 4 us a call faster than a NamedTuple (the vector env's hot call)."""
+    named = Games(*games)
     # each array read out once: numba counts a reference at every read of a tuple member
-    deck, pos, hand, discarded = games.deck, games.pos, games.hand, games.discarded
-    hurt, turn, phase, iron = games.hurt, games.turn, games.phase, games.iron_count
-    suits_done, source, turns = games.suits_done, games.bonus_source, games.turns
-    suits_required, outcome = games.suits_required, games.outcome
+    deck, pos, hand, discarded = named.deck, named.pos, named.hand, named.discarded
+    hurt, turn, phase, iron = named.hurt, named.turn, named.phase, named.iron_count
+    suits_done, source, turns = named.suits_done, named.bonus_source, named.turns
+    suits_required, outcome = named.suits_required, named.outcome
     bonus_always, joker_grants_more = rules[BONUS_ALWAYS] != 0, rules[JOKER_GRANTS_MORE] != 0
     for i in range(actions.shape[0]):
         action = actions[i]

@@ -228,6 +228,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         self._index = np.arange(n)
         self._games = Games.zeros(n)
         self._games.deal(self._index, 0, self.rules)
+        self._arrays = tuple(self._games)  # the same arrays, for step_games' faster dispatch
         self._steps = np.zeros(n, dtype=np.int64)
         self._illegal_count = np.zeros(n, dtype=np.int64)
         self._pending_reset = np.zeros(n, dtype=np.bool_)  # NEXT_STEP: deal again next step
@@ -294,7 +295,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
                 action = np.where(penalized, np.where(limit, FORFEIT, SKIP), action)
             else:
                 action = np.where(legal, action, FORFEIT)
-        self._step_games(action, self._games, self._packed)
+        self._step_games(action, self._arrays, self._packed)
         outcome = self._games.outcome
         terminated = outcome != PLAYING
         self._steps += ~restarting
