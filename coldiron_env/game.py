@@ -17,6 +17,7 @@ each draw is a handful of integer operations.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from typing import Final, NamedTuple
 
 import numpy as np
@@ -441,13 +442,19 @@ class Games(NamedTuple):
 
     def deal(self, rows: I64 | slice, decks: npt.ArrayLike, rules: RuleOptions) -> None:
         """Start the games ``rows`` on ``decks`` with ``rules``: ``Game(deck, rules)``'s state."""
-        start = {
-            "deck": decks,
-            "turn": 1,
-            "phase": PHASE_TURN,
-            "turns": rules.turns,
-            "suits_required": rules.suits_required,
-        }
-        arrays: tuple[npt.NDArray[np.integer], ...] = self
-        for name, state in zip(self._fields, arrays, strict=True):
-            state[rows] = start.get(name, 0)
+        self.deck[rows] = decks
+        counters: tuple[I64, ...] = self[1:]
+        for state, value in zip(counters, _start_values(rules), strict=True):
+            state[rows] = value
+
+
+@cache
+def _start_values(rules: RuleOptions) -> tuple[int, ...]:
+    """The value of every array of :class:`Games` but the deck at the start of a deal."""
+    start = {
+        "turn": 1,
+        "phase": PHASE_TURN,
+        "turns": rules.turns,
+        "suits_required": rules.suits_required,
+    }
+    return tuple(start.get(name, 0) for name in Games._fields[1:])
