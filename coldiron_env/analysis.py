@@ -48,7 +48,13 @@ from coldiron_env.cards import (
     SUIT_FIELD_MASK,
 )
 from coldiron_env.judge import HAS_RUN, NUM_FIELDS, WINDOW_MASKS
-from coldiron_env.options import BONUS_DRAWS, IRON_APPLICATIONS_PER_TURN, MAX_HURT
+from coldiron_env.options import (
+    BONUS_DRAWS,
+    DEFAULT_RULES,
+    IRON_APPLICATIONS_PER_TURN,
+    MAX_HURT,
+    RuleOptions,
+)
 
 ANALYSIS_CACHE: Final = 1 << 18
 """Positions whose :func:`analyse` is remembered (search and rollouts revisit them)."""
@@ -226,7 +232,7 @@ def max_keeps(
     hurt: int,
     jokers: int,
     deck_count: int,
-    joker_grants_more: bool = False,
+    rules: RuleOptions = DEFAULT_RULES,
     *,
     iron_left: int | None = None,
     bonus_pending: bool = False,
@@ -237,9 +243,8 @@ def max_keeps(
     (``turns_left`` turns, this one included), plus what the Iron can add for
     the Hurt left to spend. Within a turn, with up to ``iron_left`` more Iron
     applications this turn (one card and one Hurt each), then the later turns.
-    Plus three cards per Joker still in the deck or whose bonus is on offer
-    (``bonus_pending``), six with the ``bonus_joker_grants_more`` variant; never
-    more than the cards left.
+    Plus ``rules.joker_keeps`` cards per Joker still in the deck or whose bonus is
+    on offer (``bonus_pending``); never more than the cards left.
     """
     budget = SURVIVABLE_HURT - hurt
     if iron_left is None:
@@ -250,8 +255,7 @@ def max_keeps(
             j + later + iron_extra_keeps(budget - j)
             for j in range(min(iron_left, max(budget, 0)) + 1)
         )
-    bonus = BONUS_DRAWS * (jokers + bonus_pending) * (2 if joker_grants_more else 1)
-    return min(keeps + bonus, deck_count)
+    return min(keeps + rules.joker_keeps * (jokers + bonus_pending), deck_count)
 
 
 # --------------------------------------------------------------------------- batched
@@ -262,7 +266,6 @@ RACK_TARGET_MASKS: Final = np.array([RACK_TARGETS[a] for a in RACK_ACTIONS], dty
 _U64_FIELD: Final = np.uint64(SUIT_FIELD_MASK)
 _COURTS_U64: Final = np.uint64(COURT_MASK)
 _JOKERS_U64: Final = np.uint64(JOKER_MASK)
-_NUMBERED_U64: Final = np.uint64(NUMBERED_MASK)
 _FULL_U64: Final = np.uint64(FULL_DECK_MASK)
 
 
@@ -271,7 +274,8 @@ class Counting:
 
     Built from the hand and the seen cards (bit masks) and the counters;
     ``turns`` and ``suits_required`` are the rules (one for all games, or one
-    per game). Every attribute is derived: nothing is read from a deck order.
+    per game), ``rules`` gives the variants. Every attribute is derived: nothing
+    is read from a deck order.
 
     Attributes:
         unseen: (n,) uint64 mask of the cards in the deck.
@@ -295,7 +299,7 @@ class Counting:
         deck_count: npt.NDArray[np.int64],
         turns: int | npt.NDArray[np.int64],
         suits_required: int | npt.NDArray[np.int64] = NUM_SUITS,
-        joker_grants_more: bool = False,
+        rules: RuleOptions = DEFAULT_RULES,
     ) -> None:
         need_t, useful_t, _ = suit_tables()
         hand = np.asarray(hand, dtype=np.uint64)
@@ -319,7 +323,7 @@ class Counting:
         iron_extra = budget // IRON_APPLICATIONS_PER_TURN * IRON_KEEP_GAIN + np.maximum(
             budget % IRON_APPLICATIONS_PER_TURN - 1, 0
         )
-        bonus = BONUS_DRAWS * self.jokers * (2 if joker_grants_more else 1)
+        bonus = rules.joker_keeps * self.jokers
         deck_count = np.asarray(deck_count, dtype=np.int64)
         self.keep_bound = np.minimum(turns_left + iron_extra + bonus, deck_count)
         targets = unseen[:, None] & RACK_TARGET_MASKS[None, :]

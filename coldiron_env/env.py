@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import operator
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Final, Literal, SupportsFloat, get_args
 
 import gymnasium as gym
@@ -23,7 +24,7 @@ from coldiron_env.actions import (
 from coldiron_env.cards import CARD_CODES, DECK_SIZE, hand_codes
 from coldiron_env.dealer import Dealer
 from coldiron_env.game import WON, Game, GameOverError, IllegalActionError, max_decisions
-from coldiron_env.options import RuleOptions
+from coldiron_env.options import CURRICULUM_KEYS, RuleOptions
 from coldiron_env.picture import draw_table
 from coldiron_env.render import render_text
 
@@ -34,9 +35,6 @@ DEFAULT_ILLEGAL_REWARD: Final = -0.1
 DEFAULT_MAX_ILLEGAL: Final = 10
 """Illegal actions in one episode that truncate it under ``illegal_action="penalize"``."""
 RESET_OPTION_KEYS: Final = ("deck",)
-CURRICULUM_KEYS: Final = ("turns", "suits_required")
-"""The options :meth:`ColdIronEnv.set_env_kwargs` (and the vector env's) may change between
-deals: a training curriculum."""
 
 
 class ColdIronEnv(gym.Env[Any, np.int64]):
@@ -385,7 +383,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         (the spaces and rewards are fixed at construction)."""
         check_curriculum(self.env_kwargs(), env_kwargs, "the env", self._max_turns())
         values = {k: env_kwargs[k] for k in CURRICULUM_KEYS if k in env_kwargs}
-        self._next_rules = RuleOptions(**{**self._next_rules.to_dict(), **values})
+        self._next_rules = replace(self._next_rules, **values)
 
     def _max_turns(self) -> int | None:
         """The most turns the observation space holds (dict mode), None when unbounded."""

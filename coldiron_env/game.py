@@ -4,6 +4,9 @@ No Gymnasium here. :class:`Game` holds the state of one game (its attributes
 are the state), is advanced by :meth:`Game.step` with an action index from
 :mod:`coldiron_env.actions`, and exposes the legal set through its phase. The
 rule variants live apart in :class:`~coldiron_env.options.RuleOptions`.
+:class:`Games` declares the same state for ``n`` games as arrays: the state of the
+batched rules core (:mod:`coldiron_env.batched`), the native vector env and the
+planner's compiled rollouts.
 
 The rules are numbered in ``RULES.md`` (R1..R20); comments below cite them.
 
@@ -14,7 +17,11 @@ each draw is a handful of integer operations.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from functools import cache
+from typing import Final, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from coldiron_env.actions import (
     ACTION_NAMES,
@@ -74,6 +81,23 @@ def describe_illegal(action: object, phase: int) -> str:
     return f"action {shown} is illegal in phase {PHASE_NAMES[phase]!r}; legal: {legal}"
 
 
+def suits_done_of(hand: int) -> int:
+    """Bit mask of the suits whose run ``hand`` (a mask of numbered cards) holds."""
+    return sum(
+        1 << suit
+        for suit in range(NUM_SUITS)
+        if HAS_RUN[(hand >> (suit * NUM_RANKS)) & SUIT_FIELD_MASK]
+    )
+
+
+def pending_bonus_source(phase: int, iron_count: int) -> int:
+    """What granted the bonus on offer in ``phase`` (``BONUS_FROM_NONE`` outside ``bonus``):
+    the Iron when it was applied this turn (a Threaten is only legal before any Iron)."""
+    if phase != PHASE_BONUS:
+        return BONUS_FROM_NONE
+    return BONUS_FROM_IRON if iron_count else BONUS_FROM_THREATEN
+
+
 class IllegalActionError(ValueError):
     """An action that is not legal in the current phase (or not an action at all)."""
 
@@ -116,10 +140,6 @@ class Game:
 
     __slots__ = (
         "rules",
-        "_bonus_always",
-        "_joker_grants_more",
-        "_turns",
-        "_suits_required",
         "deck",
         "pos",
         "hand",
@@ -133,16 +153,11 @@ class Game:
         "drawn",
         "steps",
         "suits_done",
-        "_suits_done_count",
         "bonus_source",
     )
 
     def __init__(self, deck: Sequence[int], rules: RuleOptions = DEFAULT_RULES) -> None:
         self.rules = rules
-        self._bonus_always = rules.bonus_always
-        self._joker_grants_more = rules.bonus_joker_grants_more
-        self._turns = rules.turns
-        self._suits_required = rules.suits_required
         self.reset(deck)
 
     def reset(self, deck: Sequence[int]) -> None:
@@ -162,44 +177,7 @@ class Game:
         self.drawn: list[int] = []
         self.steps = 0
         self.suits_done = 0  # bit mask of suits whose run is complete
-        self._suits_done_count = 0
         self.bonus_source = BONUS_FROM_NONE
-
-    @classmethod
-    def from_position(
-        cls,
-        deck: Sequence[int],
-        rules: RuleOptions = DEFAULT_RULES,
-        *,
-        pos: int,
-        hand: int,
-        discarded: int,
-        hurt: int,
-        turn: int,
-        phase: int,
-        iron_count: int,
-    ) -> Game:
-        """A game at a given position (for search over possible decks).
-
-        ``deck[:pos]`` are the cards already drawn; the rest is the deck to come.
-        A pending bonus (phase ``bonus``) came from the Iron when ``iron_count`` is
-        positive (a Threaten is only legal before any Iron in a turn).
-        """
-        game = cls(deck, rules)
-        game.pos = pos
-        game.hand = hand
-        game.discarded = discarded
-        game.hurt = hurt
-        game.turn = turn
-        game.phase = phase
-        game.iron_count = iron_count
-        for suit in range(NUM_SUITS):
-            if HAS_RUN[(hand >> (suit * NUM_RANKS)) & SUIT_FIELD_MASK]:
-                game.suits_done |= 1 << suit
-                game._suits_done_count += 1
-        if phase == PHASE_BONUS:
-            game.bonus_source = BONUS_FROM_IRON if iron_count else BONUS_FROM_THREATEN
-        return game
 
     # ----------------------------------------------------------------- queries
     @property
@@ -231,10 +209,6 @@ class Game:
         # getattr/setattr costs twice as much): the solver and the Python rollouts;
         # tests/test_planner.py checks none is missed.
         other.rules = self.rules
-        other._bonus_always = self._bonus_always
-        other._joker_grants_more = self._joker_grants_more
-        other._turns = self._turns
-        other._suits_required = self._suits_required
         other.deck = list(self.deck)
         other.pos = self.pos
         other.hand = self.hand
@@ -248,7 +222,6 @@ class Game:
         other.drawn = list(self.drawn)
         other.steps = self.steps
         other.suits_done = self.suits_done
-        other._suits_done_count = self._suits_done_count
         other.bonus_source = self.bonus_source
         return other
 
@@ -313,8 +286,7 @@ class Game:
             and HAS_RUN[(self.hand >> (suit * NUM_RANKS)) & SUIT_FIELD_MASK]
         ):
             self.suits_done |= 1 << suit
-            self._suits_done_count += 1
-            if self._suits_done_count >= self._suits_required:
+            if self.suits_done.bit_count() >= self.rules.suits_required:
                 self._end(WON)
                 return True
         return False
@@ -344,7 +316,7 @@ class Game:
         return False
 
     def _end_turn(self) -> None:
-        if self.turn >= self._turns:
+        if self.turn >= self.rules.turns:
             self._end(MIDNIGHT)
             return
         self.turn += 1
@@ -388,7 +360,7 @@ class Game:
         """A Joker's bonus (R16). True when the action stops here: the player must
         decide (phase ``bonus``), or the bonus drawn at once (variant) ended the game."""
         self.bonus_source = source
-        if not self._bonus_always:
+        if not self.rules.bonus_always:
             self.phase = PHASE_BONUS
             return True
         self._bonus()
@@ -405,7 +377,7 @@ class Game:
             if self._resolve(card, card < FIRST_COURT):
                 return
             if card >= FIRST_JOKER:
-                if self._joker_grants_more:
+                if self.rules.bonus_joker_grants_more:
                     remaining += BONUS_DRAWS
             elif card >= FIRST_COURT and courts_hurt and self._hurt():
                 return
@@ -432,3 +404,57 @@ class Game:
         if self.hurt > 0:
             self.hurt -= 1
         self._end_turn()
+
+
+I64 = npt.NDArray[np.int64]
+I8 = npt.NDArray[np.int8]
+
+
+class Games(NamedTuple):
+    """The state of ``n`` games as arrays, entry ``i`` of each (row ``i`` of ``deck``) game
+    ``i``'s: :class:`Game`'s attributes, with the outcome as a code
+    (:data:`coldiron_env.batched.OUTCOME_NAMES`) and each game's curriculum rules. The
+    batched rules core's kernels take it whole."""
+
+    deck: I8
+    """(n, 54) card ids in draw order."""
+    pos: I64
+    hand: I64
+    """Bit masks of the numbered cards kept (int64, viewed as uint64 for the observation)."""
+    discarded: I64
+    hurt: I64
+    turn: I64
+    phase: I64
+    iron_count: I64
+    suits_done: I64
+    bonus_source: I64
+    turns: I64
+    """Each game's ``RuleOptions.turns`` (a curriculum changes it between deals)."""
+    suits_required: I64
+    outcome: I64
+    """The outcome code of the last step (``batched.PLAYING`` while the game goes on)."""
+
+    @classmethod
+    def zeros(cls, n: int) -> Games:
+        """``n`` games, every array zero (deal them with :meth:`deal`)."""
+        counters = (np.zeros(n, dtype=np.int64) for _ in cls._fields[1:])
+        return cls(np.zeros((n, DECK_SIZE), dtype=np.int8), *counters)
+
+    def deal(self, rows: I64 | slice, decks: npt.ArrayLike, rules: RuleOptions) -> None:
+        """Start the games ``rows`` on ``decks`` with ``rules``: ``Game(deck, rules)``'s state."""
+        self.deck[rows] = decks
+        counters: tuple[I64, ...] = self[1:]
+        for state, value in zip(counters, _start_values(rules), strict=True):
+            state[rows] = value
+
+
+@cache
+def _start_values(rules: RuleOptions) -> tuple[int, ...]:
+    """The value of every array of :class:`Games` but the deck at the start of a deal."""
+    start = {
+        "turn": 1,
+        "phase": PHASE_TURN,
+        "turns": rules.turns,
+        "suits_required": rules.suits_required,
+    }
+    return tuple(start.get(name, 0) for name in Games._fields[1:])

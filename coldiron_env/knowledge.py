@@ -42,13 +42,12 @@ from coldiron_env.cards import (
     DECK_SIZE,
     FIRST_JOKER,
     JOKER_CODE,
-    NUM_SUITS,
     parse_card,
 )
 from coldiron_env.dealer import relabel_jokers
-from coldiron_env.game import Game
+from coldiron_env.game import Game, Games, pending_bonus_source, suits_done_of
 from coldiron_env.observation import decode, encode_batch
-from coldiron_env.options import DEFAULT_RULES, STANDARD_TURNS, RuleOptions
+from coldiron_env.options import DEFAULT_RULES, RuleOptions
 
 FIRST_JOKER_BIT: Final = 1 << FIRST_JOKER
 SECOND_JOKER_BIT: Final = 1 << (FIRST_JOKER + 1)
@@ -82,23 +81,21 @@ class Knowledge:
             Jokers are ids 52 then 53 in the order they were drawn). Every card
             not seen is in the deck.
         hurt: the Changeling's Hurt, 0..6.
-        turn: the turn being played, 1..``turns``.
-        turns: turns in the game (24).
+        turn: the turn being played, 1..``rules.turns``.
         deck_count: cards left in the deck.
         phase: ``PHASE_TURN``, ``PHASE_IRON``, ``PHASE_BONUS`` or ``PHASE_OVER``.
         iron_count: Iron applications made this turn, 0..3.
-        suits_required: suits whose run completes the phrase (4).
+        rules: the rules of the game (the turns, the phrase, the variants).
     """
 
     hand: int = 0
     seen: int = 0
     hurt: int = 0
     turn: int = 1
-    turns: int = STANDARD_TURNS
     deck_count: int = DECK_SIZE
     phase: int = PHASE_TURN
     iron_count: int = 0
-    suits_required: int = NUM_SUITS
+    rules: RuleOptions = DEFAULT_RULES
 
     # ------------------------------------------------------------ derived
     @property
@@ -124,7 +121,7 @@ class Knowledge:
     @property
     def turns_left(self) -> int:
         """Turns still to be started or finished, the current one included."""
-        return self.turns - self.turn + 1
+        return self.rules.turns - self.turn + 1
 
     def is_consistent(self) -> bool:
         """True when the memory accounts for every card drawn (unseen == deck count)."""
@@ -135,43 +132,33 @@ class Knowledge:
         return [c for c in range(DECK_SIZE) if not self.seen >> c & 1]
 
     # ------------------------------------------------------------ looking ahead
-    def observation(
-        self,
-        mode: str = "flat",
-        recall: bool = False,
-        counting: bool = False,
-        joker_grants_more: bool = False,
-    ) -> Any:
+    def observation(self, mode: str = "flat", recall: bool = False, counting: bool = False) -> Any:
         """The env's observation of the game this describes (what this player would observe),
         so a trained model can decide from a ``Knowledge`` (the planner's base policy). A
         batch of one."""
+        games = Games.zeros(1)
+        games.deal(slice(None), 0, self.rules)
+        for name, value in self._state().items():
+            getattr(games, name)[:] = value
+        return encode_batch(mode, games, self.rules, recall, counting)
 
-        def one(value: int) -> np.ndarray:
-            return np.array([value], dtype=np.int64)
+    def _state(self) -> dict[str, int]:
+        """This position as the attributes of a :class:`Game` (and arrays of :class:`Games`)."""
+        return {
+            "pos": DECK_SIZE - self.deck_count,
+            "hand": self.hand,
+            "discarded": self.seen & ~self.hand,
+            "hurt": self.hurt,
+            "turn": self.turn,
+            "phase": self.phase,
+            "iron_count": self.iron_count,
+            "suits_done": suits_done_of(self.hand),
+            "bonus_source": pending_bonus_source(self.phase, self.iron_count),
+        }
 
-        return encode_batch(
-            mode,
-            np.array([self.hand], dtype=np.uint64),
-            np.array([self.seen & ~self.hand], dtype=np.uint64),
-            one(self.hurt),
-            one(self.turn),
-            one(self.deck_count),
-            one(self.phase),
-            one(self.iron_count),
-            self.turns,
-            self.suits_required,
-            joker_grants_more,
-            recall,
-            counting,
-        )
-
-    def position(self, rules: RuleOptions = DEFAULT_RULES) -> Game:
-        """A game in this position, the unseen cards in ascending order after it.
-
-        The cards drawn so far are the seen ones; :meth:`resample` puts the
-        unseen ones in a random order. Refuses incomplete knowledge (a memory
-        that lost track of a card) and a game that is over.
-        """
+    def _drawn_cards(self) -> list[int]:
+        """The cards drawn so far: the seen ones, ascending. Refuses incomplete knowledge
+        (a memory that lost track of a card) and a game that is over."""
         if not self.is_consistent():
             raise ValueError(
                 f"knowledge is incomplete: {self.unseen.bit_count()} unseen cards for "
@@ -179,18 +166,31 @@ class Knowledge:
             )
         if self.phase == PHASE_OVER:
             raise ValueError("the game is over: there is no position to look ahead from")
-        seen = [c for c in range(DECK_SIZE) if self.seen >> c & 1]
-        return Game.from_position(
-            seen + self.unseen_cards(),
-            rules,
-            pos=len(seen),
-            hand=self.hand,
-            discarded=self.seen & ~self.hand,
-            hurt=self.hurt,
-            turn=self.turn,
-            phase=self.phase,
-            iron_count=self.iron_count,
+        return [c for c in range(DECK_SIZE) if self.seen >> c & 1]
+
+    def position(self) -> Game:
+        """A game in this position, the unseen cards in ascending order after it.
+
+        The cards drawn so far are the seen ones; :meth:`resample` puts the
+        unseen ones in a random order. Refuses incomplete knowledge and a game that is over.
+        """
+        game = Game(self._drawn_cards() + self.unseen_cards(), self.rules)
+        for name, value in self._state().items():
+            setattr(game, name, value)
+        return game
+
+    def games(self, orders: npt.NDArray[np.int64]) -> Games:
+        """This position once per row of ``orders`` (orders of the unseen cards, as
+        :meth:`sample_order_array` draws them): the batched :meth:`position`."""
+        n = orders.shape[0]
+        drawn = np.broadcast_to(
+            np.asarray(self._drawn_cards(), dtype=np.int64), (n, DECK_SIZE - self.deck_count)
         )
+        games = Games.zeros(n)
+        games.deal(slice(None), np.concatenate([drawn, orders], axis=1), self.rules)
+        for name, value in self._state().items():
+            getattr(games, name)[:] = value
+        return games
 
     def sample_orders(self, rng: np.random.Generator, count: int) -> list[list[int]]:
         """``count`` uniformly random orders of the unseen cards (Jokers relabelled so
@@ -207,12 +207,10 @@ class Knowledge:
             relabel_jokers(orders)
         return orders
 
-    def resample(
-        self, rng: np.random.Generator, count: int, rules: RuleOptions = DEFAULT_RULES
-    ) -> Iterator[Game]:
+    def resample(self, rng: np.random.Generator, count: int) -> Iterator[Game]:
         """``count`` games drawn from what this player knows: this position, with the
         unseen cards in a uniformly random order (each a fresh, independent game)."""
-        root = self.position(rules)
+        root = self.position()
         pos = root.pos
         for order in self.sample_orders(rng, count):
             game = root.clone()
@@ -223,21 +221,19 @@ class Knowledge:
     @classmethod
     def from_game(cls, game: Game) -> Knowledge:
         """What the player of ``game`` knows (hand, discard pile, counters; not the deck)."""
-        rules = game.rules
         return cls(
             hand=game.hand,
             seen=game.hand | game.discarded,
             hurt=game.hurt,
             turn=game.turn,
-            turns=rules.turns,
             deck_count=DECK_SIZE - game.pos,
             phase=game.phase,
             iron_count=game.iron_count,
-            suits_required=rules.suits_required,
+            rules=game.rules,
         )
 
     def reset(self) -> None:
-        """Forget everything: the start of a new game (``turns`` and the goal are kept)."""
+        """Forget everything: the start of a new game (the rules are kept)."""
         self.hand = 0
         self.seen = 0
         self.hurt = 0
@@ -275,7 +271,7 @@ class Knowledge:
             self.phase = _PHASE_BY_NAME[phase]
             self.iron_count = int(info.get("iron_count", 0))
         else:
-            view = decode(obs, self.turns)
+            view = decode(obs, self.rules.turns)
             self.hand = view.hand
             self.hurt = view.hurt
             self.turn = view.turn

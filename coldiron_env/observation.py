@@ -51,8 +51,8 @@ from coldiron_env.cards import (
     NUM_SUITS,
     RUN_LENGTH,
 )
-from coldiron_env.game import Game
-from coldiron_env.options import IRON_APPLICATIONS_PER_TURN, MAX_HURT, STANDARD_TURNS
+from coldiron_env.game import Game, Games
+from coldiron_env.options import IRON_APPLICATIONS_PER_TURN, MAX_HURT, STANDARD_TURNS, RuleOptions
 
 if TYPE_CHECKING:
     from gymnasium import spaces
@@ -60,6 +60,8 @@ if TYPE_CHECKING:
 
 ObservationMode = Literal["flat", "dict"]
 OBSERVATION_MODES: Final = ("flat", "dict")
+OBSERVATION_OPTIONS: Final = ("observation_mode", "recall", "counting")
+"""The env options that change only what a player observes (a trained model brings its own)."""
 COUNTING_KEY: Final = "counting"
 """Dict-mode key of the counting block."""
 OBSERVATIONS_KEY: Final = "observations"
@@ -200,11 +202,12 @@ def counting_block(
     deck_count: I64,
     turns: int | I64,
     suits_required: int | I64,
-    joker_grants_more: bool,
+    rules: RuleOptions,
 ) -> F32:
     """The counting block of ``n`` games, shape (n, 153): :class:`~coldiron_env.analysis.Counting`
-    laid out as :data:`COUNTING_FIELDS` (``turns``, ``suits_required``: one or one per game)."""
-    c = Counting(hand, seen, hurt, turn, deck_count, turns, suits_required, joker_grants_more)
+    laid out as :data:`COUNTING_FIELDS` (``turns``, ``suits_required``: one or one per game;
+    the variants of ``rules``)."""
+    c = Counting(hand, seen, hurt, turn, deck_count, turns, suits_required, rules)
     n = hand.shape[0]
     out = np.empty((n, COUNTING_SIZE), dtype=np.float32)
 
@@ -251,7 +254,7 @@ def _game_counting(game: Game) -> F32:
         np.array([DECK_SIZE - game.pos], dtype=np.int64),
         game.rules.turns,
         game.rules.suits_required,
-        game.rules.bonus_joker_grants_more,
+        game.rules,
     )
     row: F32 = block[0]
     return row
@@ -361,28 +364,25 @@ _PHASE_ONE_HOT: Final = np.eye(NUM_PHASES, dtype=np.float32)
 
 def encode_batch(
     mode: str,
-    hand: U64,
-    discarded: U64,
-    hurt: I64,
-    turn: I64,
-    deck_count: I64,
-    phase: I64,
-    iron_count: I64,
-    turns: int | I64,
-    suits_required: int | I64,
-    joker_grants_more: bool,
+    games: Games,
+    rules: RuleOptions,
     recall: bool,
     counting: bool,
+    rows: I64 | None = None,
 ) -> Any:
-    """Observations of ``n`` games (arrays of their state, bit masks over card ids; the
-    rules ``turns`` and ``suits_required`` one for all or one per game): an (n, N)
-    float32 array in flat mode, a dict of arrays (leading dimension n) in dict mode."""
+    """Observations of the games ``rows`` of ``games`` (default: all ``n``; each with its
+    own ``turns`` and ``suits_required``, the variants of ``rules``): an (n, N) float32
+    array in flat mode, a dict of arrays (leading dimension n) in dict mode."""
+    pick = slice(None) if rows is None else rows
+    hand = games.hand[pick].view(np.uint64)
+    discarded = games.discarded[pick].view(np.uint64)
+    hurt, turn, phase = games.hurt[pick], games.turn[pick], games.phase[pick]
+    iron_count, deck_count = games.iron_count[pick], DECK_SIZE - games.pos[pick]
+    turns, suits_required = games.turns[pick], games.suits_required[pick]
     block = None
     if counting:
         seen = hand | discarded
-        block = counting_block(
-            hand, seen, hurt, turn, deck_count, turns, suits_required, joker_grants_more
-        )
+        block = counting_block(hand, seen, hurt, turn, deck_count, turns, suits_required, rules)
     if mode == "dict":
         obs: dict[str, Any] = {
             "hand": bits(hand, NUM_NUMBERED).view(np.int8),

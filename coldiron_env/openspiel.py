@@ -1,10 +1,11 @@
 """Cold Iron as an OpenSpiel game: ``import coldiron_env.openspiel`` registers ``python_cold_iron``.
 
     import pyspiel
-    import coldiron_env.openspiel  # registers the game
+    from coldiron_env.openspiel import game_string  # registers the game
+    from coldiron_env.options import VARIANTS
 
-    game = pyspiel.load_game("python_cold_iron")               # the standard game
-    variant = pyspiel.load_game("python_cold_iron(bonus_always=True)")
+    game = pyspiel.load_game("python_cold_iron")                   # the standard game
+    variant = pyspiel.load_game(game_string(VARIANTS["always"]))  # a rule variant
 
 One player; the draws are chance nodes. A player action that draws cards
 (every action but Stop) leaves the state at a chance node whose outcomes are the
@@ -25,15 +26,12 @@ module only decides when to ask chance for a card. The engine is unchanged.
 A sequence of chance outcomes equal to a dealt deck (``coldiron_env.dealer``,
 Jokers already 52 before 53) plays that deck exactly as ``Game(deck)`` does.
 
-Parameters (all optional), the rule variants of
-:class:`~coldiron_env.options.RuleOptions` and the observation options of the env:
+Parameters (all optional): every field of :class:`~coldiron_env.options.RuleOptions`
+with its default (the rule variants, and ``turns`` / ``suits_required`` for training
+curricula), and the observation options of the env:
 
 | parameter | default | meaning |
 | --- | --- | --- |
-| ``bonus_always`` | False | variant: a Joker's bonus is always taken (no ``bonus`` phase) |
-| ``bonus_joker_grants_more`` | False | variant: a Joker in the bonus grants three more draws |
-| ``turns`` | 24 | training curricula only (24 is the game) |
-| ``suits_required`` | 4 | training curricula only (4 is the game) |
 | ``recall`` | True | observation: the discard pile (so the tensor is the whole state) |
 | ``counting`` | False | observation: the counting block (153 values) |
 
@@ -94,6 +92,14 @@ GAME_TYPE: Final = pyspiel.GameType(
     provides_observation_tensor=True,
     parameter_specification=DEFAULT_PARAMETERS,
 )
+
+
+def game_string(rules: RuleOptions) -> str:
+    """The ``pyspiel.load_game`` string of the game under ``rules`` (its parameters that
+    differ from the game's)."""
+    changes = rules.changes()
+    inner = ",".join(f"{k}={v}" for k, v in changes.items())
+    return f"{SHORT_NAME}({inner})" if changes else SHORT_NAME
 
 
 def split_parameters(params: dict[str, Any] | None) -> tuple[RuleOptions, bool, bool]:

@@ -51,6 +51,7 @@ from __future__ import annotations
 import operator
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 import numpy as np
@@ -75,18 +76,16 @@ from coldiron_env.actions import (
     LEGAL_MASKS,
     NUM_ACTIONS,
     PHASE_NAMES,
-    PHASE_TURN,
 )
 from coldiron_env.batched import (
     CODE_WON,
     FORFEIT,
-    I8,
-    I64,
     NUMBA_AVAILABLE,
     OUTCOME_NAMES,
     PLAYING,
     SKIP,
     SLOW_WARNING,
+    pack_rules,
     step_games,
 )
 from coldiron_env.cards import (
@@ -95,16 +94,18 @@ from coldiron_env.cards import (
     parse_deck,
 )
 from coldiron_env.dealer import SHUFFLE_BATCH, audit_deals, auditing, relabel_jokers
-from coldiron_env.env import CURRICULUM_KEYS, RESET_OPTION_KEYS, ColdIronEnv, check_curriculum
+from coldiron_env.env import RESET_OPTION_KEYS, ColdIronEnv, check_curriculum
 from coldiron_env.game import (
+    I8,
+    I64,
     GameOverError,
+    Games,
     IllegalActionError,
     describe_illegal,
 )
 from coldiron_env.observation import encode_batch, with_mask
-from coldiron_env.options import RuleOptions
+from coldiron_env.options import CURRICULUM_KEYS
 
-U64 = npt.NDArray[np.uint64]
 Bools = npt.NDArray[np.bool_]
 AnyArray = npt.NDArray[Any]
 
@@ -221,24 +222,14 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             dtype=np.float64,
         )
         self._next_rules = self.rules
+        self._packed = pack_rules(self.rules)  # the variants: fixed at construction
 
         n = num_envs
         self._index = np.arange(n)
-        # game state (hand and discard pile as int64 bit masks, viewed as uint64)
-        self._deck = np.zeros((n, DECK_SIZE), dtype=np.int8)
-        self._pos = np.zeros(n, dtype=np.int64)
-        self._hand = np.zeros(n, dtype=np.int64)
-        self._discarded = np.zeros(n, dtype=np.int64)
-        self._hurt = np.zeros(n, dtype=np.int64)
-        self._turn = np.ones(n, dtype=np.int64)
-        self._phase = np.zeros(n, dtype=np.int64)
-        self._iron = np.zeros(n, dtype=np.int64)
-        self._suits_done = np.zeros(n, dtype=np.int64)
-        self._source = np.zeros(n, dtype=np.int64)
+        self._games = Games.zeros(n)
+        self._games.deal(self._index, 0, self.rules)
+        self._arrays = tuple(self._games)  # the same arrays, for step_games' faster dispatch
         self._steps = np.zeros(n, dtype=np.int64)
-        self._turns = np.full(n, self.rules.turns, dtype=np.int64)
-        self._suits_required = np.full(n, self.rules.suits_required, dtype=np.int64)
-        self._outcome = np.zeros(n, dtype=np.int64)
         self._illegal_count = np.zeros(n, dtype=np.int64)
         self._pending_reset = np.zeros(n, dtype=np.bool_)  # NEXT_STEP: deal again next step
         # dealing: a generator and a batch of shuffles per game, as ColdIronEnv's Dealer
@@ -288,14 +279,14 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             again = np.flatnonzero(restarting)
             self._start(again, self._deal(again))
             action = np.where(restarting, SKIP, action)
-        legal = LEGAL_MASKS[self._phase, np.minimum(action, NUM_ACTIONS - 1)] | restarting
+        legal = LEGAL_MASKS[self._games.phase, np.minimum(action, NUM_ACTIONS - 1)] | restarting
         penalized: Bools | None = None
         limit: Bools | None = None
         if not legal.all():
             if self.illegal_action == "raise":
                 i = int(np.flatnonzero(~legal)[0])
                 raise IllegalActionError(
-                    f"env {i}: {describe_illegal(int(action[i]), int(self._phase[i]))}"
+                    f"env {i}: {describe_illegal(int(action[i]), int(self._games.phase[i]))}"
                 )
             if self.illegal_action == "penalize":  # nothing happens, until the limit
                 penalized = ~legal
@@ -304,25 +295,8 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
                 action = np.where(penalized, np.where(limit, FORFEIT, SKIP), action)
             else:
                 action = np.where(legal, action, FORFEIT)
-        outcome = self._outcome
-        self._step_games(
-            action,
-            self._deck,
-            self._pos,
-            self._hand,
-            self._discarded,
-            self._hurt,
-            self._turn,
-            self._phase,
-            self._iron,
-            self._suits_done,
-            self._source,
-            self._turns,
-            self._suits_required,
-            outcome,
-            self.rules.bonus_always,
-            self.rules.bonus_joker_grants_more,
-        )
+        self._step_games(action, self._arrays, self._packed)
+        outcome = self._games.outcome
         terminated = outcome != PLAYING
         self._steps += ~restarting
         if self.max_episode_steps is None:
@@ -364,7 +338,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
     def action_masks(self) -> Bools:
         """Legal actions of every game, an (N, 19) bool array (for sb3-contrib's MaskablePPO);
         a game that is over (waiting for its ``NEXT_STEP`` deal) marks every action."""
-        return np.take(ENV_MASKS, self._phase, axis=0)
+        return np.take(ENV_MASKS, self._games.phase, axis=0)
 
     def set_env_kwargs(self, env_kwargs: Mapping[str, Any]) -> None:
         """Play every game dealt from now on with these ``turns`` / ``suits_required``.
@@ -374,22 +348,22 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         """
         check_curriculum(self._env_kwargs, env_kwargs, "the vector env", self._max_turns)
         values = {k: env_kwargs[k] for k in CURRICULUM_KEYS if k in env_kwargs}
-        self._next_rules = RuleOptions(**{**self._next_rules.to_dict(), **values})
+        self._next_rules = replace(self._next_rules, **values)
 
     # ------------------------------------------------------------ queries
     def hand_codes(self, i: int) -> list[str]:
         """Card codes of game ``i``'s hand, sorted by suit then rank (the single env's ``hand``)."""
-        return hand_codes(int(self._hand[i]))
+        return hand_codes(int(self._games.hand[i]))
 
     def deck_ids(self, i: int) -> tuple[int, ...]:
         """Card ids of game ``i`` in the order the game uses them, Jokers relabelled as drawn
         (the single env's ``game.deck``)."""
-        return tuple(int(c) for c in self._deck[i])
+        return tuple(int(c) for c in self._games.deck[i])
 
     def state_nbytes(self) -> int:
         """Bytes of NumPy state held for all games (grows linearly with ``num_envs``)."""
         arrays = [v for v in vars(self).values() if isinstance(v, np.ndarray) and v.base is None]
-        return sum(a.nbytes for a in arrays)
+        return sum(a.nbytes for a in [*arrays, *self._games])
 
     # ------------------------------------------------------------ internals
     def _check_actions(self, actions: Any) -> I64:
@@ -492,36 +466,18 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
 
     def _start(self, envs: I64, decks: I8) -> None:
         """Start new games on ``decks`` (k, 54) in ``envs``, with the rules now in force."""
-        self._deck[envs] = decks
-        for state in (
-            self._pos, self._hurt, self._iron, self._source, self._steps, self._hand,
-            self._discarded, self._suits_done, self._outcome, self._illegal_count,
-        ):  # fmt: skip
-            state[envs] = 0
-        self._phase[envs] = PHASE_TURN
-        self._turn[envs] = 1
-        self._turns[envs] = self._next_rules.turns
-        self._suits_required[envs] = self._next_rules.suits_required
+        self._games.deal(envs, decks, self._next_rules)
+        self._steps[envs] = 0
+        self._illegal_count[envs] = 0
 
     def _observe(self, envs: I64 | None) -> Any:
-        pick = slice(None) if envs is None else envs
+        games = self._games
         obs = encode_batch(
-            self.observation_mode,
-            self._hand[pick].view(np.uint64),
-            self._discarded[pick].view(np.uint64),
-            self._hurt[pick],
-            self._turn[pick],
-            DECK_SIZE - self._pos[pick],
-            self._phase[pick],
-            self._iron[pick],
-            self._turns[pick],
-            self._suits_required[pick],
-            self.rules.bonus_joker_grants_more,
-            self.recall,
-            self.counting,
+            self.observation_mode, games, self.rules, self.recall, self.counting, envs
         )
         if self.mask_in_observation:
-            return with_mask(obs, np.take(ENV_MASKS_INT8, self._phase[pick], axis=0))
+            phase = games.phase if envs is None else games.phase[envs]
+            return with_mask(obs, np.take(ENV_MASKS_INT8, phase, axis=0))
         return obs
 
     def _info(
@@ -532,7 +488,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         """The batched ``info`` of every game; with ``outcome``, the outcomes of the games
         that ended; with ``rows``, only those games are marked present."""
         n = self.num_envs
-        phase = self._phase
+        phase = self._games.phase
         if rows is None:
             present = np.ones(n, dtype=np.bool_)
         else:
@@ -541,10 +497,10 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         info: dict[str, Any] = {
             "action_mask": np.take(ENV_MASKS_INT8, phase, axis=0),
             "phase": PHASE_NAME_ARRAY[phase],
-            "turn": self._turn.copy(),
-            "hurt": self._hurt.copy(),
-            "deck_count": DECK_SIZE - self._pos,
-            "iron_count": self._iron.copy(),
+            "turn": self._games.turn.copy(),
+            "hurt": self._games.hurt.copy(),
+            "deck_count": DECK_SIZE - self._games.pos,
+            "iron_count": self._games.iron_count.copy(),
         }
         for key in list(info):
             info["_" + key] = present

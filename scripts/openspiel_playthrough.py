@@ -33,7 +33,8 @@ from agents.atomic import atomic_write_text
 from agents.players.heuristic import HeuristicAgent
 from coldiron_env.dealer import shuffled_decks
 from coldiron_env.knowledge import Knowledge
-from coldiron_env.openspiel import SHORT_NAME, ColdIronState
+from coldiron_env.openspiel import SHORT_NAME, ColdIronState, game_string
+from coldiron_env.options import VARIANTS
 
 PUBLIC_FILE_MODE: Final = 0o644
 GOLDEN_DIR: Final = Path(__file__).resolve().parent.parent / "tests" / "golden" / "openspiel"
@@ -43,8 +44,7 @@ MAX_SEEDS: Final = 500
 PLAYTHROUGHS: Final = (
     # file name, game string, what the game must show
     ("python_cold_iron.txt", SHORT_NAME, ("won", "bonus", "iron")),
-    ("python_cold_iron_bonus_more.txt", f"{SHORT_NAME}(bonus_joker_grants_more=True)",
-     ("bonus", "iron")),
+    ("python_cold_iron_bonus_more.txt", game_string(VARIANTS["more"]), ("bonus", "iron")),
 )  # fmt: skip
 
 
@@ -84,9 +84,9 @@ def find_game(game_string: str, wanted: tuple[str, ...]) -> list[int]:
 def build() -> dict[str, str]:
     """File name -> playthrough text."""
     files = {}
-    for name, game_string, wanted in PLAYTHROUGHS:
-        actions = find_game(game_string, wanted)
-        files[name] = generate_playthrough.playthrough(game_string, actions, seed=0)
+    for name, spiel_game, wanted in PLAYTHROUGHS:
+        actions = find_game(spiel_game, wanted)
+        files[name] = generate_playthrough.playthrough(spiel_game, actions, seed=0)
     return files
 
 

@@ -35,10 +35,11 @@ from coldiron_env.cards import deck_codes, parse_deck
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import Game
 from coldiron_env.knowledge import Knowledge
+from coldiron_env.observation import OBSERVATION_OPTIONS
+from coldiron_env.options import VARIANT_KEYS, add_variant_flags, variants_of
 from coldiron_env.render import legal_summary, render_text
 
 SAVE_VERSION: Final = 1
-ENV_KWARG_KEYS: Final = ("bonus_always", "bonus_joker_grants_more")
 QUIT_WORDS: Final = ("quit", "exit", "q")
 
 HELP: Final = (
@@ -111,10 +112,10 @@ class Session:
             if key not in data:
                 raise UserError(f"saved game {str(path)!r}: missing key {key!r}")
         kwargs = data["env_kwargs"]
-        if not isinstance(kwargs, dict) or set(kwargs) - set(ENV_KWARG_KEYS):
+        if not isinstance(kwargs, dict) or set(kwargs) - set(VARIANT_KEYS):
             raise UserError(
                 f"saved game {str(path)!r}: key 'env_kwargs' must hold only "
-                f"{list(ENV_KWARG_KEYS)}, got {kwargs!r}"
+                f"{list(VARIANT_KEYS)}, got {kwargs!r}"
             )
         try:
             session = cls(list(data["deck"]), None, {**kwargs, **(observes or {})})
@@ -148,14 +149,14 @@ def planner_hints(session: Session) -> str:
     """The planner's estimated win chance for each legal action, and why when none can win."""
     game = session.game
     kn = Knowledge.from_game(game)
-    chances = action_win_chances(kn, game.rules, session.actions)
+    chances = action_win_chances(kn, session.actions)
     if not chances:
         return "the game is over: no action to estimate"
     lines = [f"  {a:2d} {ACTION_NAMES[a]:<14} {p:6.1%}" for a, p in sorted(chances.items())]
     text = "planner's estimated win chance:\n" + "\n".join(lines)
     if any(chances.values()):
         return text
-    why = why_hopeless(kn, game.rules) if game.phase == PHASE_TURN else None
+    why = why_hopeless(kn) if game.phase == PHASE_TURN else None
     return (
         text
         + "\n"
@@ -224,10 +225,6 @@ def human_loop(session: Session, hint: bool, out: Callable[[str], None]) -> int:
     return 0
 
 
-OBSERVATION_KWARGS: Final = ("observation_mode", "recall", "counting")
-"""The env options that shape what a trained model observes: the game is played with its own."""
-
-
 def load_agent(spec: str) -> tuple[Any, dict[str, Any]]:
     """The agent named ``spec`` and the observation options it was trained with."""
     set_torch_threads()
@@ -236,7 +233,7 @@ def load_agent(spec: str) -> tuple[Any, dict[str, Any]]:
     except (ValueError, KeyError, FileNotFoundError) as err:
         raise UserError(f"--agent {spec!r}: {err}") from None
     trained = getattr(agent, "env_kwargs", {})
-    return agent, {k: trained[k] for k in OBSERVATION_KWARGS if k in trained}
+    return agent, {k: trained[k] for k in OBSERVATION_OPTIONS if k in trained}
 
 
 class _Quit(Exception):
@@ -305,8 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--hint", action="store_true", help="show the planner's win chances")
     parser.add_argument("--picture", type=Path, default=None, help="write the final table as PNG")
-    parser.add_argument("--bonus-always", action="store_true", help="rule variant")
-    parser.add_argument("--bonus-joker-grants-more", action="store_true", help="rule variant")
+    add_variant_flags(parser)
     args = parser.parse_args(argv)
     if args.delay is not None and args.delay < 0:
         parser.error(f"--delay must be >= 0, got {args.delay}")
@@ -322,12 +318,7 @@ def main(argv: list[str] | None = None) -> int:
             session = Session.load(args.load, observes)
         else:
             deck = read_deck(args.deck) if args.deck is not None else None
-            kwargs = {
-                "bonus_always": args.bonus_always,
-                "bonus_joker_grants_more": args.bonus_joker_grants_more,
-                **observes,
-            }
-            session = Session(deck, args.seed, kwargs)
+            session = Session(deck, args.seed, {**variants_of(args), **observes})
         if agent is not None:
             code = agent_loop(session, agent, args.delay, args.seed, out)
         else:

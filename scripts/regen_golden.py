@@ -43,6 +43,7 @@ from agents.evaluation.lockstep import Move, play_lockstep
 from agents.players.base import Agent
 from coldiron_env.actions import NUM_ACTIONS
 from coldiron_env.cards import deck_codes
+from coldiron_env.options import VARIANTS
 
 GOLDEN_DIR = Path(__file__).resolve().parent.parent / "tests" / "golden"
 FORMAT = 1
@@ -150,8 +151,7 @@ def game_specs() -> list[dict[str, Any]]:
     """The golden set: name, env kwargs, seed or deck, policy or actions."""
     specs: list[dict[str, Any]] = []
     std: dict[str, Any] = {}
-    always = {"bonus_always": True}
-    more = {"bonus_joker_grants_more": True}
+    always, more = VARIANTS["always"].changes(), VARIANTS["more"].changes()
     for seed in range(6):
         specs.append(
             {"name": f"random_std_s{seed}", "kwargs": std, "seed": seed, "policy": "random"}

@@ -26,7 +26,7 @@ from agents.evaluation.stats import wilson_interval
 from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
 from coldiron_env.cards import deck_codes
 from coldiron_env.dealer import shuffled_decks
-from coldiron_env.options import RuleOptions
+from coldiron_env.options import RuleOptions, add_variant_flags, variants_of
 
 CHUNK: int = 50  # deals per task handed to a worker
 
@@ -85,17 +85,14 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="node cap per deal, 0 = none (unknown counts as won)",
     )
-    parser.add_argument("--bonus-always", action="store_true", help="rule variant")
-    parser.add_argument("--bonus-joker-grants-more", action="store_true", help="rule variant")
+    add_variant_flags(parser)
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args(argv)
     if args.deals <= 0:
         parser.error(f"--deals must be positive, got {args.deals}")
     if args.workers <= 0:
         parser.error(f"--workers must be positive, got {args.workers}")
-    rules = RuleOptions(
-        bonus_always=args.bonus_always, bonus_joker_grants_more=args.bonus_joker_grants_more
-    )
+    rules = RuleOptions(**variants_of(args))
     decks: list[list[int]] = shuffled_decks(np.random.default_rng(args.seed), args.deals).tolist()
     tasks = [
         (decks[i : i + CHUNK], rules.to_dict(), args.max_nodes) for i in range(0, len(decks), CHUNK)

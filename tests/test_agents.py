@@ -21,6 +21,7 @@ from coldiron_env.cards import deck_codes, parse_card
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import Game
 from coldiron_env.knowledge import Knowledge
+from coldiron_env.options import RuleOptions
 
 # Independent constants (spec table), as in tests/helpers.py.
 THREATEN, IRON, REST, STOP, BONUS = 0, 1, 16, 17, 18
@@ -320,9 +321,10 @@ def test_the_evaluator_hands_players_what_they_know_never_the_game() -> None:
     result = evaluate_agent(spy, decks, seeds, use_engine=True)
     assert result.episodes == 30 and len(spy.seen) > 300
     assert all(type(kn) is Knowledge for kn in spy.seen)
-    # A Knowledge holds masks and counters only: no deck, no order of anything.
-    names = [f.name for f in dataclasses.fields(Knowledge)]
+    # A Knowledge holds masks and counters (and the rules) only: no deck, no order of anything.
+    names = [f.name for f in dataclasses.fields(Knowledge) if f.name != "rules"]
     assert all(isinstance(getattr(kn, name), int) for kn in spy.seen for name in names)
+    assert all(type(kn.rules) is RuleOptions for kn in spy.seen)
 
 
 def test_resampled_games_agree_with_what_the_player_knows() -> None:

@@ -205,16 +205,16 @@ def test_against_heuristic_on_paired_deals() -> None:
 
 def test_action_win_chances_gives_a_probability_per_legal_action() -> None:
     game = Game(deal_decks(2, 1)[0].tolist())
-    chances = action_win_chances(Knowledge.from_game(game), game.rules, [], samples=60)
+    chances = action_win_chances(Knowledge.from_game(game), [], samples=60)
     assert set(chances) == set(LEGAL_ACTIONS[game.phase])
     assert all(0.0 <= p <= 1.0 for p in chances.values())
     # Racking for a rank at the start dies to a Joker or court now and then; the
     # heuristic's opening (the Iron) is near its known win rate (~18%).
     assert 0.05 <= chances[decide(Knowledge.from_game(game))] <= 0.4
-    again = action_win_chances(Knowledge.from_game(game), game.rules, [], samples=60)
+    again = action_win_chances(Knowledge.from_game(game), [], samples=60)
     assert chances == again  # reproducible
     game.step(1)
-    later = action_win_chances(Knowledge.from_game(game), game.rules, [1], samples=10)
+    later = action_win_chances(Knowledge.from_game(game), [1], samples=10)
     assert set(later) == set(LEGAL_ACTIONS[game.phase])
 
 
@@ -222,7 +222,7 @@ def test_action_win_chances_edge_cases() -> None:
     game = Game(deal_decks(2, 1)[0].tolist())
     while game.phase != PHASE_OVER:
         game.step(decide(Knowledge.from_game(game)))
-    assert action_win_chances(Knowledge.from_game(game), game.rules, []) == {}
+    assert action_win_chances(Knowledge.from_game(game), []) == {}
     with pytest.raises(ValueError, match="samples"):
         action_win_chances(Knowledge(), samples=0)
 

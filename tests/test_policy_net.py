@@ -17,7 +17,8 @@ from agents.players.policy_net import NetRoller, PolicyNet
 from agents.players.rollouts import hopeless_games, tables
 from agents.registry import make_agent
 from coldiron_env.actions import ENV_MASKS, LEGAL_ACTIONS, PHASE_OVER, PHASE_TURN
-from coldiron_env.game import WON, Game
+from coldiron_env.batched import pack_rules
+from coldiron_env.game import WON, Game, Games
 from coldiron_env.knowledge import Knowledge
 from coldiron_env.options import DEFAULT_RULES, RuleOptions
 
@@ -49,15 +50,19 @@ def positions(rules: RuleOptions, deals: int, seed: int) -> list[Game]:
     return out
 
 
-def observations(games: list[Game], net: PolicyNet) -> tuple[np.ndarray, np.ndarray]:
-    def col(name: str) -> np.ndarray:
-        return np.array([getattr(g, name) for g in games], dtype=np.int64)
+def batch(games: list[Game]) -> Games:
+    """The positions as the batched state (each array from the games' attributes)."""
+    out = Games.zeros(len(games))
+    out.deal(slice(None), np.array([g.deck for g in games]), games[0].rules)
+    for name in Games._fields[1:]:
+        if name not in ("turns", "suits_required", "outcome"):  # the rules' (dealt), a code
+            getattr(out, name)[:] = [getattr(g, name) for g in games]
+    return out
 
-    obs = net.observe(
-        col("hand"), col("discarded"), col("hurt"), col("turn"), col("pos"), col("phase"),
-        col("iron_count"), DEFAULT_RULES,
-    )  # fmt: skip
-    return obs, col("phase")
+
+def observations(games: list[Game], net: PolicyNet) -> tuple[np.ndarray, np.ndarray]:
+    state = batch(games)
+    return net.observe(state, DEFAULT_RULES), state.phase.copy()
 
 
 def test_the_numpy_network_scores_and_chooses_as_the_model() -> None:
@@ -89,16 +94,16 @@ def reference_rollout(net: PolicyNet, root: Game, order: list[int], first: int) 
     game.step(first)
     while game.phase != PHASE_OVER:
         kn = Knowledge.from_game(game)
-        if kn.phase == PHASE_TURN and hopeless(kn, game.rules):
+        if kn.phase == PHASE_TURN and hopeless(kn):
             return False
-        game.step(net.act_knowledge(kn, game.rules))
+        game.step(net.act_knowledge(kn))
     return game.outcome == WON
 
 
 @pytest.mark.parametrize("rules", VARIANTS, ids=["game", "bonus-always", "joker-more"])
 def test_network_rollouts_play_the_network_move_by_move(rules: RuleOptions) -> None:
     _, net = shipped()
-    roller = NetRoller(net, rules)
+    roller = NetRoller(net)
     games = positions(rules, 12, seed=5)
     rng = np.random.default_rng(0)
     checked = wins = 0
@@ -112,7 +117,7 @@ def test_network_rollouts_play_the_network_move_by_move(rules: RuleOptions) -> N
         replay = np.random.default_rng()
         replay.bit_generator.state = state
         orders = kn.sample_orders(replay, 6)
-        root = kn.position(rules)
+        root = kn.position()
         for action in candidates:
             expected = [reference_rollout(net, root, order, action) for order in orders]
             assert estimate.wins[action] == [int(w) for w in expected]
@@ -123,18 +128,9 @@ def test_network_rollouts_play_the_network_move_by_move(rules: RuleOptions) -> N
 
 def test_hopeless_games_is_the_planners_test() -> None:
     games = positions(DEFAULT_RULES, 60, seed=7)
-    need_t, useful_t = tables()[:2]
-
-    def col(name: str) -> np.ndarray:
-        return np.array([getattr(g, name) for g in games], dtype=np.int64)
-
-    got = hopeless_games(
-        np.array([g.phase != PHASE_OVER for g in games]), col("hand"), col("discarded"),
-        col("hurt"), col("turn"), col("phase"), col("pos"), 24, 4, False, need_t, useful_t,
-    )  # fmt: skip
-    want = [
-        g.phase == PHASE_TURN and hopeless(Knowledge.from_game(g), DEFAULT_RULES) for g in games
-    ]
+    live = np.array([g.phase != PHASE_OVER for g in games])
+    got = hopeless_games(live, batch(games), pack_rules(DEFAULT_RULES), tables())
+    want = [g.phase == PHASE_TURN and hopeless(Knowledge.from_game(g)) for g in games]
     assert got.tolist() == want
     assert 0 < sum(want) < len(want), "both kinds of position occur"
 
@@ -145,7 +141,8 @@ def test_the_planner_keeps_network_rollouts_under_other_rules() -> None:
     rules = RuleOptions(turns=20, suits_required=3)
     planner.set_rules(rules)
     roller = planner._roller
-    assert isinstance(roller, NetRoller) and roller.net is net and roller.rules == rules
+    assert isinstance(roller, NetRoller) and roller.net is net
+    assert planner.knowledge.rules == rules, "the rollouts play the rules the knowledge carries"
     assert not isinstance(PlannerAgent(PLANNER_DEFAULT)._roller, NetRoller)
 
 

@@ -32,7 +32,7 @@ from agents.players.rollouts import (
 )
 from coldiron_env.actions import LEGAL_ACTIONS, PHASE_OVER, PHASE_TURN, STOP, THREATEN
 from coldiron_env.analysis import max_keeps
-from coldiron_env.batched import NUMBA_AVAILABLE
+from coldiron_env.batched import JOKER_KEEPS, NUMBA_AVAILABLE, pack_rules
 from coldiron_env.cards import DECK_SIZE, NUM_JOKERS
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import Game
@@ -71,18 +71,16 @@ def positions(rules: RuleOptions, deals: int, seed: int, random_share: float = 0
     return out
 
 
-def expected(kn: Knowledge, params: HeuristicParams, rules: RuleOptions) -> int:
+def expected(kn: Knowledge, params: HeuristicParams) -> int:
     if kn.phase == PHASE_TURN:
-        return turn_decision(kn, params, rules)
+        return turn_decision(kn, params)
     return decide(kn, params)
 
 
 def compiled_action(game: Game, params: HeuristicParams, python: bool = False) -> int:
-    rules = game.rules
     fn = heuristic_action.py_func if python else heuristic_action
-    state = (game.hand, game.discarded, game.hurt, game.turn, game.phase, game.iron_count)
-    rule_args = (game.pos, rules.turns, rules.suits_required, rules.bonus_joker_grants_more)
-    return int(fn(*state, *rule_args, *tables(), pack_params(params)))
+    games = Knowledge.from_game(game).games(np.array([game.deck[game.pos :]]))
+    return int(fn(games, 0, pack_rules(game.rules), tables(), pack_params(params)))
 
 
 @pytest.mark.parametrize("rules", VARIANTS, ids=VARIANT_IDS)
@@ -96,7 +94,7 @@ def test_the_compiled_heuristic_decides_as_the_python_one(
     seen = {PHASE_TURN: 0, "hopeless": 0, "other phases": 0}
     for game in games:
         kn = Knowledge.from_game(game)
-        want = expected(kn, params, rules)
+        want = expected(kn, params)
         assert compiled_action(game, params) == want, (game.turn, game.phase, game.hurt)
         if want == HOPELESS:
             seen["hopeless"] += 1
@@ -113,9 +111,7 @@ def test_the_python_transcription_decides_the_same() -> None:
     """The functions as plain Python (what runs without numba) decide the same."""
     for game in positions(DEFAULT_RULES, 8, seed=11)[:300]:
         kn = Knowledge.from_game(game)
-        assert compiled_action(game, DEFAULT_PARAMS, python=True) == expected(
-            kn, DEFAULT_PARAMS, DEFAULT_RULES
-        )
+        assert compiled_action(game, DEFAULT_PARAMS, python=True) == expected(kn, DEFAULT_PARAMS)
 
 
 @pytest.mark.parametrize("rules", VARIANTS, ids=VARIANT_IDS)
@@ -129,7 +125,7 @@ def test_compiled_rollouts_win_and_lose_exactly_as_the_python_ones(rules: RuleOp
         params = (DEFAULT_PARAMS, OTHER_PARAMS)[index % 2]
         results = []
         for compiled in (True, False):
-            roller = Roller(params, rules, compiled=compiled)
+            roller = Roller(params, compiled=compiled)
             rng = np.random.default_rng(index)
             results.append(roller.estimate(kn, candidates, rng, 16).wins)
         assert results[0] == results[1]
@@ -169,9 +165,10 @@ def test_the_compiled_keep_bound_is_max_keeps() -> None:
         for hurt in range(MAX_HURT):
             for jokers in range(NUM_JOKERS + 1):
                 for deck_count in range(1, DECK_SIZE + 1):
-                    for more in (False, True):
-                        want = max_keeps(turns_left, hurt, jokers, deck_count, more)
-                        assert keep_bound(turns_left, hurt, jokers, deck_count, more) == want
+                    for rules in (DEFAULT_RULES, RuleOptions(bonus_joker_grants_more=True)):
+                        want = max_keeps(turns_left, hurt, jokers, deck_count, rules)
+                        keeps = pack_rules(rules)[JOKER_KEEPS]
+                        assert keep_bound(turns_left, hurt, jokers, deck_count, keeps) == want
                         checked += 1
     assert checked > 10_000
 
@@ -181,4 +178,4 @@ def test_rollouts_refuse_an_illegal_candidate() -> None:
     kn = Knowledge.from_game(game)
     orders = kn.sample_order_array(np.random.default_rng(0), 2)
     with pytest.raises(ValueError, match="illegal in phase"):
-        rollout_wins(game, orders, [THREATEN, STOP], pack_params(DEFAULT_PARAMS), DEFAULT_RULES)
+        rollout_wins(kn, orders, [THREATEN, STOP], pack_params(DEFAULT_PARAMS))

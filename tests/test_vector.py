@@ -482,9 +482,9 @@ def test_seed_int_list_and_reproducibility() -> None:
     single.reset(seed=6)
     first = list(single.game.deck)
     single.reset()
-    assert c._deck[1].tolist() == single.game.deck != first
+    assert c._games.deck[1].tolist() == single.game.deck != first
     c.reset(seed=[5, 6])
-    assert c._deck[1].tolist() == first
+    assert c._games.deck[1].tolist() == first
     with pytest.raises(ValueError, match="seed list must hold 2"):
         c.reset(seed=[1, 2, 3])
     with pytest.raises(ValueError, match="seed for env 1"):
@@ -538,9 +538,9 @@ def test_batched_deck_option_errors() -> None:
     with pytest.raises(ValueError, match="list of 2 decks"):
         envs.reset(options={"deck": 5})
     envs.reset(options={"deck": np.array([good, good[::-1]])})  # an array of codes, per env
-    assert envs._deck[1, 0] == parse_card(good[-1])
+    assert envs._games.deck[1, 0] == parse_card(good[-1])
     envs.reset(options={"deck": [good, None]})
-    assert parse_card(good[0]) == envs._deck[0, 0]
+    assert parse_card(good[0]) == envs._games.deck[0, 0]
 
 
 def test_illegal_actions_end_or_raise() -> None:
@@ -821,7 +821,7 @@ def test_curriculum_rules_apply_from_each_games_next_deal() -> None:
     vec = ColdIronVectorEnv(3, counting=True)
     vec.reset(seed=4)
     vec.set_env_kwargs({"turns": 2, "suits_required": 1, "counting": True})
-    assert vec._turns.tolist() == [24, 24, 24]  # games in progress keep their rules
+    assert vec._games.turns.tolist() == [24, 24, 24]  # games in progress keep their rules
     finished = np.zeros(3, dtype=bool)
     for _ in range(80):  # threaten until every game has been dealt again
         actions = np.array([0 if m[0] else int(np.flatnonzero(m)[0]) for m in vec.action_masks()])
@@ -829,8 +829,8 @@ def test_curriculum_rules_apply_from_each_games_next_deal() -> None:
         finished |= terminated | truncated
         if finished.all():
             break
-    assert finished.all() and vec._turns.tolist() == [2, 2, 2]
-    assert vec._suits_required.tolist() == [1, 1, 1]
+    assert finished.all() and vec._games.turns.tolist() == [2, 2, 2]
+    assert vec._games.suits_required.tolist() == [1, 1, 1]
     check_curriculum_refusals(vec)
 
 

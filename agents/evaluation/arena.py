@@ -43,13 +43,10 @@ from coldiron_env.dealer import DealStream, check_evaluation_seed, shuffled_deck
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import OUTCOMES, Game
 from coldiron_env.knowledge import Knowledge
-from coldiron_env.options import RuleOptions
+from coldiron_env.observation import OBSERVATION_OPTIONS
+from coldiron_env.options import RULE_KEYS, RuleOptions
 
-OBSERVATION_KWARGS: Final = ("observation_mode", "recall", "counting")
-"""Env options that only change what an agent observes (a model brings its own)."""
-RULE_KWARGS: Final = ("bonus_always", "bonus_joker_grants_more", "turns", "suits_required")
-"""Env options that change the game (the same for every agent of an evaluation)."""
-EVAL_ENV_KWARGS: Final = OBSERVATION_KWARGS + RULE_KWARGS
+EVAL_ENV_KWARGS: Final = OBSERVATION_OPTIONS + RULE_KEYS
 """The env options an evaluation accepts; rewards and the illegal-action policy are fixed."""
 REPORT_SEED: Final = 20_261_130
 """The evaluation seed of the README's results (since 2026-11-30): held out. No player,
@@ -115,10 +112,6 @@ def check_env_kwargs(env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
     kwargs = dict(env_kwargs)
     ColdIronEnv(**kwargs)  # raises ValueError naming a bad value
     return kwargs
-
-
-def rules_of(env_kwargs: Mapping[str, Any]) -> RuleOptions:
-    return RuleOptions(**{k: v for k, v in env_kwargs.items() if k in RULE_KWARGS})
 
 
 ResultKind = Literal["agent", "planner", "baseline-subset", "bound"]
@@ -257,7 +250,7 @@ def evaluate_agent(
     """
     # a trained model's observation options (flat or dict, recall) take precedence
     kwargs = check_env_kwargs(agent_env_kwargs(agent, env_kwargs or {}))
-    rules = rules_of(kwargs)
+    rules = RuleOptions.from_kwargs(kwargs)
     if len(seeds) != len(decks):
         raise ValueError(f"got {len(seeds)} agent seeds for {len(decks)} decks")
     if isinstance(agent, RuleAware):
@@ -309,7 +302,7 @@ def agent_env_kwargs(agent: Agent, env_kwargs: Mapping[str, Any]) -> dict[str, A
     out = dict(env_kwargs)
     own = getattr(agent, "env_kwargs", None)
     if isinstance(own, Mapping):
-        out.update({k: own[k] for k in OBSERVATION_KWARGS if k in own})
+        out.update({k: own[k] for k in OBSERVATION_OPTIONS if k in own})
     return out
 
 

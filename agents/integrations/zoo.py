@@ -81,10 +81,9 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from agents.learning.config import CurriculumStage
 from agents.learning.training import StagedEnv, StreamSeededVecEnv
-from coldiron_env.cards import NUM_SUITS
 from coldiron_env.dealer import STREAM_SEED_BITS, DealStream
 from coldiron_env.env import ColdIronEnv
-from coldiron_env.options import STANDARD_TURNS
+from coldiron_env.options import CURRICULUM_KEYS, DEFAULT_RULES
 
 ZOO_ALGO: Final = "ppo_mask"
 """The name rl-zoo3 knows MaskablePPO by (``--algo ppo_mask``; its folder under ``-f``)."""
@@ -92,9 +91,9 @@ SAMPLER_TEMPLATE: Final = "ppo"
 """rl-zoo3's algorithm whose Optuna sampler and converter ``ppo_mask`` reuses."""
 SEED_LIMIT: Final = 1 << STREAM_SEED_BITS
 """Run seeds the deal streams take (``coldiron_env.dealer.stream_seed``): ``0..SEED_LIMIT-1``."""
-RULE_OPTIONS: Final = ("turns", "suits_required")
+RULE_OPTIONS: Final = CURRICULUM_KEYS
 """The training-only rule options a curriculum stage sets (``ColdIronEnv`` arguments)."""
-REAL_GAME: Final = {"turns": STANDARD_TURNS, "suits_required": NUM_SUITS}
+REAL_GAME: Final = {k: getattr(DEFAULT_RULES, k) for k in CURRICULUM_KEYS}
 STAGE_METHOD: Final = "set_rule_options"
 """The :class:`StagedGame` method :class:`CurriculumCallback` calls on the training envs."""
 

@@ -51,7 +51,13 @@ from coldiron_env.cards import NUM_SUITS
 from coldiron_env.dealer import STREAM_INDEX_BITS, STREAM_SEED_BITS
 from coldiron_env.env import DEFAULT_ILLEGAL_REWARD, DEFAULT_MAX_ILLEGAL, IllegalAction
 from coldiron_env.observation import ObservationMode
-from coldiron_env.options import MAX_TURNS_OPTION, STANDARD_TURNS
+from coldiron_env.options import (
+    CURRICULUM_KEYS,
+    DEFAULT_RULES,
+    MAX_TURNS_OPTION,
+    STANDARD_TURNS,
+    VARIANT_KEYS,
+)
 
 VecEnvKind = Literal["native", "dummy", "subproc"]
 Device = Literal["cpu", "cuda", "auto"]
@@ -158,8 +164,9 @@ class EnvConfig(_Section):
     recall: bool = False
     counting: bool = False
     """Also observe what a card-counting player computes (``coldiron_env.observation``)."""
-    bonus_always: bool = False
-    bonus_joker_grants_more: bool = False
+    # the rule variants, RuleOptions' own (a bool each; the curriculum's options are stages')
+    __annotations__.update(dict.fromkeys(VARIANT_KEYS, bool))
+    locals().update({name: getattr(DEFAULT_RULES, name) for name in VARIANT_KEYS})
     win_reward: Number = 1.0
     loss_reward: Number = 0.0
     illegal_action: IllegalAction = "end"
@@ -396,7 +403,7 @@ class Config(_Section):
         kwargs = self.env.kwargs()
         for stage in self.curriculum:
             if timesteps < stage.until_fraction * self.training.total_timesteps:
-                kwargs.update(turns=stage.turns, suits_required=stage.suits_required)
+                kwargs.update({key: getattr(stage, key) for key in CURRICULUM_KEYS})
                 break
         return kwargs
 

@@ -171,7 +171,6 @@ class KnowledgePolicy:
             "mode": kwargs.get("observation_mode", "flat"),
             "recall": bool(kwargs.get("recall", False)),
             "counting": bool(kwargs.get("counting", False)),
-            "joker_grants_more": bool(kwargs.get("bonus_joker_grants_more", False)),
         }
 
     def act_knowledge(self, kn: Knowledge) -> int:

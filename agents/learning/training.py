@@ -102,8 +102,9 @@ from agents.learning.sb3_agent import (
 )
 from agents.learning.shaping import ShapingVecEnv
 from coldiron_env.dealer import STREAM_SEED_BITS, DealStream, stream_seed
-from coldiron_env.env import CURRICULUM_KEYS, ColdIronEnv
+from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import OUTCOMES
+from coldiron_env.options import CURRICULUM_KEYS, RuleOptions
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -480,8 +481,9 @@ class RunCallback(BaseCallback):
             env = self.model.get_env()
             assert env is not None
             set_vec_env_kwargs(env, kwargs)
-            self.logger.record("curriculum/turns", kwargs.get("turns", 24))
-            self.logger.record("curriculum/suits_required", kwargs.get("suits_required", 4))
+            rules = RuleOptions.from_kwargs(kwargs)
+            for key in CURRICULUM_KEYS:
+                self.logger.record(f"curriculum/{key}", getattr(rules, key))
 
     def evaluate(self) -> dict[str, Any]:
         model = self.model

@@ -108,7 +108,7 @@ DEFAULT_PARAMS: Final = HeuristicParams()
 
 def knowledge_need(kn: Knowledge) -> tuple[int, int]:
     """``(need, useful)`` of the game ``kn`` describes (:func:`coldiron_env.analysis.analyse`)."""
-    return analyse(kn.hand, kn.unseen, kn.suits_required)
+    return analyse(kn.hand, kn.unseen, kn.rules.suits_required)
 
 
 def rack_scores(kn: Knowledge, useful: int, params: HeuristicParams) -> Iterator[tuple[float, int]]:
@@ -146,7 +146,7 @@ def best_rack(kn: Knowledge, useful: int, params: HeuristicParams) -> tuple[int,
 def iron_ok(kn: Knowledge, params: HeuristicParams) -> bool:
     """Apply the Iron (again)? While the Hurt after it stays within ``iron_limit``,
     or on the last turn while it cannot slay."""
-    last_turn = kn.turn >= kn.turns
+    last_turn = kn.turn >= kn.rules.turns
     return kn.hurt + 1 <= params.iron_limit or (last_turn and kn.hurt + 1 < MAX_HURT)
 
 
@@ -200,9 +200,8 @@ class HeuristicAgent(Agent):
             self.set_rules(rules)
 
     def set_rules(self, rules: RuleOptions) -> None:
-        """Play a game with these turns and phrase (training curricula; the default is the game)."""
-        self.knowledge.turns = rules.turns
-        self.knowledge.suits_required = rules.suits_required
+        """Play a game with these rules (the default is the game)."""
+        self.knowledge.rules = rules
 
     def reset(self, seed: int | None = None) -> None:
         self.knowledge.reset()

@@ -104,7 +104,7 @@ from coldiron_env.analysis import IMPOSSIBLE, max_keeps
 from coldiron_env.cards import DECK_SIZE
 from coldiron_env.game import WON, Game
 from coldiron_env.knowledge import Knowledge
-from coldiron_env.options import DEFAULT_RULES, MAX_HURT, RuleOptions
+from coldiron_env.options import MAX_HURT, RuleOptions
 
 DEFAULT_SEED: Final = 0
 """Seed of the planner's own sampling when it is reset without one."""
@@ -175,19 +175,17 @@ HINT_SAMPLES: Final = 200
 
 
 # --------------------------------------------------------------------------- analysis
-def hopeless(kn: Knowledge, rules: RuleOptions = DEFAULT_RULES) -> bool:
+def hopeless(kn: Knowledge) -> bool:
     """True when a ``turn``-phase position can no longer be won, whatever the order."""
     need, _ = knowledge_need(kn)
-    return need >= IMPOSSIBLE or need > _keep_bound(kn, rules)
+    return need >= IMPOSSIBLE or need > _keep_bound(kn)
 
 
-def _keep_bound(kn: Knowledge, rules: RuleOptions) -> int:
-    return max_keeps(
-        kn.turns_left, kn.hurt, kn.unseen_jokers, kn.deck_count, rules.bonus_joker_grants_more
-    )
+def _keep_bound(kn: Knowledge) -> int:
+    return max_keeps(kn.turns_left, kn.hurt, kn.unseen_jokers, kn.deck_count, kn.rules)
 
 
-def why_hopeless(kn: Knowledge, rules: RuleOptions = DEFAULT_RULES) -> str | None:
+def why_hopeless(kn: Knowledge) -> str | None:
     """Why a position can no longer be won, in words (None when it still can be)."""
     need, _ = knowledge_need(kn)
     if need >= IMPOSSIBLE:
@@ -195,7 +193,7 @@ def why_hopeless(kn: Knowledge, rules: RuleOptions = DEFAULT_RULES) -> str | Non
             "the phrase can no longer be completed: a suit has no run window left whose "
             "missing cards are all still in the deck"
         )
-    bound = _keep_bound(kn, rules)
+    bound = _keep_bound(kn)
     if need > bound:
         return (
             f"the phrase can no longer be completed: it needs {need} more cards and at most "
@@ -204,13 +202,11 @@ def why_hopeless(kn: Knowledge, rules: RuleOptions = DEFAULT_RULES) -> str | Non
     return None
 
 
-def turn_decision(
-    kn: Knowledge, params: HeuristicParams = DEFAULT_PARAMS, rules: RuleOptions = DEFAULT_RULES
-) -> int:
+def turn_decision(kn: Knowledge, params: HeuristicParams = DEFAULT_PARAMS) -> int:
     """The heuristic's ``turn``-phase action, or :data:`HOPELESS` when :func:`hopeless`
     (one analysis for both: the rollouts' hot path)."""
     need, useful = knowledge_need(kn)
-    if need >= IMPOSSIBLE or need > _keep_bound(kn, rules):
+    if need >= IMPOSSIBLE or need > _keep_bound(kn):
         return HOPELESS
     return turn_choice(kn, need, useful, params)
 
@@ -303,25 +299,23 @@ class Roller:
     (:mod:`agents.players.rollouts`) when numba is installed, else in Python here,
     memoising its decisions. Both give every rollout the same result (tested)."""
 
-    def __init__(
-        self, params: HeuristicParams, rules: RuleOptions, compiled: bool = COMPILED
-    ) -> None:
+    def __init__(self, params: HeuristicParams, compiled: bool = COMPILED) -> None:
         self.params = params
-        self.rules = rules
         self.compiled = compiled and COMPILED  # without numba: the Python rollouts
         self.packed = pack_params(params)
         self.cache: dict[tuple[int, int, int, int, int, int], int] = {}
-        self.kn = Knowledge(turns=rules.turns, suits_required=rules.suits_required)
+        self.kn = Knowledge()
 
     def clear(self) -> None:
         self.cache.clear()
 
     def rollout(self, game: Game) -> bool:
-        """Play ``game`` (modified in place) to its end with the heuristic; True if won."""
+        """Play ``game`` (modified in place) to its end with the heuristic; True if won.
+        The memo holds the decisions of one set of rules: :meth:`clear` it when they change."""
         kn = self.kn
+        kn.rules = game.rules
         cache = self.cache
         params = self.params
-        rules = self.rules
         while True:
             phase = game.phase
             if phase == PHASE_OVER:
@@ -338,10 +332,7 @@ class Roller:
                 kn.deck_count = DECK_SIZE - game.pos
                 kn.phase = phase
                 kn.iron_count = game.iron_count
-                if phase == PHASE_TURN:
-                    action = turn_decision(kn, params, rules)
-                else:
-                    action = decide(kn, params)
+                action = turn_decision(kn, params) if phase == PHASE_TURN else decide(kn, params)
                 if len(cache) >= CACHE_LIMIT:
                     cache.clear()
                 cache[key] = action
@@ -362,17 +353,11 @@ class Roller:
         if estimate is None:
             estimate = Estimate(list(candidates), {a: [] for a in candidates})
         if self.compiled:
-            won = rollout_wins(
-                kn.position(self.rules),
-                kn.sample_order_array(rng, samples),
-                candidates,
-                self.packed,
-                self.rules,
-            )
+            won = rollout_wins(kn, kn.sample_order_array(rng, samples), candidates, self.packed)
             for column, action in enumerate(candidates):
                 estimate.wins[action].extend(won[:, column].astype(int).tolist())
             return estimate
-        for sampled in kn.resample(rng, samples, self.rules):
+        for sampled in kn.resample(rng, samples):
             for action in candidates:
                 game = sampled.clone()
                 game.step(action)
@@ -416,31 +401,24 @@ class PlannerAgent(Agent):
         # rollout_policy: a network that plays the rollouts instead of the heuristic
         self.config = config
         self.base = base
-        self.rollout_policy = rollout_policy
-        self._compiled = compiled
         if name is not None:
             self.name = name
-        self.rules = DEFAULT_RULES
         self.knowledge = Knowledge()
         self.stats = PlannerStats()
         self._rng = np.random.default_rng(DEFAULT_SEED)
         self.decisions: list[DecisionRecord] | None = None
         """Set to a list to record every planned decision (analysis, tests)."""
-        self._roller = self._make_roller()
+        self.rollout_policy = rollout_policy
+        self._roller: Roller | NetRoller = (
+            Roller(config.params, compiled) if rollout_policy is None else NetRoller(rollout_policy)
+        )
         if rules is not None:
             self.set_rules(rules)
 
-    def _make_roller(self) -> Roller | NetRoller:
-        if self.rollout_policy is not None:
-            return NetRoller(self.rollout_policy, self.rules)
-        return Roller(self.config.params, self.rules, self._compiled)
-
     def set_rules(self, rules: RuleOptions) -> None:
         """Play a game with these rules (the default is the game)."""
-        self.rules = rules
-        self.knowledge.turns = rules.turns
-        self.knowledge.suits_required = rules.suits_required
-        self._roller = self._make_roller()
+        self.knowledge.rules = rules
+        self._roller.clear()  # its memo holds the decisions of the rules before
 
     def reset(self, seed: int | None = None) -> None:
         self.knowledge.reset()
@@ -469,7 +447,7 @@ class PlannerAgent(Agent):
         base = decide(kn, config.params) if self.base is None else self.base.act_knowledge(kn)
         if len(LEGAL_ACTIONS[kn.phase]) == 1 or kn.turn < config.plan_from_turn:
             return base
-        if kn.phase == PHASE_TURN and hopeless(kn, self.rules):
+        if kn.phase == PHASE_TURN and hopeless(kn):
             return base  # every action loses
         candidates = candidate_actions(kn, base, config.params, config.racks)
         if len(candidates) == 1:
@@ -536,7 +514,6 @@ def make_planner(name: str) -> PlannerAgent:
 # --------------------------------------------------------------------------- hints
 def action_win_chances(
     kn: Knowledge,
-    rules: RuleOptions = DEFAULT_RULES,
     actions: Sequence[int] | None = None,
     samples: int = HINT_SAMPLES,
     seed: int = DEFAULT_SEED,
@@ -555,9 +532,9 @@ def action_win_chances(
     if isinstance(samples, bool) or not isinstance(samples, int) or samples <= 0:
         raise ValueError(f"samples must be a positive integer, got {samples!r}")
     legal = list(LEGAL_ACTIONS[kn.phase])
-    if kn.phase == PHASE_TURN and hopeless(kn, rules):
+    if kn.phase == PHASE_TURN and hopeless(kn):
         return dict.fromkeys(legal, 0.0)
     history = list(actions or ())
     rng = np.random.default_rng([seed, len(history), *history])
-    estimate = Roller(params, rules).estimate(kn, legal, rng, samples)
+    estimate = Roller(params).estimate(kn, legal, rng, samples)
     return {a: estimate.win_chance(a) for a in legal}

@@ -28,14 +28,14 @@ import numpy.typing as npt
 
 from agents.players.rollouts import hopeless_games, tables
 from coldiron_env.actions import LEGAL_ACTIONS, LEGAL_MASKS
-from coldiron_env.batched import CODE_WON, PLAYING, SKIP, step_games
-from coldiron_env.cards import DECK_SIZE
+from coldiron_env.batched import CODE_WON, PLAYING, SKIP, pack_rules, step_games
 from coldiron_env.observation import encode_batch, flat_size
-from coldiron_env.options import DEFAULT_RULES, RuleOptions
 
 if TYPE_CHECKING:
     from agents.players.planner import Estimate
+    from coldiron_env.game import Games
     from coldiron_env.knowledge import Knowledge
+    from coldiron_env.options import RuleOptions
 
 F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
@@ -101,82 +101,39 @@ class PolicyNet:
         best: I64 = scores.argmax(axis=1)
         return best
 
-    def observe(
-        self,
-        hand: I64,
-        discarded: I64,
-        hurt: I64,
-        turn: I64,
-        pos: I64,
-        phase: I64,
-        iron: I64,
-        rules: RuleOptions,
-    ) -> F32:
-        """The flat observations of games given by their state arrays (what the env shows)."""
-        obs: F32 = encode_batch(
-            "flat", hand.view(np.uint64), discarded.view(np.uint64), hurt, turn,
-            DECK_SIZE - pos, phase, iron, rules.turns, rules.suits_required,
-            rules.bonus_joker_grants_more, self.recall, self.counting,
-        )  # fmt: skip
+    def observe(self, games: Games, rules: RuleOptions, rows: I64 | None = None) -> F32:
+        """The flat observations of the games ``rows`` of ``games`` (what the env shows)."""
+        obs: F32 = encode_batch("flat", games, rules, self.recall, self.counting, rows)
         return obs
 
-    def act_knowledge(self, kn: Knowledge, rules: RuleOptions = DEFAULT_RULES) -> int:
+    def act_knowledge(self, kn: Knowledge) -> int:
         """The network's action for what a player knows (a batch of one)."""
-        one = np.array([kn.hand], dtype=np.int64)
-        obs = self.observe(
-            one, np.array([kn.seen & ~kn.hand], dtype=np.int64), np.array([kn.hurt]),
-            np.array([kn.turn]), np.array([DECK_SIZE - kn.deck_count]), np.array([kn.phase]),
-            np.array([kn.iron_count]), rules,
-        )  # fmt: skip
+        obs = kn.observation("flat", self.recall, self.counting)
         return int(self.act(obs, np.array([kn.phase]))[0])
 
 
 def play_network(
-    net: PolicyNet,
-    first: I64,
-    deck: npt.NDArray[np.int8],
-    pos: I64,
-    hand: I64,
-    discarded: I64,
-    hurt: I64,
-    turn: I64,
-    phase: I64,
-    iron: I64,
-    suits_done: I64,
-    source: I64,
-    rules: RuleOptions,
+    net: PolicyNet, first: I64, games: Games, rules: RuleOptions
 ) -> npt.NDArray[np.bool_]:
-    """Game ``i`` (entry ``i`` of every state array) plays ``first[i]``, then the network
-    to its end; which games were won. A game that can no longer be won stops, lost."""
+    """Game ``i`` (row ``i`` of ``games``) plays ``first[i]``, then the network to its end;
+    which games were won. A game that can no longer be won stops there, lost."""
     n = first.shape[0]
     won = np.zeros(n, dtype=np.bool_)
-    outcome = np.zeros(n, dtype=np.int64)
-    turns = np.full(n, rules.turns, dtype=np.int64)
-    suits_required = np.full(n, rules.suits_required, dtype=np.int64)
-    need_t, useful_t = tables()[:2]
+    packed = pack_rules(rules)
+    lookup = tables()
     actions = first.copy()
     live = np.ones(n, dtype=np.bool_)
     while True:
-        step_games(
-            actions, deck, pos, hand, discarded, hurt, turn, phase, iron, suits_done, source,
-            turns, suits_required, outcome, rules.bonus_always, rules.bonus_joker_grants_more,
-        )  # fmt: skip
-        ended = live & (outcome != PLAYING)
-        won |= ended & (outcome == CODE_WON)
+        step_games(actions, games, packed)
+        ended = live & (games.outcome != PLAYING)
+        won |= ended & (games.outcome == CODE_WON)
         live &= ~ended
-        live &= ~hopeless_games(
-            live, hand, discarded, hurt, turn, phase, pos, rules.turns, rules.suits_required,
-            rules.bonus_joker_grants_more, need_t, useful_t,
-        )  # fmt: skip
+        live &= ~hopeless_games(live, games, packed, lookup)
         index = np.flatnonzero(live)
         actions[:] = SKIP
         if index.size == 0:
             return won
-        obs = net.observe(
-            hand[index], discarded[index], hurt[index], turn[index], pos[index],
-            phase[index], iron[index], rules,
-        )  # fmt: skip
-        actions[index] = net.act(obs, phase[index])
+        actions[index] = net.act(net.observe(games, rules, index), games.phase[index])
 
 
 class NetRoller:
@@ -185,9 +142,8 @@ class NetRoller:
 
     compiled: Final = True
 
-    def __init__(self, net: PolicyNet, rules: RuleOptions = DEFAULT_RULES) -> None:
+    def __init__(self, net: PolicyNet) -> None:
         self.net = net
-        self.rules = rules
 
     def clear(self) -> None:
         """Nothing is cached between decisions."""
@@ -200,7 +156,8 @@ class NetRoller:
         samples: int,
         estimate: Estimate | None = None,
     ) -> Estimate:
-        """Roll every candidate out on ``samples`` more orders of the unseen cards."""
+        """Roll every candidate out on ``samples`` more orders of the unseen cards (the
+        rules ``kn`` carries)."""
         from agents.players.planner import Estimate  # noqa: PLC0415 (planner imports this module)
 
         if estimate is None:
@@ -208,33 +165,11 @@ class NetRoller:
         legal = LEGAL_ACTIONS[kn.phase]
         if any(action not in legal for action in candidates):
             raise ValueError(f"candidates {list(candidates)} include an illegal action")
-        root = kn.position(self.rules)
         orders = kn.sample_order_array(rng, samples)
         count = len(candidates)
-        n = samples * count
-        start = root.pos
-        deck = np.empty((n, DECK_SIZE), dtype=np.int8)
-        deck[:, :start] = np.asarray(root.deck[:start], dtype=np.int8)
-        deck[:, start:] = np.repeat(orders, count, axis=0)
-
-        def filled(value: int) -> I64:
-            return np.full(n, value, dtype=np.int64)
-
-        won = play_network(
-            self.net,
-            np.tile(np.asarray(candidates, dtype=np.int64), samples),
-            deck,
-            filled(start),
-            filled(root.hand),
-            filled(root.discarded),
-            filled(root.hurt),
-            filled(root.turn),
-            filled(root.phase),
-            filled(root.iron_count),
-            filled(root.suits_done),
-            filled(root.bonus_source),
-            self.rules,
-        ).reshape(samples, count)
+        games = kn.games(np.repeat(orders, count, axis=0))
+        first = np.tile(np.asarray(candidates, dtype=np.int64), samples)
+        won = play_network(self.net, first, games, kn.rules).reshape(samples, count)
         for column, action in enumerate(candidates):
             estimate.wins[action].extend(won[:, column].astype(int).tolist())
         return estimate

@@ -21,7 +21,8 @@ compiled at each process's first use and not cached on disk
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from dataclasses import astuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +33,7 @@ from coldiron_env.actions import (
     LEGAL_ACTIONS,
     PHASE_BONUS,
     PHASE_IRON,
+    PHASE_NAMES,
     PHASE_TURN,
     RACK_ACTIONS,
     REST,
@@ -51,23 +53,24 @@ from coldiron_env.analysis import (
 )
 from coldiron_env.batched import (
     CODE_WON,
+    JOKER_KEEPS,
     NUMBA_AVAILABLE,
     PLAYING,
     RACK_TARGET_TABLE,
     SKIP,
     compiled,
     compiled_uncached,
+    pack_rules,
     step_games,
 )
 from coldiron_env.cards import DECK_SIZE, NUM_RANKS, NUM_SUITS, SUIT_FIELD_MASK
-from coldiron_env.options import BONUS_DRAWS, IRON_APPLICATIONS_PER_TURN, MAX_HURT, RuleOptions
+from coldiron_env.game import I64, Games
+from coldiron_env.options import IRON_APPLICATIONS_PER_TURN, MAX_HURT
 
 if TYPE_CHECKING:
     from agents.players.heuristic import HeuristicParams
-    from coldiron_env.game import Game
+    from coldiron_env.knowledge import Knowledge
 
-I64 = npt.NDArray[np.int64]
-I8 = npt.NDArray[np.int8]
 F64 = npt.NDArray[np.float64]
 
 COMPILED: Final = NUMBA_AVAILABLE
@@ -130,58 +133,51 @@ def _need(
 
 
 @compiled
-def keep_bound(
-    turns_left: int, hurt: int, jokers: int, deck_count: int, joker_grants_more: bool
-) -> int:
-    """:func:`coldiron_env.analysis.max_keeps` from the start of a turn."""
+def keep_bound(turns_left: int, hurt: int, jokers: int, deck_count: int, joker_keeps: int) -> int:
+    """:func:`coldiron_env.analysis.max_keeps` from the start of a turn
+    (``joker_keeps``: ``RuleOptions.joker_keeps``)."""
     budget = max(SURVIVABLE_HURT - hurt, 0)
     full = budget // IRON_APPLICATIONS_PER_TURN
     rest = budget % IRON_APPLICATIONS_PER_TURN
     keeps = turns_left + full * IRON_KEEP_GAIN + max(rest - 1, 0)
-    bonus = BONUS_DRAWS * jokers * (2 if joker_grants_more else 1)
-    return min(keeps + bonus, deck_count)
+    return min(keeps + joker_keeps * jokers, deck_count)
+
+
+class Tables(NamedTuple):
+    """The heuristic's look-up tables (:func:`tables`)."""
+
+    need: npt.NDArray[np.uint8]
+    useful: npt.NDArray[np.uint16]
+    alive: F64
+    courts: F64
+    risk: F64
 
 
 @compiled
-def heuristic_action(
-    hand: int,
-    discarded: int,
-    hurt: int,
-    turn: int,
-    phase: int,
-    iron_count: int,
-    pos: int,
-    turns: int,
-    suits_required: int,
-    joker_grants_more: bool,
-    need_t: npt.NDArray[np.uint8],
-    useful_t: npt.NDArray[np.uint16],
-    alive_t: F64,
-    courts_t: F64,
-    risk_t: F64,
-    params: F64,
-) -> int:
-    """The heuristic's action (``HeuristicParams`` in ``params``, :func:`pack_params`' order);
-    in the ``turn`` phase :data:`HOPELESS` when the game can no longer be won (as the
-    planner's ``turn_decision``)."""
+def heuristic_action(games: Games, i: int, rules: I64, tables: Tables, params: F64) -> int:
+    """The heuristic's action in game ``i`` (``HeuristicParams`` in ``params``,
+    :func:`pack_params`' order); in the ``turn`` phase :data:`HOPELESS` when the game can
+    no longer be won (as the planner's ``turn_decision``)."""
     iron_limit, rack_slack, rack_min_score, waste, hurt_weight = (
         params[0], params[1], params[2], params[3], params[4],
     )  # fmt: skip
     bonus_max_risk, rest_at, rest_margin = params[5], params[6], params[7]
-    unseen = FULL_DECK_MASK & ~(hand | discarded)
+    hand, hurt, turn, phase = games.hand[i], games.hurt[i], games.turn[i], games.phase[i]
+    turns, deck_count = games.turns[i], DECK_SIZE - games.pos[i]
+    unseen = FULL_DECK_MASK & ~(hand | games.discarded[i])
     courts = _popcount(unseen & COURT_MASK)
     iron_ok = hurt + 1 <= iron_limit or (turn >= turns and hurt + 1 < MAX_HURT)
     if phase == PHASE_BONUS:
-        if iron_count == 0:
+        if games.iron_count[i] == 0:
             return BONUS
-        risk = risk_t[DECK_SIZE - pos, courts, MAX_HURT - hurt]
+        risk = tables.risk[deck_count, courts, MAX_HURT - hurt]
         return BONUS if risk <= bonus_max_risk else STOP
     if phase == PHASE_IRON:
         return IRON if iron_ok else STOP
-    need, useful = _need(hand, unseen, suits_required, need_t, useful_t)
+    need, useful = _need(hand, unseen, games.suits_required[i], tables.need, tables.useful)
     jokers = _popcount(unseen & JOKER_MASK)
     turns_left = turns - turn + 1
-    bound = keep_bound(turns_left, hurt, jokers, DECK_SIZE - pos, joker_grants_more)
+    bound = keep_bound(turns_left, hurt, jokers, deck_count, rules[JOKER_KEEPS])
     if need >= IMPOSSIBLE or need > bound:
         return HOPELESS
     hurt_left = MAX_HURT - hurt
@@ -193,8 +189,8 @@ def heuristic_action(
         hits = _popcount(targets & useful)
         if hits:
             k = _popcount(targets)
-            alive = alive_t[k, jokers, courts, hurt_left]
-            courts_expected = courts_t[k, jokers, courts, hurt_left]
+            alive = tables.alive[k, jokers, courts, hurt_left]
+            courts_expected = tables.courts[k, jokers, courts, hurt_left]
             score = (
                 alive * hits / k
                 - waste * (useful_unseen - hits) / (k + 1)
@@ -214,27 +210,7 @@ def heuristic_action(
 
 @compiled_uncached
 def play_out(
-    first: I64,
-    deck: I8,
-    pos: I64,
-    hand: I64,
-    discarded: I64,
-    hurt: I64,
-    turn: I64,
-    phase: I64,
-    iron: I64,
-    suits_done: I64,
-    source: I64,
-    turns: I64,
-    suits_required: I64,
-    bonus_always: bool,
-    joker_grants_more: bool,
-    need_t: npt.NDArray[np.uint8],
-    useful_t: npt.NDArray[np.uint16],
-    alive_t: F64,
-    courts_t: F64,
-    risk_t: F64,
-    params: F64,
+    first: I64, games: Games, rules: I64, tables: Tables, params: F64
 ) -> npt.NDArray[np.bool_]:
     """Game ``i`` plays ``first[i]``, then the heuristic to its end; which games were won.
 
@@ -243,14 +219,11 @@ def play_out(
     there, lost (as :class:`Roller`)."""
     n = first.shape[0]
     won = np.zeros(n, dtype=np.bool_)
-    outcome = np.zeros(n, dtype=np.int64)
+    outcome = games.outcome
     actions = first.copy()
     playing = n
     while playing > 0:
-        step_games(
-            actions, deck, pos, hand, discarded, hurt, turn, phase, iron, suits_done, source,
-            turns, suits_required, outcome, bonus_always, joker_grants_more,
-        )  # fmt: skip
+        step_games(actions, games, rules)
         for i in range(n):
             if actions[i] == SKIP:
                 continue
@@ -259,11 +232,7 @@ def play_out(
                 actions[i] = SKIP
                 playing -= 1
                 continue
-            action = heuristic_action(
-                hand[i], discarded[i], hurt[i], turn[i], phase[i], iron[i], pos[i], turns[i],
-                suits_required[i], joker_grants_more, need_t, useful_t, alive_t, courts_t,
-                risk_t, params,
-            )  # fmt: skip
+            action = heuristic_action(games, i, rules, tables, params)
             if action == HOPELESS:
                 actions[i] = SKIP
                 playing -= 1
@@ -274,104 +243,52 @@ def play_out(
 
 @compiled_uncached
 def hopeless_games(
-    live: npt.NDArray[np.bool_],
-    hand: I64,
-    discarded: I64,
-    hurt: I64,
-    turn: I64,
-    phase: I64,
-    pos: I64,
-    turns: int,
-    suits_required: int,
-    joker_grants_more: bool,
-    need_t: npt.NDArray[np.uint8],
-    useful_t: npt.NDArray[np.uint16],
+    live: npt.NDArray[np.bool_], games: Games, rules: I64, tables: Tables
 ) -> npt.NDArray[np.bool_]:
     """Which of the ``live`` games, at the start of a turn, can no longer be won whatever the
     order (the planner's ``hopeless``: a suit without a live window, or more cards needed
     than can still be kept)."""
-    n = live.shape[0]
-    out = np.zeros(n, dtype=np.bool_)
-    for i in range(n):
-        if not live[i] or phase[i] != PHASE_TURN:
+    out = np.zeros(live.shape[0], dtype=np.bool_)
+    for i in range(live.shape[0]):
+        if not live[i] or games.phase[i] != PHASE_TURN:
             continue
-        unseen = FULL_DECK_MASK & ~(hand[i] | discarded[i])
-        need, _ = _need(hand[i], unseen, suits_required, need_t, useful_t)
+        hand = games.hand[i]
+        unseen = FULL_DECK_MASK & ~(hand | games.discarded[i])
+        need, _ = _need(hand, unseen, games.suits_required[i], tables.need, tables.useful)
+        turns_left = games.turns[i] - games.turn[i] + 1
         jokers = _popcount(unseen & JOKER_MASK)
-        bound = keep_bound(
-            turns - turn[i] + 1, hurt[i], jokers, DECK_SIZE - pos[i], joker_grants_more
-        )
+        deck_count = DECK_SIZE - games.pos[i]
+        bound = keep_bound(turns_left, games.hurt[i], jokers, deck_count, rules[JOKER_KEEPS])
         out[i] = need >= IMPOSSIBLE or need > bound
     return out
 
 
 def pack_params(params: HeuristicParams) -> F64:
-    """``params`` as the float array :func:`heuristic_action` reads (its order)."""
-    return np.array(
-        [
-            params.iron_limit,
-            params.rack_slack,
-            params.rack_min_score,
-            params.waste_weight,
-            params.hurt_weight,
-            params.bonus_max_risk,
-            params.rest_at,
-            params.rest_margin,
-        ],
-        dtype=np.float64,
-    )
+    """``params`` as the float array :func:`heuristic_action` reads (its fields in order)."""
+    return np.array(astuple(params), dtype=np.float64)
 
 
-def tables() -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint16], F64, F64, F64]:
-    """The heuristic's look-up tables, in :func:`heuristic_action`'s argument order."""
+def tables() -> Tables:
+    """The heuristic's look-up tables, as :func:`heuristic_action` reads them."""
     need_t, useful_t, _ = suit_tables()
     alive_t, courts_t = rack_tables()
-    return need_t, useful_t, alive_t, courts_t, bonus_risk_table()
+    return Tables(need_t, useful_t, alive_t, courts_t, bonus_risk_table())
 
 
 def rollout_wins(
-    root: Game,
-    orders: I64,
-    candidates: Sequence[int],
-    params: F64,
-    rules: RuleOptions,
+    kn: Knowledge, orders: I64, candidates: Sequence[int], params: F64
 ) -> npt.NDArray[np.bool_]:
-    """``(orders, candidates)`` booleans: ``root`` with the unseen cards in each order,
-    the candidate played, then the heuristic to the end: won?"""
-    legal = LEGAL_ACTIONS[root.phase]
+    """``(orders, candidates)`` booleans: the position ``kn`` describes with the unseen cards
+    in each order (rows of ``orders``), the candidate played, then the heuristic to the end
+    (``kn.rules``): won?"""
+    legal = LEGAL_ACTIONS[kn.phase]
     if any(action not in legal for action in candidates):
         raise ValueError(
             f"candidates {list(candidates)} include an action illegal in phase "
-            f"{root.phase_name} (legal: {list(legal)})"
+            f"{PHASE_NAMES[kn.phase]} (legal: {list(legal)})"
         )
-    samples = orders.shape[0]
     count = len(candidates)
-    n = samples * count
-    start = root.pos
-    deck = np.empty((n, DECK_SIZE), dtype=np.int8)
-    deck[:, :start] = np.asarray(root.deck[:start], dtype=np.int8)
-    deck[:, start:] = np.repeat(orders, count, axis=0)
-
-    def filled(value: int) -> I64:
-        return np.full(n, value, dtype=np.int64)
-
-    won = play_out(
-        np.tile(np.asarray(candidates, dtype=np.int64), samples),
-        deck,
-        filled(start),
-        filled(root.hand),
-        filled(root.discarded),
-        filled(root.hurt),
-        filled(root.turn),
-        filled(root.phase),
-        filled(root.iron_count),
-        filled(root.suits_done),
-        filled(root.bonus_source),
-        filled(rules.turns),
-        filled(rules.suits_required),
-        rules.bonus_always,
-        rules.bonus_joker_grants_more,
-        *tables(),
-        params,
-    )
-    return np.asarray(won).reshape(samples, count)
+    games = kn.games(np.repeat(orders, count, axis=0))
+    first = np.tile(np.asarray(candidates, dtype=np.int64), orders.shape[0])
+    won = play_out(first, games, pack_rules(kn.rules), tables(), params)
+    return np.asarray(won).reshape(orders.shape[0], count)

@@ -164,7 +164,7 @@ class ClairvoyantSolver:
             game.hurt,
             jokers,
             game.deck_count,
-            game.rules.bonus_joker_grants_more,
+            game.rules,
             iron_left=IRON_APPLICATIONS_PER_TURN - game.iron_count if mid_turn else None,
             bonus_pending=game.phase == PHASE_BONUS,
         )

@@ -47,6 +47,10 @@ COUNTED_APART: Final[dict[str, tuple[str, ...]]] = {
         "scripts/experiments/capacity_w.py",
         "scripts/experiments/relaxed_players.py",
     ),
+    "new search players (issue 19)": (
+        "agents/players/policy_net.py",
+        "scripts/experiments/search_probes.py",
+    ),
     "OpenSpiel": (
         "coldiron_env/openspiel.py",
         "agents/players/mcts.py",
