@@ -154,3 +154,19 @@ def test_a_policy_net_refuses_what_it_cannot_run() -> None:
         PolicyNet(net.weights, net.biases, "tanh", recall=True, counting=True)
     with pytest.raises(ValueError, match="one bias per weight"):
         PolicyNet(net.weights, net.biases[:-1], "tanh", net.recall, net.counting)
+
+
+def test_one_blas_thread_limits_blas_inside_and_restores_it_after() -> None:
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from agents.players.threads import one_blas_thread
+
+    def blas_threads() -> list[int]:
+        pools = threadpoolctl.threadpool_info()
+        return [p["num_threads"] for p in pools if p["user_api"] == "blas"]
+
+    before = blas_threads()
+    if not before:
+        pytest.skip("numpy has no BLAS threadpool that threadpoolctl can see")
+    with one_blas_thread():
+        assert blas_threads() == [1] * len(before)
+    assert blas_threads() == before

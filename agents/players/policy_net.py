@@ -14,7 +14,8 @@ The network decides as the trained agent does: the best-scoring legal action
 (``agents.learning.sb3_agent.MaskedPolicy``); :func:`agents.learning.sb3_agent.policy_net`
 reads the weights out of a trained model. It sees only what a player knows: in a rollout
 the observation of each sampled game is built from its hand, its discard pile and the
-counters, exactly what the env would show (the sampled order itself is never observed).
+counters, exactly what the env would show (the sampled order itself is never observed). The
+rollouts run with one BLAS thread (:mod:`agents.players.threads`): their products are small.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agents.players.rollouts import hopeless_games, tables
+from agents.players.threads import one_blas_thread
 from coldiron_env.actions import LEGAL_ACTIONS, LEGAL_MASKS
 from coldiron_env.batched import CODE_WON, PLAYING, SKIP, pack_rules, step_games
 from coldiron_env.observation import encode_batch, flat_size
@@ -169,7 +171,8 @@ class NetRoller:
         count = len(candidates)
         games = kn.games(np.repeat(orders, count, axis=0))
         first = np.tile(np.asarray(candidates, dtype=np.int64), samples)
-        won = play_network(self.net, first, games, kn.rules).reshape(samples, count)
+        with one_blas_thread():
+            won = play_network(self.net, first, games, kn.rules).reshape(samples, count)
         for column, action in enumerate(candidates):
             estimate.wins[action].extend(won[:, column].astype(int).tolist())
         return estimate
