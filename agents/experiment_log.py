@@ -27,11 +27,14 @@ def read_log(path: Path = EXPERIMENTS_JSON) -> list[dict[str, Any]]:
 
 
 def evaluation_of(path: Path, agent: str) -> dict[str, Any]:
-    """``agent``'s result in an evaluation JSON (``evaluate.py --json``, ``evaluation.json``)."""
+    """``agent``'s result in an evaluation JSON (``evaluate.py --json``, ``evaluation.json``:
+    a list of agents; ``search_probes.py --json``: agents keyed by name)."""
     doc = json.loads(path.read_text(encoding="utf-8"))
-    for result in doc["agents"]:
+    results = doc["agents"].values() if isinstance(doc["agents"], dict) else doc["agents"]
+    for result in results:
         if result["agent"] == agent:
-            deals = "validation" if "VALIDATION" in doc.get("deals", "") else "evaluation"
+            validation = "VALIDATION" in doc.get("deals", "").upper()
+            deals = "validation" if validation else "evaluation"
             return {
                 "agent": agent,
                 "win_rate": result["win_rate"],
@@ -42,8 +45,17 @@ def evaluation_of(path: Path, agent: str) -> dict[str, Any]:
                 "deals": deals,
                 "file": str(path),
             }
-    names = [r["agent"] for r in doc["agents"]]
+    names = [r["agent"] for r in results]
     raise ValueError(f"{path}: no agent {agent!r} (it holds {names})")
+
+
+def evaluation_arg(text: str) -> tuple[Path, str]:
+    """``FILE.json:AGENT`` as (file, agent); the agent's name may hold colons
+    (``search:distilled:network:1024:18``)."""
+    file, sep, agent = text.partition(".json:")
+    if not sep or not file or not agent:
+        raise ValueError(f"--evaluation {text!r}: expected FILE.json:AGENT")
+    return Path(file + ".json"), agent
 
 
 def run_of(run_dir: Path) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from agents.experiment_log import log_experiment
+from agents.experiment_log import evaluation_arg, log_experiment
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,12 +30,10 @@ def main(argv: list[str] | None = None) -> int:
         help="an evaluation JSON and the agent's label in it (repeatable)",
     )
     args = parser.parse_args(argv)
-    evaluations = []
-    for item in args.evaluation:
-        file, sep, agent = item.rpartition(":")
-        if not sep:
-            parser.error(f"--evaluation {item!r}: expected FILE.json:AGENT")
-        evaluations.append((Path(file), agent))
+    try:
+        evaluations = [evaluation_arg(item) for item in args.evaluation]
+    except ValueError as error:
+        parser.error(str(error))
     entry = log_experiment(args.id, args.what, args.verdict, args.command, args.run, evaluations)
     print(f"logged {entry['id']}: {len(entry['evaluations'])} evaluation(s)")
     return 0

@@ -49,6 +49,7 @@ COUNTED_APART: Final[dict[str, tuple[str, ...]]] = {
     ),
     "new search players (issue 19)": (
         "agents/players/policy_net.py",
+        "agents/players/threads.py",
         "scripts/experiments/search_probes.py",
     ),
     "OpenSpiel": (
