@@ -53,8 +53,6 @@ HISTORY_JSON: Final = DOCS / "history" / "tables-8ad2cac.json"
 SEEDS_2026_JSON: Final = DOCS / "history" / "seeds-2026.json"
 SEEDS_2026_TABLE: Final = 4
 """The seeds table's index among the README's tables at the transcribed commit."""
-MARKDOWN_FILES: Final = ("README.md", "docs")
-"""The README and every ``.md`` file under docs/."""
 BLOCK: Final = re.compile(r"<!-- table:(?P<name>[^ ]+) -->\n(?P<body>.*?)<!-- /table -->", re.S)
 INCLUDE: Final = re.compile(
     r"<!-- include:(?P<path>[^ ]+) -->\n```(?P<lang>[a-z]*)\n(?P<body>.*?)```", re.S
@@ -706,6 +704,7 @@ def render(name: str) -> str:
 
 
 def markdown_files() -> list[Path]:
+    """The README and every ``.md`` file under docs/."""
     files = [REPO_ROOT / "README.md"]
     files += sorted((REPO_ROOT / "docs").rglob("*.md"))
     return files

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -318,36 +318,6 @@ def seed_aggregates(
         runs = [SeedRun(specs[i], run_seed(specs[i]), results[i][0], results[i][1]) for i in idx]
         out.append(aggregate(runs, group_name([specs[i] for i in idx])))
     return out
-
-
-def last_evaluation(run_dir: str | Path) -> Mapping[str, Any]:
-    """The last periodic evaluation of a run (``evaluations.json``)."""
-    path = Path(run_dir) / EVAL_JSON
-    try:
-        history = json.loads(path.read_text(encoding="utf-8")).get("evaluations", [])
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: cannot read the run's evaluations: {exc}") from None
-    if not history:
-        raise ValueError(f"{path}: the run has no evaluation")
-    last: Mapping[str, Any] = history[-1]
-    return last
-
-
-def aggregate_runs(run_dirs: Sequence[str | Path], name: str | None = None) -> SeedAggregate:
-    """Aggregate the last periodic evaluation of each run directory (seeds of one config).
-
-    Refuses (``ValueError``) directories whose configs differ other than by seed.
-    """
-    if not run_dirs:
-        raise ValueError("no run directories")
-    keys = {config_key(d) for d in run_dirs}
-    if len(keys) > 1:
-        raise ValueError(f"runs {[str(d) for d in run_dirs]} are not seeds of one config")
-    runs = []
-    for d in run_dirs:
-        last = last_evaluation(d)
-        runs.append(SeedRun(str(d), run_seed(d), int(last["wins"]), int(last["episodes"])))
-    return aggregate(runs, name or group_name([str(d) for d in run_dirs]))
 
 
 def run_label(spec: str, name: str) -> str:

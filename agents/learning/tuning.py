@@ -501,7 +501,6 @@ class TuneResult:
     interrupted: bool
     best_number: int | None
     best_value: float | None
-    best_params: dict[str, Any]
     files: dict[str, Path]
 
 
@@ -568,7 +567,6 @@ def tune(
         interrupted,
         best.number if best else None,
         best.value if best else None,
-        dict(best.params) if best else {},
         files,
     )
 

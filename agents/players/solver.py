@@ -53,7 +53,7 @@ from coldiron_env.analysis import (
     max_keeps,
     suit_tables,
 )
-from coldiron_env.cards import DECK_SIZE, NUM_RANKS, NUM_SUITS, SUIT_FIELD_MASK, parse_deck
+from coldiron_env.cards import DECK_SIZE, NUM_RANKS, NUM_SUITS, SUIT_FIELD_MASK
 from coldiron_env.game import Game
 from coldiron_env.judge import HAS_RUN
 from coldiron_env.options import DEFAULT_RULES, IRON_APPLICATIONS_PER_TURN, RuleOptions
@@ -119,12 +119,6 @@ class ClairvoyantSolver:
         self._lost: dict[Key, list[tuple[int, int]]] = {}
         self.nodes = 0
         self._budget = 0
-
-    @classmethod
-    def from_codes(
-        cls, codes: Sequence[str], rules: RuleOptions = DEFAULT_RULES
-    ) -> ClairvoyantSolver:
-        return cls(parse_deck(codes), rules)
 
     @classmethod
     def from_game(cls, game: Game) -> ClairvoyantSolver:
