@@ -28,11 +28,13 @@ def read_log(path: Path = EXPERIMENTS_JSON) -> list[dict[str, Any]]:
 
 def evaluation_of(path: Path, agent: str) -> dict[str, Any]:
     """``agent``'s result in an evaluation JSON (``evaluate.py --json``, ``evaluation.json``:
-    a list of agents; ``search_probes.py --json``: agents keyed by name)."""
+    a list of agents; ``search_probes.py --json``: agents keyed by name; ``ladder.py``'s
+    ``ladder.json`` and ``--record``: a list of labelled rows)."""
     doc = json.loads(path.read_text(encoding="utf-8"))
-    results = doc["agents"].values() if isinstance(doc["agents"], dict) else doc["agents"]
+    found = doc["agents"] if "agents" in doc else doc["rows"]
+    results = list(found.values()) if isinstance(found, dict) else found
     for result in results:
-        if result["agent"] == agent:
+        if result.get("agent", result.get("label")) == agent:
             validation = "VALIDATION" in doc.get("deals", "").upper()
             deals = "validation" if validation else "evaluation"
             return {
@@ -45,7 +47,7 @@ def evaluation_of(path: Path, agent: str) -> dict[str, Any]:
                 "deals": deals,
                 "file": str(path),
             }
-    names = [r["agent"] for r in results]
+    names = [r.get("agent", r.get("label")) for r in results]
     raise ValueError(f"{path}: no agent {agent!r} (it holds {names})")
 
 

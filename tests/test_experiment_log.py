@@ -12,7 +12,7 @@ from agents.experiment_log import evaluation_arg, evaluation_of, log_experiment,
 RESULT = {"win_rate": 0.25, "ci_low": 0.2, "ci_high": 0.3, "episodes": 400}
 
 
-def test_evaluation_of_reads_a_list_record_and_a_keyed_probe_record(tmp_path: Path) -> None:
+def test_evaluation_of_reads_lists_keyed_probes_and_ladder_rows(tmp_path: Path) -> None:
     listed = tmp_path / "evaluation.json"
     listed.write_text(json.dumps({"seed": 7, "agents": [{"agent": "heuristic", **RESULT}]}))
     keyed = tmp_path / "probes.json"
@@ -20,6 +20,10 @@ def test_evaluation_of_reads_a_list_record_and_a_keyed_probe_record(tmp_path: Pa
     doc = {"seed": 501, "deals": "validation", "agents": {name: {"agent": name, **RESULT}}}
     keyed.write_text(json.dumps(doc))
 
+    ladder = tmp_path / "ladder.json"
+    ladder.write_text(json.dumps({"seed": 9, "rows": [{"label": "strongest", **RESULT}]}))
+
+    assert evaluation_of(ladder, "strongest")["episodes"] == RESULT["episodes"]
     from_list = evaluation_of(listed, "heuristic")
     from_keys = evaluation_of(keyed, name)
     assert (from_list["deals"], from_list["seed"]) == ("evaluation", 7)
