@@ -50,7 +50,8 @@ from gymnasium.vector import AutoresetMode
 import coldiron_env
 from agents.atomic import atomic_write_json
 from agents.tables import benchmark_text
-from coldiron_env.vector import NUMBA_AVAILABLE, ColdIronVectorEnv
+from coldiron_env.batched import NUMBA_AVAILABLE
+from coldiron_env.vector import ColdIronVectorEnv
 
 BLACKJACK_ID = "Blackjack-v1"
 NATIVE_BACKEND = "numba" if NUMBA_AVAILABLE else "python"

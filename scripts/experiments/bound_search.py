@@ -47,9 +47,10 @@ hand, phase and Hurt with the earliest turn.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -318,7 +319,9 @@ def realized_h(
     w_now = value_w(hand, unseen, deck, courts, jokers, per_suit, counts)
     if card < FIRST_COURT:
         after = hand | (1 << card) if kept else hand
-        return value_w(after, unseen & ~(1 << card), deck - 1, courts, jokers, per_suit, counts)
+        return float(
+            value_w(after, unseen & ~(1 << card), deck - 1, courts, jokers, per_suit, counts)
+        )
     if card < FIRST_JOKER:
         w_after = value_w(hand, unseen, deck - 1, courts - 1, jokers, per_suit, counts)
         return float(w_after + w_now * psi_court[kind])
@@ -347,9 +350,13 @@ def _slot(keys: I64, key: int) -> int:
 HAS_RUN_ARRAY: Final = np.array(HAS_RUN, dtype=np.bool_)
 
 
-def _recursive(fn: Any) -> Any:
-    """Compiled without numba's disk cache: it cannot resolve mutually recursive functions."""
-    return compiled(fn, cache=False)
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _recursive(fn: _F) -> _F:
+    """Compiled without numba's disk cache: it cannot resolve mutually recursive functions.
+    Typed as ``fn`` (its Python signature)."""
+    return cast(_F, compiled(fn, cache=False))
 
 
 LIVE_TABLE: Final = suit_tables()[2].astype(np.int64)
@@ -406,10 +413,10 @@ def _draw_penalty(
         return 0.0
     deck = DECK_SIZE - pos
     unseen, courts, jokers = unseen_t[pos], courts_t[pos], jokers_t[pos]
-    h = realized_h(card, kept, hand, unseen, deck, courts, jokers, kind, per_suit, counts,
-                   psi_court, psi_joker)  # fmt: skip
-    e = expected_h(hand, unseen, deck, courts, jokers, kind, rack_index, per_suit, expect,
-                   counts, psi_court, psi_joker)  # fmt: skip
+    h: float = realized_h(card, kept, hand, unseen, deck, courts, jokers, kind, per_suit, counts,
+                          psi_court, psi_joker)  # fmt: skip
+    e: float = expected_h(hand, unseen, deck, courts, jokers, kind, rack_index, per_suit, expect,
+                          counts, psi_court, psi_joker)  # fmt: skip
     return h - e
 
 
@@ -417,8 +424,8 @@ def _draw_penalty(
 def _draw(pos: int, hand: int, kept: bool, kind: int, rack_index: int, A: Any) -> float:
     """``z`` of the deck's card at ``pos`` drawn in a draw of ``kind`` (``A``: the tables)."""
     (deck, unseen_t, courts_t, jokers_t, per_suit, expect, counts, psi_c, psi_j, zero) = A[:10]
-    return _draw_penalty(deck[pos], kept, hand, pos, kind, rack_index, unseen_t, courts_t,
-                         jokers_t, per_suit, expect, counts, psi_c, psi_j, zero)  # fmt: skip
+    return float(_draw_penalty(deck[pos], kept, hand, pos, kind, rack_index, unseen_t, courts_t,
+                               jokers_t, per_suit, expect, counts, psi_c, psi_j, zero))  # fmt: skip
 
 
 @_recursive
@@ -439,7 +446,7 @@ def _after_iron(pos: int, hand: int, hurt: int, turn: int, apps: int, A: Any) ->
 def _threaten(pos: int, hand: int, hurt: int, turn: int, A: Any) -> float:
     deck, has_run = A[0], A[14]
     card = deck[pos]
-    z = _draw(pos, hand, card < FIRST_COURT, DRAW_THREATEN, 0, A)
+    z: float = _draw(pos, hand, card < FIRST_COURT, DRAW_THREATEN, 0, A)
     if card < FIRST_COURT:
         hand = hand | (1 << card)
         if _suits_complete(hand, has_run) == NUM_SUITS:
@@ -455,7 +462,7 @@ def _threaten(pos: int, hand: int, hurt: int, turn: int, A: Any) -> float:
 def _iron(pos: int, hand: int, hurt: int, turn: int, apps: int, A: Any) -> float:
     deck, has_run = A[0], A[14]
     card = deck[pos]
-    z = _draw(pos, hand, card < FIRST_COURT, DRAW_IRON, 0, A)
+    z: float = _draw(pos, hand, card < FIRST_COURT, DRAW_IRON, 0, A)
     if card < FIRST_COURT:
         hand = hand | (1 << card)
         if _suits_complete(hand, has_run) == NUM_SUITS:
@@ -472,7 +479,7 @@ def _bonus(pos: int, hand: int, hurt: int, turn: int, ctx: int, A: Any) -> float
     deck, has_run = A[0], A[14]
     hurting = ctx > CTX_BONUS
     kind = DRAW_IRON_BONUS if hurting else DRAW_BONUS
-    total = 0.0
+    total: float = 0.0
     for _ in range(3):
         card = deck[pos]
         total -= _draw(pos, hand, card < FIRST_COURT, kind, 0, A)
@@ -494,7 +501,7 @@ def _bonus(pos: int, hand: int, hurt: int, turn: int, ctx: int, A: Any) -> float
 
 @_recursive
 def _rest(pos: int, hand: int, hurt: int, turn: int, A: Any) -> float:
-    z = _draw(pos, hand, False, DRAW_REST, 0, A)
+    z: float = _draw(pos, hand, False, DRAW_REST, 0, A)
     if pos + 1 >= DECK_SIZE:
         return -z
     return -z + _end_turn(pos + 1, hand, max(hurt - 1, 0), turn, A)
@@ -504,7 +511,7 @@ def _rest(pos: int, hand: int, hurt: int, turn: int, A: Any) -> float:
 def _rack(pos: int, hand: int, hurt: int, turn: int, index: int, A: Any) -> float:
     deck, has_run = A[0], A[14]
     targets = RACK_MASKS[index]
-    total = 0.0
+    total: float = 0.0
     while True:
         card = deck[pos]
         target = card < FIRST_COURT and (targets >> card) & 1 == 1

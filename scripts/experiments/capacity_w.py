@@ -81,7 +81,8 @@ def play(
                 counts: dict[int, list[int]] = {}
                 for c in unseen:
                     counts.setdefault(c // NUM_RANKS, []).append(c)
-                targets = set(min(counts.values(), key=len))
+                fewest: list[int] = min(counts.values(), key=len)
+                targets = set(fewest)
                 while True:
                     card = draw(turn, True, True)
                     if card < 0:

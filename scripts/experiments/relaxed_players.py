@@ -50,11 +50,14 @@ def play(deck: np.ndarray, policy: Policy, rack_by: str, rest_keeps: bool = True
         action = policy(hurt, turn)
         if action == "rack":
             unseen = [c for c in range(NUM_NUMBERED) if not (drawn >> c) & 1]
-            key = (lambda c: c // NUM_RANKS) if rack_by == "suit" else (lambda c: c % NUM_RANKS)
+            key: Callable[[int], int] = (
+                (lambda c: c // NUM_RANKS) if rack_by == "suit" else (lambda c: c % NUM_RANKS)
+            )
             groups: dict[int, list[int]] = {}
             for c in unseen:
                 groups.setdefault(key(c), []).append(c)
-            targets = set(min(groups.values(), key=len)) if groups else set()
+            fewest: list[int] = min(groups.values(), key=len) if groups else []
+            targets = set(fewest)
             while True:
                 card = draw()
                 if complete(seen):

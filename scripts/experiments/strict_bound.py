@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable, MutableMapping
 from functools import partial
-from typing import Any, Final
+from typing import Any, Final, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -100,6 +101,8 @@ WARM_SLACK: Final = 1e-9
 """The warm start's cut sits this far below a value known to be reached."""
 KEY_SLOTS: Final = 32
 """Room for a decision point or a draw's kind in a packed memo key."""
+Memo = MutableMapping[tuple[int, int], float]
+"""A numba typed ``Dict`` of :data:`KEY` to float64 (the searches' memos and caches)."""
 
 
 @compiled
@@ -173,13 +176,18 @@ def complete(hand: int) -> bool:
     return done
 
 
-def _recursive(fn: Any) -> Any:
-    return compiled(fn, cache=False)
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _recursive(fn: _F) -> _F:
+    """``fn`` compiled without numba's disk cache, typed as ``fn`` (its Python signature)."""
+    return cast(_F, compiled(fn, cache=False))
 
 
 @_recursive
 def _posterior(pos: int, gone: int, S: Any) -> F64:
     """``P(r | hand, unseen)`` at ``pos`` with the Rest-discarded cards ``gone`` (cached)."""
+    posts: MutableMapping[tuple[int, int], F64]
     hands, unseen_t, C, binomial, posts = S[1], S[2], S[9], S[10], S[11]
     key = (pos, gone)
     if key in posts:
@@ -194,7 +202,7 @@ def _posterior(pos: int, gone: int, S: Any) -> F64:
 def _z(pos: int, turn: int, hurt: int, xk: int, gone: int, S: Any) -> float:
     """The penalty of the card at ``pos`` drawn in a draw ``xk``; a Rest's card is lost."""
     cards, unseen_t, courts_t, jokers_t, V, off = S[0], S[2], S[3], S[4], S[5], S[6]
-    expected_cache = S[8]
+    expected_cache: Memo = S[8]
     m = NUM_NUMBERED - _count(unseen_t[pos])
     c = NUM_COURTS - courts_t[pos]
     j = NUM_JOKERS - jokers_t[pos]
@@ -389,7 +397,7 @@ def _upper(pos: int, turn: int, hurt: int, ctx: int, gone: int, S: Any) -> float
         phase = PH_THREATEN_BONUS_OFFER
     else:
         phase = PH_IRON_BONUS_OFFER + ctx - CTX_BONUS - 1
-    total = post[0]
+    total: float = post[0]
     for r in range(1, CAPACITY_M):
         if post[r] > 0.0:
             total += post[r] * V[turn, off[m] + r, c, j, hurt, phase]
@@ -401,6 +409,8 @@ def _solve(pos: int, turn: int, hurt: int, ctx: int, gone: int, alpha: float, S:
     """The clairvoyant's maximum of ``R - Z`` from a decision point of the strict game,
     fail-soft: exact when above ``alpha``, else an upper bound (at most ``alpha``).
     Subtrees whose ``W`` (an upper bound on their value) is at most ``alpha`` are cut."""
+    memo: Memo
+    bounds: Memo
     memo, bounds = S[7], S[14]
     key = ((((pos * (STANDARD_TURNS + 2)) + turn) * MAX_HURT + hurt) * KEY_SLOTS + ctx, gone)
     if key in memo:
@@ -445,7 +455,7 @@ def _solve(pos: int, turn: int, hurt: int, ctx: int, gone: int, alpha: float, S:
     return best
 
 
-KEY = types.UniTuple(types.int64, 2)
+KEY = types.UniTuple(types.int64, 2)  # type: ignore[no-untyped-call]  # numba's UniTuple is unannotated
 
 
 def _state(
