@@ -35,7 +35,7 @@ def evaluation_of(path: Path, agent: str) -> dict[str, Any]:
     results = list(found.values()) if isinstance(found, dict) else found
     for result in results:
         if result.get("agent", result.get("label")) == agent:
-            validation = "VALIDATION" in doc.get("deals", "").upper()
+            validation = "VALIDATION" in str(doc.get("deals", "")).upper()  # a ladder: a count
             deals = "validation" if validation else "evaluation"
             return {
                 "agent": agent,

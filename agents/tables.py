@@ -73,6 +73,8 @@ RESULT_ROWS: Final = (
     ("planner", "`planner` (rollouts of `heuristic`, 1,024 orders a decision)", "--agent planner"),
     ("planner-trained", "`planner-trained` (the planner over `trained`)",
      "--agent planner-trained"),
+    ("strongest", "`strongest` (the planner over `distilled`, its rollouts played by `distilled`)",
+     "--agent strongest"),
 )  # fmt: skip
 """The README's results rows: ladder label, what it is, how ``evaluate.py`` names it."""
 

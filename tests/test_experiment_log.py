@@ -21,7 +21,8 @@ def test_evaluation_of_reads_lists_keyed_probes_and_ladder_rows(tmp_path: Path) 
     keyed.write_text(json.dumps(doc))
 
     ladder = tmp_path / "ladder.json"
-    ladder.write_text(json.dumps({"seed": 9, "rows": [{"label": "strongest", **RESULT}]}))
+    rows = [{"label": "strongest", **RESULT}]
+    ladder.write_text(json.dumps({"seed": 9, "deals": 400, "rows": rows}))
 
     assert evaluation_of(ladder, "strongest")["episodes"] == RESULT["episodes"]
     from_list = evaluation_of(listed, "heuristic")
