@@ -3,9 +3,10 @@
 A player's network rollouts multiply batches of a few thousand rows by layers of 64 to 256
 units: products too small to gain from OpenBLAS's thread pool, which instead spins a thread
 per core. Beside other work (the ladder's parallel workers, a second process) those threads
-fight for the cores: measured on the project's 2-core machines, one network rollout took
-156 CPU-µs a game with OpenBLAS's default threads against 34 with one thread. The limit is
-scoped (a context manager around the rollouts), so a caller's own BLAS use keeps its setting.
+fight for the cores: in one ad hoc measurement on the project's 2-core machines (not a
+committed record), a network rollout cost 156 CPU-us a game with OpenBLAS's default threads
+against 34 with one thread. The limit is scoped (a context manager around the rollouts), so
+a caller's own BLAS use keeps its setting.
 """
 
 from __future__ import annotations
