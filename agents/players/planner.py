@@ -79,6 +79,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 
 from agents.players.base import Agent, KnowledgeActor
 from agents.players.heuristic import (
@@ -275,6 +276,16 @@ class Estimate:
     def samples(self) -> int:
         return len(self.wins[self.candidates[0]]) if self.candidates else 0
 
+    @classmethod
+    def start(cls, candidates: Sequence[int]) -> Estimate:
+        """No rollouts yet."""
+        return cls(list(candidates), {a: [] for a in candidates})
+
+    def add(self, won: npt.NDArray[np.bool_]) -> None:
+        """More rollouts: ``won[o, c]``, sampled order ``o`` with candidate ``c`` played."""
+        for column, action in enumerate(self.candidates):
+            self.wins[action].extend(won[:, column].astype(int).tolist())
+
     def win_chance(self, action: int) -> float:
         results = self.wins[action]
         return sum(results) / len(results) if results else math.nan
@@ -351,11 +362,10 @@ class Roller:
         """Roll every candidate out on ``samples`` more games resampled from ``kn`` (the
         same games for each candidate)."""
         if estimate is None:
-            estimate = Estimate(list(candidates), {a: [] for a in candidates})
+            estimate = Estimate.start(candidates)
         if self.compiled:
-            won = rollout_wins(kn, kn.sample_order_array(rng, samples), candidates, self.packed)
-            for column, action in enumerate(candidates):
-                estimate.wins[action].extend(won[:, column].astype(int).tolist())
+            orders = kn.sample_order_array(rng, samples)
+            estimate.add(rollout_wins(kn, orders, candidates, self.packed))
             return estimate
         for sampled in kn.resample(rng, samples):
             for action in candidates:

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from agents.players.rollouts import hopeless_games, tables
+from agents.players.rollouts import candidate_games, hopeless_games, tables
 from agents.players.threads import one_blas_thread
-from coldiron_env.actions import LEGAL_ACTIONS, LEGAL_MASKS
+from coldiron_env.actions import LEGAL_MASKS
 from coldiron_env.batched import CODE_WON, PLAYING, SKIP, pack_rules, step_games
 from coldiron_env.observation import encode_batch, flat_size
 
@@ -163,16 +163,10 @@ class NetRoller:
         from agents.players.planner import Estimate  # noqa: PLC0415 (planner imports this module)
 
         if estimate is None:
-            estimate = Estimate(list(candidates), {a: [] for a in candidates})
-        legal = LEGAL_ACTIONS[kn.phase]
-        if any(action not in legal for action in candidates):
-            raise ValueError(f"candidates {list(candidates)} include an illegal action")
+            estimate = Estimate.start(candidates)
         orders = kn.sample_order_array(rng, samples)
-        count = len(candidates)
-        games = kn.games(np.repeat(orders, count, axis=0))
-        first = np.tile(np.asarray(candidates, dtype=np.int64), samples)
+        first, games = candidate_games(kn, orders, candidates)
         with one_blas_thread():
-            won = play_network(self.net, first, games, kn.rules).reshape(samples, count)
-        for column, action in enumerate(candidates):
-            estimate.wins[action].extend(won[:, column].astype(int).tolist())
+            won = play_network(self.net, first, games, kn.rules)
+        estimate.add(won.reshape(samples, len(candidates)))
         return estimate

@@ -275,20 +275,27 @@ def tables() -> Tables:
     return Tables(need_t, useful_t, alive_t, courts_t, bonus_risk_table())
 
 
-def rollout_wins(
-    kn: Knowledge, orders: I64, candidates: Sequence[int], params: F64
-) -> npt.NDArray[np.bool_]:
-    """``(orders, candidates)`` booleans: the position ``kn`` describes with the unseen cards
-    in each order (rows of ``orders``), the candidate played, then the heuristic to the end
-    (``kn.rules``): won?"""
+def candidate_games(kn: Knowledge, orders: I64, candidates: Sequence[int]) -> tuple[I64, Games]:
+    """The position ``kn`` describes with the unseen cards in each order (rows of
+    ``orders``), once per candidate: the first actions (``candidates`` over and over) and
+    the games, row ``o * len(candidates) + c`` for order ``o`` and candidate ``c``."""
     legal = LEGAL_ACTIONS[kn.phase]
     if any(action not in legal for action in candidates):
         raise ValueError(
             f"candidates {list(candidates)} include an action illegal in phase "
             f"{PHASE_NAMES[kn.phase]} (legal: {list(legal)})"
         )
-    count = len(candidates)
-    games = kn.games(np.repeat(orders, count, axis=0))
+    games = kn.games(np.repeat(orders, len(candidates), axis=0))
     first = np.tile(np.asarray(candidates, dtype=np.int64), orders.shape[0])
+    return first, games
+
+
+def rollout_wins(
+    kn: Knowledge, orders: I64, candidates: Sequence[int], params: F64
+) -> npt.NDArray[np.bool_]:
+    """``(orders, candidates)`` booleans: the position ``kn`` describes with the unseen cards
+    in each order (rows of ``orders``), the candidate played, then the heuristic to the end
+    (``kn.rules``): won?"""
+    first, games = candidate_games(kn, orders, candidates)
     won = play_out(first, games, pack_rules(kn.rules), tables(), params)
-    return np.asarray(won).reshape(orders.shape[0], count)
+    return np.asarray(won).reshape(orders.shape[0], len(candidates))
