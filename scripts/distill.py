@@ -16,11 +16,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Final
+from typing import Final, get_args
 
 from pydantic import ValidationError
 
-from agents.learning.config import ExpertIterationConfig, config_error
+from agents.learning.config import ExpertIterationConfig, Rollouts, config_error
 from agents.learning.provenance import TrainingError
 from agents.learning.training import distill
 from agents.players.planner import BUDGETS
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--rollouts",
-        choices=("heuristic", "network"),
+        choices=get_args(Rollouts),
         default=defaults.rollouts,
         help="who plays the planner's rollouts: the heuristic or the network being trained",
     )

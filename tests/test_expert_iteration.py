@@ -270,3 +270,20 @@ def test_a_training_run_ends_with_its_rounds_and_resumes_inside_them(
     third = train(more, resume=out, log=lambda _: None)
     assert [r["round"] for r in third.expert_rounds] == [0, 1, 2]
     assert third.expert_rounds[:2] == second.expert_rounds
+
+
+def test_a_record_from_before_the_rollouts_option_resumes_as_heuristic_rollouts(
+    tmp_path: Path,
+) -> None:
+    """The shipped `trained` recorded its settings before `rollouts` existed: such a record
+    reads as heuristic rollouts, so a config with them may resume it and one with network
+    rollouts may not."""
+    cfg = _tiny_run_config(rounds=2)
+    settings = ei.identity(cfg)
+    assert settings.pop("rollouts") == ei.HEURISTIC_ROLLOUTS
+    (tmp_path / ei.EXPERT_FILE).write_text(json.dumps({"settings": settings, "rounds": []}))
+    ei.check_resumable(cfg, tmp_path)
+    network = cfg.model_copy(deep=True)
+    network.expert_iteration.rollouts = ei.NETWORK_ROLLOUTS
+    with pytest.raises(TrainingError, match=r"only expert_iteration\.rounds may change"):
+        ei.check_resumable(network, tmp_path)

@@ -341,6 +341,10 @@ class ImitationConfig(_Section):
         return self
 
 
+Rollouts = Literal["heuristic", "network"]
+"""Who plays the planner's rollouts in expert iteration (``expert_iteration.rollouts``)."""
+
+
 class ExpertIterationConfig(_Section):
     """Expert iteration after RL (see :mod:`agents.learning.expert_iteration`): each round
     the network plays ``episodes`` deals of its own stream (seeded by the run's ``seed``),
@@ -358,7 +362,7 @@ class ExpertIterationConfig(_Section):
     learning_rate: Number = Field(default=1e-4, gt=0.0)
     workers: Count = Field(default=1, ge=1)
     """Processes labelling each round's deals (the labels do not depend on it)."""
-    rollouts: Literal["heuristic", "network"] = "heuristic"
+    rollouts: Rollouts = "heuristic"
     """Who plays the planner's rollouts: the heuristic, or the network being trained."""
 
     @model_validator(mode="after")

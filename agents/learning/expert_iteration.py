@@ -105,6 +105,8 @@ def label(
     seeded by the deal, its knowledge fed the deal's observations in order: DAgger)."""
     played = student_play(agent.model, agent.env_kwargs, episodes, first, batch)
     planner = search_over(agent, budget, compiled, rollouts)
+    # imitation.collect_dagger's loop with the planner asked directly (not through
+    # PlannerAgent.act): two calls fewer between train and the rollouts
     labels: list[int] = []
     for game, moves in enumerate(played.moves):
         planner.reset(first + game)
@@ -315,6 +317,7 @@ def check_resumable(cfg: Config, run_root: Path) -> None:
     if not path.is_file() or not cfg.expert_iteration.rounds:
         return  # no round played, or none follows: the rounds played stay the model
     recorded = json.loads(path.read_text(encoding="utf-8")).get("settings", {})
+    recorded.setdefault("rollouts", HEURISTIC_ROLLOUTS)  # a record from before the option
     had = {k: v for k, v in recorded.items() if k != "rounds"}
     wanted = {k: v for k, v in identity(cfg).items() if k != "rounds"}
     if had != wanted:

@@ -794,6 +794,7 @@ def expert_iteration(run: Run) -> bool:
     agent = SB3Agent(model, cfg.env_kwargs(), name=cfg.name or "model")
     gamma = float(getattr(model, "gamma", 1.0))
     labellers = Labellers(settings.workers, rollouts=settings.rollouts)
+    env_kwargs, seeds = cfg.env_kwargs(), eval_seeds(cfg)  # each round's validation
     with recorded_signals() as requests, labellers:
         for r in range(len(rounds), settings.rounds):
             t0 = time.perf_counter()
@@ -831,9 +832,7 @@ def expert_iteration(run: Run) -> bool:
                 f"{stats['accuracy_after']:.2%} after ({record['label_seconds']:.0f} s + "
                 f"{record['clone_seconds']:.0f} s)"
             )
-            record["validation_win_rate"] = evaluate_model(
-                model, cfg.env_kwargs(), eval_seeds(cfg)
-            ).win_rate
+            record["validation_win_rate"] = evaluate_model(model, env_kwargs, seeds).win_rate
             log(f"  validation deals won: {record['validation_win_rate']:.2%}")
             rounds.append(record)
             commit_round(root, model, cfg, start, rounds)
