@@ -17,10 +17,10 @@ REPO_ROOT: Final = Path(__file__).resolve().parent.parent
 UNKNOWN: Final = "unknown"
 
 
-def _git(*args: str) -> str | None:
+def _git(*args: str, root: Path = REPO_ROOT) -> str | None:
     try:
         out = subprocess.run(
-            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=False
+            ["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=False
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -33,10 +33,17 @@ def git_commit() -> str:
     return out.strip() if out and out.strip() else UNKNOWN
 
 
-def git_dirty() -> bool | None:
+def git_dirty(ignore: Path | None = None, root: Path = REPO_ROOT) -> bool | None:
     """Whether the checkout's tracked files differ from its commit (None outside a checkout).
-    Untracked files (run directories, caches) do not count."""
-    out = _git("status", "--porcelain", "--untracked-files=no")
+    Untracked files (run directories, caches) do not count, nor ``ignore``: the record a
+    command is filling in (its earlier entries changed it)."""
+    exclude = []
+    if ignore is not None:
+        try:
+            exclude = ["--", ".", f":(exclude){ignore.resolve().relative_to(root.resolve())}"]
+        except ValueError:  # not in the checkout: it cannot make it dirty
+            pass
+    out = _git("status", "--porcelain", "--untracked-files=no", *exclude, root=root)
     return None if out is None else bool(out.strip())
 
 

@@ -548,6 +548,23 @@ def add_row(
     return base, row, pair
 
 
+def rename_row(ladder: Ladder, old: str, new: str) -> AgentResult:
+    """Give row ``old`` the name ``new`` (with its paired comparison): for a registered name
+    whose player changes, so that the row keeps naming the player it measured. ``new`` must
+    be a player :func:`make_agent` knows and a label the ladder does not have yet."""
+    labels = [r.agent for r in ladder.rows]
+    if old not in labels:
+        raise ValueError(f"the ladder has no row {old!r} (rows: {', '.join(labels)})")
+    if new in labels:
+        raise ValueError(f"the ladder already has a row {new!r}")
+    make_agent(new)  # the renamed row must still name a player that can be replayed
+    row = ladder.rows[labels.index(old)]
+    row.agent = new
+    if old in ladder.comparisons:
+        ladder.comparisons[new] = ladder.comparisons.pop(old)
+    return row
+
+
 def load_average() -> float | None:
     """The 1-minute load average (None where the platform has none)."""
     try:

@@ -14,9 +14,9 @@ The built-in players are :mod:`agents.players.roster`'s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from agents.players.base import Agent
 from agents.players.roster import BUILTIN_AGENTS, AgentFactory
@@ -46,8 +46,9 @@ def _planner_over(name: str, search: SearchOverModel) -> Agent:
         raise ValueError(f"{name}: {search.model!r} is not a trained network")
     budget = BUDGETS[search.budget] if isinstance(search.budget, str) else search.budget
     assert isinstance(budget, PlannerConfig)
+    overrides: dict[str, Any] = dict(search.overrides)  # PlannerConfig checks each value
     return PlannerAgent(
-        budget,
+        replace(budget, **overrides),
         name=name,
         base=KnowledgePolicy(network),
         rollout_policy=policy_net(network) if search.network_rollouts else None,
@@ -77,15 +78,22 @@ class SearchOverModel:
     """A planner budget's name (``agents.players.planner.BUDGETS``) or a ``PlannerConfig``."""
     network_rollouts: bool
     """The rollouts played by the network itself (else by ``heuristic``)."""
+    overrides: tuple[tuple[str, float | int], ...] = ()
+    """``PlannerConfig`` fields set apart from the budget's, as (name, value) pairs."""
 
 
 SEARCH_OVER_MODELS: Final[dict[str, SearchOverModel]] = {
     "planner-trained": SearchOverModel("trained", "planner", network_rollouts=False),
-    "strongest": SearchOverModel("distilled", "planner", network_rollouts=True),
+    "strongest-z2": SearchOverModel("distilled", "planner", network_rollouts=True),
+    "strongest": SearchOverModel(
+        "distilled", "planner", network_rollouts=True, overrides=(("z", 1.0),)
+    ),
 }
 """Search over the shipped networks, by name: ``planner-trained`` (heuristic rollouts, 1,024
-sampled orders a decision from turn 18), ``strongest`` (``distilled`` proposes and plays the
-rollouts)."""
+sampled orders a decision from turn 18); ``strongest-z2`` (``distilled`` proposes and plays
+the rollouts; ``strongest`` until 2026-12-02); ``strongest`` (the same, leaving the
+network's choice at a paired z of 1 instead of 2: chosen on validation deals,
+docs/records/search_probes_501.json)."""
 PLAY_TORCH_THREADS: Final = 1
 """Torch threads for playing trained models: on a busy 2-core machine two threads made
 evaluation ten times slower (10,000 deals in 60 s against 3.4 s)."""

@@ -11,6 +11,11 @@ without replaying the ladder; the new ladder goes to ``--out-dir``, the added ro
         --add-deals 500 --workers 1 --ladder docs/ladder/ladder.json --out-dir docs/ladder \
         --record docs/records/ladder_add_mcts.json --why "..."
 
+A row renamed, for a registered name whose player changed (nothing is played)::
+
+    .venv/bin/python scripts/ladder.py --rename-row strongest=planner-distilled \
+        --ladder docs/ladder/ladder.json --out-dir docs/ladder
+
 Exit status: 0 done, 2 bad arguments, 130 interrupted (the rows finished are written).
 """
 
@@ -102,7 +107,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--record", type=Path, help="--add-row: also write the added rows to this JSON file"
     )
+    parser.add_argument(
+        "--rename-row",
+        metavar="OLD=NEW",
+        help="rename a row of the existing --ladder (a registered name whose player changed: "
+        "the row keeps naming the player it measured); nothing is played",
+    )
     return parser
+
+
+def rename_row_main(args: argparse.Namespace, command: str) -> int:
+    """``--rename-row OLD=NEW``: the existing ladder again, one row under another name."""
+    old, sep, new = str(args.rename_row).partition("=")
+    try:
+        if not (sep and old and new):
+            raise ValueError(f"--rename-row expects OLD=NEW, got {args.rename_row!r}")
+        result, settings, old_command = ladder.load_ladder(args.ladder)
+        ladder.rename_row(result, old, new)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_ERROR
+    result.notes.append(f"row {old} renamed {new} by: {command}")
+    for path in ladder.write_outputs(args.out_dir, result, settings, old_command):
+        print(f"wrote {path}")
+    return 0
 
 
 def add_row_main(args: argparse.Namespace, command: str) -> int:
@@ -176,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     command = ".venv/bin/python scripts/ladder.py " + " ".join(arguments)
     if args.add_row is not None:
         return add_row_main(args, command)
+    if args.rename_row is not None:
+        return rename_row_main(args, command)
     try:
         settings = settings_of(args)
     except ValueError as err:

@@ -324,3 +324,23 @@ def test_add_row_refuses_a_ladder_whose_heuristic_row_does_not_replay(tmp_path: 
     result, settings, _ = ladder_module.load_ladder(path)
     with pytest.raises(RuntimeError, match="changed"):
         ladder_module.add_row(result, settings, "random", 20)
+
+
+def test_rename_row_keeps_the_row_and_its_comparison_under_the_new_name(tmp_path: Path) -> None:
+    path = small_ladder(tmp_path, 40)
+    result, settings, command = ladder_module.load_ladder(path)
+    ladder_module.add_row(result, settings, "random", 20)
+    played = next(r for r in result.rows if r.agent == "random").to_dict()
+    renamed = ladder_module.rename_row(result, "random", "planner-small")
+    assert renamed.to_dict() == {**played, "agent": "planner-small"}
+    assert "planner-small" in result.comparisons and "random" not in result.comparisons
+    with pytest.raises(ValueError, match="no row 'random'"):
+        ladder_module.rename_row(result, "random", "threaten")
+    with pytest.raises(ValueError, match="already has a row 'threaten'"):
+        ladder_module.rename_row(result, "planner-small", "threaten")
+    with pytest.raises(ValueError, match="unknown agent"):
+        ladder_module.rename_row(result, "planner-small", "no-such-player")
+    out = tmp_path / "new"
+    ladder_module.write_outputs(out, result, settings, command)
+    written = json.loads((out / "ladder.json").read_text())
+    assert [r["label"] for r in written["rows"]][-1] == "planner-small"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -70,12 +71,14 @@ def test_a_shipped_model_records_the_command_that_reproduces_it(name: str) -> No
 
 def test_the_planner_over_a_shipped_model_is_named_and_uses_it() -> None:
     from agents.learning.sb3_agent import KnowledgePolicy
-    from agents.players.planner import PlannerAgent
+    from agents.players.planner import BUDGETS, PlannerAgent
 
     for name, search in SEARCH_OVER_MODELS.items():
         assert search.model in SHIPPED_MODELS and name in agent_names()
         planner = make_agent(name)
         assert isinstance(planner, PlannerAgent) and planner.name == name
+        budget = BUDGETS[search.budget] if isinstance(search.budget, str) else search.budget
+        assert planner.config == replace(budget, **dict(search.overrides))
         assert isinstance(planner.base, KnowledgePolicy)
         ours = planner.base.agent.model.policy.state_dict()
         shipped = load_sb3_agent(SHIPPED_MODELS[search.model]).model.policy.state_dict()

@@ -149,18 +149,23 @@ def main(argv: list[str] | None = None) -> int:
         or doc.get("episodes", args.episodes) != args.episodes
     ):
         raise SystemExit(f"{args.json} holds seed {doc.get('seed')}, {doc.get('episodes')} deals")
+    agents = list(dict.fromkeys([*doc["agents"], *args.agent]))  # the record's, then the new
     doc.update(
         deals="validation",
         seed=args.seed,
         episodes=args.episodes,
-        command="scripts/experiments/search_probes.py "
-        + " ".join(sys.argv[1:] if argv is None else argv),
+        # a command that makes the whole record again (agents held are skipped when rerun)
+        command=f"scripts/experiments/search_probes.py --seed {args.seed} --episodes "
+        f"{args.episodes} --workers {args.workers} "
+        + " ".join(f"--agent {spec}" for spec in agents)
+        + (f" --against {args.against}" if args.against else "")
+        + f" --json {args.json}",
     )
     for spec in args.agent:
         if spec in doc["agents"]:
             continue
         entry = probe(spec, args.seed, args.episodes, args.workers)
-        entry.update(commit=git_commit(), dirty=git_dirty(), date=utc_now())
+        entry.update(commit=git_commit(), dirty=git_dirty(ignore=args.json), date=utc_now())
         doc["agents"][spec] = entry
         atomic_write_json(args.json, doc)
         print(

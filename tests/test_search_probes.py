@@ -1,0 +1,63 @@
+"""scripts/experiments/search_probes.py: the record grows agent by agent, its command makes
+the whole record again, and a deal's result does not depend on how the deals are split."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = "scripts/experiments/search_probes.py"
+EPISODES = 40
+
+
+def probes(*args: str) -> None:
+    """The script as its command line runs it (its worker processes import it as __main__)."""
+    subprocess.run([sys.executable, SCRIPT, *args], cwd=ROOT, check=True, capture_output=True)
+
+
+def test_the_record_command_makes_every_agent_again(tmp_path: Path) -> None:
+    record = tmp_path / "probes.json"
+    common = ["--seed", "7", "--episodes", str(EPISODES), "--json", str(record)]
+    probes("--agent", "random", "--workers", "1", *common)
+    probes("--agent", "heuristic", "--workers", "2", *common)
+    first = json.loads(record.read_text())
+    assert list(first["agents"]) == ["random", "heuristic"]
+    assert first["agents"]["heuristic"]["paired"]["against"] == "random"
+    assert first["agents"]["heuristic"]["won"] > 0  # the wins compared below are not all zero
+
+    words = shlex.split(first["command"])
+    assert words[0] == SCRIPT
+    again = tmp_path / "again.json"
+    words[words.index("--json") + 1] = str(again)
+    words[words.index("--workers") + 1] = "1"  # another split of the deals
+    probes(*words[1:])
+    second = json.loads(again.read_text())
+    assert list(second["agents"]) == list(first["agents"])
+    for spec, entry in first["agents"].items():
+        assert second["agents"][spec]["wins"] == entry["wins"], spec
+        assert second["agents"][spec]["episodes"] == EPISODES
+
+
+def test_git_dirty_leaves_out_only_the_record_being_filled(tmp_path: Path) -> None:
+    from agents.gitinfo import git_dirty
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    for name in ("code.py", "record.json"):
+        (tmp_path / name).write_text("0\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "start")
+    record = tmp_path / "record.json"
+    assert git_dirty(root=tmp_path) is False
+    record.write_text("1\n")
+    assert git_dirty(root=tmp_path) is True
+    assert git_dirty(ignore=record, root=tmp_path) is False
+    (tmp_path / "code.py").write_text("1\n")
+    assert git_dirty(ignore=record, root=tmp_path) is True
+    assert git_dirty(ignore=Path("/elsewhere/record.json"), root=tmp_path) is True
