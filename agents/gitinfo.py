@@ -7,6 +7,7 @@ the look log of the evaluation (:mod:`agents.evaluation.looks`) to the run direc
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,12 +38,10 @@ def git_dirty(ignore: Path | None = None, root: Path = REPO_ROOT) -> bool | None
     """Whether the checkout's tracked files differ from its commit (None outside a checkout).
     Untracked files (run directories, caches) do not count, nor ``ignore``: the record a
     command is filling in (its earlier entries changed it)."""
-    exclude = []
+    exclude: list[str] = []
     if ignore is not None:
-        try:
+        with contextlib.suppress(ValueError):  # not in the checkout: it cannot make it dirty
             exclude = ["--", ".", f":(exclude){ignore.resolve().relative_to(root.resolve())}"]
-        except ValueError:  # not in the checkout: it cannot make it dirty
-            pass
     out = _git("status", "--porcelain", "--untracked-files=no", *exclude, root=root)
     return None if out is None else bool(out.strip())
 

@@ -13,7 +13,7 @@ without replaying the ladder; the new ladder goes to ``--out-dir``, the added ro
 
 A row renamed, for a registered name whose player changed (nothing is played)::
 
-    .venv/bin/python scripts/ladder.py --rename-row strongest=planner-distilled \
+    .venv/bin/python scripts/ladder.py --rename-row strongest=strongest-z2 \
         --ladder docs/ladder/ladder.json --out-dir docs/ladder
 
 Exit status: 0 done, 2 bad arguments, 130 interrupted (the rows finished are written).

@@ -149,3 +149,13 @@ def test_agent_result_extends_in_deal_order() -> None:
         "b", episodes=3, outcomes={"winnable": 1}, kind="bound", won=[True, False, True]
     )
     assert bound.wins == 2  # a bound's wins are its per-deal verdicts, not an outcome tally
+
+
+@pytest.mark.parametrize("bad", ["strongest", "=strongest-z2", "strongest="])
+def test_rename_row_refuses_an_argument_that_is_not_old_equals_new(
+    bad: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = ladder.main(["--rename-row", bad, "--ladder", str(tmp_path / "ladder.json")])
+    assert code == ladder.EXIT_ERROR
+    assert "OLD=NEW" in capsys.readouterr().err
+    assert not (tmp_path / "ladder.json").exists()
