@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from multiprocessing import get_context
@@ -155,11 +156,13 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         episodes=args.episodes,
         # a command that makes the whole record again (agents held are skipped when rerun)
-        command=f"scripts/experiments/search_probes.py --seed {args.seed} --episodes "
-        f"{args.episodes} --workers {args.workers} "
-        + " ".join(f"--agent {spec}" for spec in agents)
-        + (f" --against {args.against}" if args.against else "")
-        + f" --json {args.json}",
+        command=shlex.join(
+            ["scripts/experiments/search_probes.py", "--seed", str(args.seed)]
+            + ["--episodes", str(args.episodes), "--workers", str(args.workers)]
+            + [word for spec in agents for word in ("--agent", spec)]
+            + (["--against", args.against] if args.against else [])
+            + ["--json", str(args.json)]
+        ),
     )
     for spec in args.agent:
         if spec in doc["agents"]:
