@@ -1,9 +1,9 @@
 """Agent names and specs: ``make_agent("heuristic")``, ``"trained"`` or ``"runs/ppo"``.
 
 A spec is a built-in player's name (:data:`BUILTIN_AGENTS`), the name of a
-model shipped with the package (:data:`SHIPPED_MODELS`: ``trained``, the
-strongest trained network), or a path to a trained model: a run directory
-(this project's or rl-zoo3's) or a ``.zip`` file, loaded by
+model shipped with the package (:data:`SHIPPED_MODELS`: ``trained``, ``distilled``: the
+strongest trained network, and ``distilled-30``, its start), or a path to a trained
+model: a run directory (this project's or rl-zoo3's) or a ``.zip`` file, loaded by
 :func:`agents.learning.sb3_agent.load_sb3_agent`; an ``.onnx`` file written by
 ``scripts/export.py`` (:mod:`agents.integrations.onnx_policy`, onnxruntime only); or
 an RLlib checkpoint directory (:mod:`agents.integrations.rllib`). Each loader is
@@ -63,6 +63,7 @@ MODELS_DIR: Final = Path(__file__).resolve().parent / "models"
 SHIPPED_MODELS: Final[dict[str, Path]] = {
     "trained": MODELS_DIR / "trained",
     "distilled": MODELS_DIR / "distilled",
+    "distilled-30": MODELS_DIR / "distilled-30",
 }
 """Names of the trained models in the package -> their run directories (``docs/models.md``)."""
 
@@ -84,16 +85,17 @@ class SearchOverModel:
 
 SEARCH_OVER_MODELS: Final[dict[str, SearchOverModel]] = {
     "planner-trained": SearchOverModel("trained", "planner", network_rollouts=False),
-    "strongest-z2": SearchOverModel("distilled", "planner", network_rollouts=True),
+    "strongest-z2": SearchOverModel("distilled-30", "planner", network_rollouts=True),
     "strongest": SearchOverModel(
-        "distilled", "planner", network_rollouts=True, overrides=(("z", 1.0),)
+        "distilled-30", "planner", network_rollouts=True, overrides=(("z", 1.0),)
     ),
 }
 """Search over the shipped networks, by name: ``planner-trained`` (heuristic rollouts, 1,024
-sampled orders a decision from turn 18); ``strongest-z2`` (``distilled`` proposes and plays
-the rollouts; ``strongest`` until 2026-12-02); ``strongest`` (the same, leaving the
+sampled orders a decision from turn 18); ``strongest-z2`` (``distilled-30`` proposes and
+plays the rollouts; ``strongest`` until 2026-12-02); ``strongest`` (the same, leaving the
 network's choice at a paired z of 1 instead of 2: chosen on validation deals,
-docs/records/search_probes_501.json)."""
+docs/records/search_probes_501.json). Both search over ``distilled-30``, the network they
+were chosen and measured with (``distilled`` until 2026-12-02)."""
 PLAY_TORCH_THREADS: Final = 1
 """Torch threads for playing trained models: on a busy 2-core machine two threads made
 evaluation ten times slower (10,000 deals in 60 s against 3.4 s)."""

@@ -34,7 +34,7 @@ from coldiron_env.cards import CARD_CODES
 
 Z_95 = 1.96
 SEED = 913
-PLAYERS = ("heuristic", "planner", "distilled")
+PLAYERS = ("heuristic", "planner", "distilled-30")
 
 
 def actions_of(agent: Any, env: gym.Env[Any, Any], deck: np.ndarray, seed: int) -> list[int]:
