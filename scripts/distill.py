@@ -57,6 +57,12 @@ def main(argv: list[str] | None = None) -> int:
         default=defaults.rollouts,
         help="who plays the planner's rollouts: the heuristic or the network being trained",
     )
+    parser.add_argument(
+        "--keep-rounds",
+        type=int,
+        default=defaults.keep_rounds,
+        help="rounds of labels cloned on each round, this one's included (1: this one's only)",
+    )
     parser.add_argument("--torch-threads", type=int, default=PLAY_TORCH_THREADS)
     args = parser.parse_args(argv)
     try:
@@ -68,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             learning_rate=args.learning_rate,
             workers=args.workers,
             rollouts=args.rollouts,
+            keep_rounds=args.keep_rounds,
         )
         set_torch_threads(args.torch_threads)
         if is_builtin(args.start) or args.start in SEARCH_OVER_MODELS:

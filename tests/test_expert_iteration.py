@@ -252,6 +252,7 @@ def test_a_training_run_ends_with_its_rounds_and_resumes_inside_them(
     assert all(0.0 <= r["validation_win_rate"] <= 1.0 for r in second.expert_rounds)
     meta = json.loads((out / "meta.json").read_text())
     assert meta["status"] == "completed" and meta["expert_iteration_rounds"] == 2
+    assert [r["command"] for r in meta["resumes"]] == [sys.argv], "the resuming command kept"
     assert not np.array_equal(_params(load_sb3_agent(out)), after_round_1)
 
     other = cfg.model_copy(deep=True)
@@ -287,3 +288,52 @@ def test_a_record_from_before_the_rollouts_option_resumes_as_heuristic_rollouts(
     network.expert_iteration.rollouts = ei.NETWORK_ROLLOUTS
     with pytest.raises(TrainingError, match=r"only expert_iteration\.rounds may change"):
         ei.check_resumable(network, tmp_path)
+
+
+def _distill_keeping(out: Path, rounds: int, keep: int) -> Any:
+    settings = ExpertIterationConfig(**{**TINY, "rounds": rounds, "keep_rounds": keep})  # type: ignore[arg-type]
+    return distill("trained", out, settings, 0, start_path=TRAINED, log=lambda _: None)
+
+
+def test_kept_labels_are_cloned_on_and_survive_an_interruption(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With keep_rounds = 2 each round clones on its labels and the round before's; a run
+    stopped in round 3 and continued ends with the network of a run never stopped, and
+    the labels no later round needs are deleted."""
+    straight = _distill_keeping(tmp_path / "straight", 3, 2)
+    decisions = [r["decisions"] for r in straight.expert_rounds]
+    cloned_on = [r["cloned_on"] for r in straight.expert_rounds]
+    assert cloned_on == [decisions[0], decisions[0] + decisions[1], decisions[1] + decisions[2]]
+    labels = tmp_path / "straight" / ei.LABELS_DIR
+    assert sorted(p.name for p in labels.iterdir()) == ["round-002.npz"], "only the next's"
+    kept = ei.load_labels(tmp_path / "straight", 2)
+    assert (len(kept), kept.episodes) == (decisions[2], TINY["episodes"])
+
+    real, calls = ei.Labellers.label, []
+
+    def interrupted_in_round_3(self: ei.Labellers, *args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(self, *args)
+
+    monkeypatch.setattr(ei.Labellers, "label", interrupted_in_round_3)
+    out = tmp_path / "stopped"
+    assert _distill_keeping(out, 3, 2).interrupted
+    monkeypatch.setattr(ei.Labellers, "label", real)
+    resumed = _distill_keeping(out, 3, 2)
+    timing = ("label_seconds", "clone_seconds", ei.MODEL_SHA_KEY)  # a zip holds its time
+    assert [{k: v for k, v in r.items() if k not in timing} for r in resumed.expert_rounds] == [
+        {k: v for k, v in r.items() if k not in timing} for r in straight.expert_rounds
+    ]
+    assert np.array_equal(
+        _params(make_agent(str(out))), _params(make_agent(str(tmp_path / "straight")))
+    )  # type: ignore[arg-type]
+    meta = json.loads((out / META_FILE).read_text())
+    assert [r["rounds"] for r in meta["resumes"]] == [3], "the continuing command is kept"
+    assert meta["resumes"][0]["command"] == sys.argv
+
+    (labels / "round-002.npz").unlink()
+    with pytest.raises(TrainingError, match=r"round-002\.npz is missing"):
+        _distill_keeping(tmp_path / "straight", 4, 2)

@@ -364,6 +364,9 @@ class ExpertIterationConfig(_Section):
     """Processes labelling each round's deals (the labels do not depend on it)."""
     rollouts: Rollouts = "heuristic"
     """Who plays the planner's rollouts: the heuristic, or the network being trained."""
+    keep_rounds: Count = Field(default=1, ge=1)
+    """Rounds of labels the network is cloned on each round, this one's included (DAgger's
+    aggregation; 1: this round's only). Kept in the run directory so a resumed run has them."""
 
     @model_validator(mode="after")
     def _deals_in_the_stream(self) -> ExpertIterationConfig:

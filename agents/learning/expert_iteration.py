@@ -40,6 +40,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
+import numpy as np
+
 from agents.atomic import atomic_write_bytes, atomic_write_json
 from agents.learning.imitation import DAGGER_BATCH, Demonstrations, concat, student_play
 from agents.learning.provenance import TrainingError, sha256_bytes, sha256_file
@@ -68,6 +70,9 @@ POLL_SECONDS: Final = 0.5
 """How often a parallel round looks for a stop request."""
 _WORKER_AGENT: dict[str, SB3Agent] = {}
 """A labelling process's network, loaded once per saved round (keyed by its file's path)."""
+LABELS_DIR: Final = "labels"
+"""The run directory's folder of kept labels, one file a round (``keep_rounds`` > 1)."""
+OBS_PREFIX: Final = "obs/"
 HEURISTIC_ROLLOUTS: Final = "heuristic"
 NETWORK_ROLLOUTS: Final = "network"
 """``expert_iteration.rollouts``: the planner's rollouts played by the heuristic, or by the
@@ -239,6 +244,69 @@ def identity(cfg: Config) -> dict[str, Any]:
     return {**cfg.expert_iteration.model_dump(exclude={"workers"}), "seed": cfg.seed}
 
 
+def labels_file(run_root: Path, round_index: int) -> Path:
+    """Where round ``round_index``'s labels are kept (``keep_rounds`` > 1)."""
+    return run_root / LABELS_DIR / f"round-{round_index:03d}.npz"
+
+
+def save_labels(run_root: Path, round_index: int, demos: Demonstrations) -> None:
+    """Write a round's labels (compressed, atomically) for the rounds that clone on them."""
+    arrays = (
+        {f"{OBS_PREFIX}{k}": v for k, v in demos.obs.items()}
+        if isinstance(demos.obs, dict)
+        else {OBS_PREFIX: demos.obs}
+    )
+    buffer = io.BytesIO()
+    np.savez_compressed(
+        buffer,
+        masks=demos.masks,
+        actions=demos.actions,
+        returns=demos.returns,
+        episode=demos.episode,
+        counts=np.asarray([demos.episodes, demos.wins]),
+        **arrays,
+    )
+    path = labels_file(run_root, round_index)
+    path.parent.mkdir(exist_ok=True)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def load_labels(run_root: Path, round_index: int) -> Demonstrations:
+    """A round's labels as :func:`save_labels` wrote them; :class:`TrainingError` if absent."""
+    path = labels_file(run_root, round_index)
+    if not path.is_file():
+        raise TrainingError(
+            f"{path} is missing: expert_iteration.keep_rounds clones on earlier rounds' "
+            "labels, which this run directory no longer holds"
+        )
+    with np.load(path) as data:
+        obs_keys = [k for k in data.files if k.startswith(OBS_PREFIX)]
+        obs: Any = (
+            data[OBS_PREFIX]
+            if obs_keys == [OBS_PREFIX]
+            else {k[len(OBS_PREFIX) :]: data[k] for k in obs_keys}
+        )
+        episodes, wins = (int(x) for x in data["counts"])
+        return Demonstrations(
+            obs=obs,
+            masks=data["masks"],
+            actions=data["actions"],
+            returns=data["returns"],
+            episode=data["episode"],
+            episodes=episodes,
+            wins=wins,
+        )
+
+
+def forget_labels(run_root: Path, before: int) -> None:
+    """Delete the kept labels of rounds before ``before`` (no later round clones on them)."""
+    folder = run_root / LABELS_DIR
+    for r in range(before):
+        labels_file(run_root, r).unlink(missing_ok=True)
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+
+
 def expert_rounds(run_root: Path) -> list[dict[str, Any]]:
     """The expert-iteration rounds a run has finished (none before the phase)."""
     path = run_root / EXPERT_FILE
@@ -317,7 +385,8 @@ def check_resumable(cfg: Config, run_root: Path) -> None:
     if not path.is_file() or not cfg.expert_iteration.rounds:
         return  # no round played, or none follows: the rounds played stay the model
     recorded = json.loads(path.read_text(encoding="utf-8")).get("settings", {})
-    recorded.setdefault("rollouts", HEURISTIC_ROLLOUTS)  # a record from before the option
+    recorded.setdefault("rollouts", HEURISTIC_ROLLOUTS)  # records from before the options
+    recorded.setdefault("keep_rounds", 1)
     had = {k: v for k, v in recorded.items() if k != "rounds"}
     wanted = {k: v for k, v in identity(cfg).items() if k != "rounds"}
     if had != wanted:

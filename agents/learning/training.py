@@ -77,11 +77,14 @@ from agents.learning.expert_iteration import (
     check_resumable,
     commit_round,
     expert_rounds,
+    forget_labels,
+    load_labels,
     model_bytes,
     reconcile_rounds,
+    save_labels,
     start_hash,
 )
-from agents.learning.imitation import behaviour_clone
+from agents.learning.imitation import behaviour_clone, concat
 from agents.learning.provenance import (
     META_FILE,
     SHA256_KEY,
@@ -805,9 +808,15 @@ def expert_iteration(run: Run) -> bool:
             if demos is None:
                 break
             t1 = time.perf_counter()
+            if settings.keep_rounds > 1:  # the labels of the rounds before it too (DAgger)
+                save_labels(root, r, demos)
+                earlier = range(max(0, r - settings.keep_rounds + 1), r)
+                clone_on = concat([*(load_labels(root, k) for k in earlier), demos])
+            else:
+                clone_on = demos
             stats = behaviour_clone(
                 model,
-                demos,
+                clone_on,
                 epochs=settings.epochs,
                 batch_size=settings.batch_size,
                 learning_rate=settings.learning_rate,
@@ -818,6 +827,7 @@ def expert_iteration(run: Run) -> bool:
             record = {
                 "round": r,
                 "decisions": len(demos),
+                "cloned_on": len(clone_on),
                 "network_won": demos.wins,
                 "episodes": demos.episodes,
                 "agreement_before": stats["accuracy_before"],
@@ -836,6 +846,7 @@ def expert_iteration(run: Run) -> bool:
             log(f"  validation deals won: {record['validation_win_rate']:.2%}")
             rounds.append(record)
             commit_round(root, model, cfg, start, rounds)
+            forget_labels(root, r + 2 - settings.keep_rounds)
             if requests:
                 break
     stopped = len(rounds) < settings.rounds
@@ -956,6 +967,9 @@ def distill(
         meta = {"start": start, "start_config": _shown(config), "seed": seed,
                 "workers": settings.workers, **provenance(), "command": sys.argv,
                 "start_time": utc_now()}  # fmt: skip
+    else:  # a rerun continuing the rounds: its command kept beside the first
+        resumed = {"time": utc_now(), "command": sys.argv, "rounds": settings.rounds}
+        meta.setdefault("resumes", []).append(resumed)
     check_resumable(cfg, out)
     note = reconcile_rounds(out)
     if note is not None:
@@ -1020,7 +1034,12 @@ def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
         raise TrainingError(f"{run.root}: cannot resume again: {exc}") from None
     model = _load_for_resume(cfg, venv, run)
     resumes.append(
-        {"time": utc_now(), "timesteps": model.num_timesteps, "first_deal_index": first_index}
+        {
+            "time": utc_now(),
+            "command": sys.argv,
+            "timesteps": model.num_timesteps,
+            "first_deal_index": first_index,
+        }
     )
     meta.update(status=STATUS_RUNNING, package_version=coldiron_env.__version__)
     atomic_write_json(run.meta, meta)
