@@ -40,6 +40,7 @@ from agents.evaluation.arena import REPORT_SEED, unpack_wins
 from agents.evaluation.looks import LOOK_LOG, read_looks
 from agents.evaluation.stats import mcnemar, wilson_interval
 from agents.gitinfo import REPO_ROOT
+from agents.registry import MODELS_DIR
 
 DOCS: Final = REPO_ROOT / "docs"
 LADDER_JSON: Final = DOCS / "ladder" / "ladder.json"
@@ -67,10 +68,10 @@ RESULT_ROWS: Final = (
     ("heuristic", "`heuristic` (hand-written, perfect memory)", "--agent heuristic"),
     ("trained", "**`trained`** (the default config, seed 0, trained at commit d741df9)",
      "--agent trained"),
-    ("distilled-30", "`distilled-30` (`trained` + 30 rounds of expert iteration)",
+    ("distilled-30", "`distilled-30` (`trained` + {rounds} rounds of expert iteration)",
      "--agent distilled-30"),
-    ("distilled", "`distilled` (`distilled-30` + 20 rounds labelled by search with the network's "
-     "rollouts)", "--agent distilled"),
+    ("distilled", "`distilled` (`distilled-30` + {rounds} rounds labelled by search with the "
+     "network's rollouts)", "--agent distilled"),
     ("planner-small", "`planner-small` (rollouts of `heuristic`, 256 orders a decision)",
      "--agent planner-small"),
     ("planner", "`planner` (rollouts of `heuristic`, 1,024 orders a decision)", "--agent planner"),
@@ -79,7 +80,22 @@ RESULT_ROWS: Final = (
     ("strongest", "`strongest` (the planner over `distilled-30`, its rollouts played by it)",
      "--agent strongest"),
 )  # fmt: skip
-"""The README's results rows: ladder label, what it is, how ``evaluate.py`` names it."""
+"""The README's results rows: ladder label, what it is (``{rounds}``: the shipped model's
+rounds of expert iteration, :func:`shipped_rounds`), how ``evaluate.py`` names it."""
+
+
+def result_text(label: str, what: str) -> str:
+    """A :data:`RESULT_ROWS` description as the README shows it (its rounds filled in)."""
+    return what.format(rounds=shipped_rounds(label)) if "{rounds}" in what else what
+
+
+def shipped_rounds(name: str) -> int:
+    """The rounds of expert iteration the shipped model ``name`` was distilled with, as its
+    run directory records them (``expert_iteration.json``, or an older run's ``meta.json``)."""
+    record = MODELS_DIR / name / "expert_iteration.json"
+    if record.is_file():
+        return len(_load(record)["rounds"])
+    return len(_load(MODELS_DIR / name / "meta.json")["rounds"])
 
 
 def _load(path: Path) -> Any:
@@ -133,7 +149,7 @@ def results() -> str:
         row = rows[label]
         out.append(
             [
-                what,
+                result_text(label, what),
                 _pct(row["win_rate"]),
                 _interval(row["ci_low"], row["ci_high"]),
                 paired_cell(base, row),

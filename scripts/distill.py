@@ -5,8 +5,9 @@
 The expert-iteration phase of a training run (agents/learning/training.py) on a start
 network: each round the network plays ``--episodes`` deals (a deal stream of their own),
 the planner with the network as its base policy labels every state it visited, and the
-network is cloned on those labels. ``--out`` is a run directory (model.zip, config.yaml,
-expert_iteration.json, meta.json) that evaluate.py, ladder.py and play.py load; it is
+network is cloned on those labels (``--keep-rounds K``: on the last K rounds' labels).
+``--out`` is a run directory (model.zip, config.yaml, expert_iteration.json, meta.json,
+labels/ with K > 1) that evaluate.py, ladder.py and play.py load; it is
 saved after every round, and rerunning the same command continues an interrupted run
 (with a larger ``--rounds``, a finished one).
 """

@@ -19,7 +19,7 @@ pytest.importorskip("sb3_contrib")
 from agents.learning import expert_iteration as ei
 from agents.learning.config import ExpertIterationConfig
 from agents.learning.provenance import META_FILE, TrainingError
-from agents.learning.sb3_agent import KnowledgePolicy, SB3Agent
+from agents.learning.sb3_agent import KnowledgePolicy, SB3Agent, load_sb3_agent
 from agents.learning.training import distill
 from agents.registry import SHIPPED_MODELS, make_agent
 from coldiron_env.dealer import DealStream, stream_seed
@@ -44,6 +44,7 @@ def _params(agent: SB3Agent) -> np.ndarray:
         (["--budget", "planner-huge"], "budget"),
         (["--learning-rate", "0"], "learning_rate"),
         (["--seed", "-1"], "seed"),
+        (["--keep-rounds", "0"], "keep_rounds"),
     ],
 )
 def test_bad_settings_are_refused_by_name(
@@ -221,7 +222,6 @@ def test_a_training_run_ends_with_its_rounds_and_resumes_inside_them(
 ) -> None:
     """Rounds run after RL and save model.zip each; a stop (a real SIGINT) in round 2 keeps
     round 1, and the resumed run plays round 2 from round 1's network, not RL's."""
-    from agents.learning.sb3_agent import load_sb3_agent
     from agents.learning.training import train
 
     cfg = _tiny_run_config(rounds=2)
@@ -282,6 +282,7 @@ def test_a_record_from_before_the_rollouts_option_resumes_as_heuristic_rollouts(
     cfg = _tiny_run_config(rounds=2)
     settings = ei.identity(cfg)
     assert settings.pop("rollouts") == ei.HEURISTIC_ROLLOUTS
+    assert settings.pop("keep_rounds") == 1  # nor keep_rounds, which came later
     (tmp_path / ei.EXPERT_FILE).write_text(json.dumps({"settings": settings, "rounds": []}))
     ei.check_resumable(cfg, tmp_path)
     network = cfg.model_copy(deep=True)
@@ -291,7 +292,8 @@ def test_a_record_from_before_the_rollouts_option_resumes_as_heuristic_rollouts(
 
 
 def _distill_keeping(out: Path, rounds: int, keep: int) -> Any:
-    settings = ExpertIterationConfig(**{**TINY, "rounds": rounds, "keep_rounds": keep})  # type: ignore[arg-type]
+    kept = {**TINY, "rounds": rounds, "keep_rounds": keep}
+    settings = ExpertIterationConfig(**kept)  # type: ignore[arg-type]
     return distill("trained", out, settings, 0, start_path=TRAINED, log=lambda _: None)
 
 
@@ -328,12 +330,16 @@ def test_kept_labels_are_cloned_on_and_survive_an_interruption(
         {k: v for k, v in r.items() if k not in timing} for r in straight.expert_rounds
     ]
     assert np.array_equal(
-        _params(make_agent(str(out))), _params(make_agent(str(tmp_path / "straight")))
-    )  # type: ignore[arg-type]
+        _params(load_sb3_agent(out)), _params(load_sb3_agent(tmp_path / "straight"))
+    ), "the continued run ends with the unbroken run's network"
     meta = json.loads((out / META_FILE).read_text())
     assert [r["rounds"] for r in meta["resumes"]] == [3], "the continuing command is kept"
     assert meta["resumes"][0]["command"] == sys.argv
 
     (labels / "round-002.npz").unlink()
+    meta_before = (tmp_path / "straight" / META_FILE).read_text()
     with pytest.raises(TrainingError, match=r"round-002\.npz is missing"):
         _distill_keeping(tmp_path / "straight", 4, 2)
+    assert (tmp_path / "straight" / META_FILE).read_text() == meta_before, "refused first"
+    with pytest.raises(TrainingError, match=r"only expert_iteration\.rounds may change"):
+        _distill_keeping(out, 4, 3)

@@ -68,7 +68,7 @@ def test_the_readme_results_are_the_ladder_record_recomputed() -> None:
     heuristic = rows["heuristic"]
     for label, what, _ in tables.RESULT_ROWS:
         record = rows[label]
-        cells = _row(readme, what)
+        cells = _row(readme, tables.result_text(label, what))
         wins, n = record["outcomes"]["won"], record["episodes"]
         low, high = wilson_interval(wins, n)
         assert cells[1] == f"{100 * wins / n:.2f}%"

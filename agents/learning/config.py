@@ -357,7 +357,7 @@ class ExpertIterationConfig(_Section):
     budget: Annotated[str, AfterValidator(_planner_budget)] = "planner"
     """The planner's budget: a name of ``agents.players.planner.BUDGETS``."""
     epochs: Count = Field(default=4, ge=1)
-    """Cloning epochs per round, over that round's labels."""
+    """Cloning epochs per round, over that round's labels (and the kept rounds')."""
     batch_size: Count = Field(default=512, ge=1)
     learning_rate: Number = Field(default=1e-4, gt=0.0)
     workers: Count = Field(default=1, ge=1)

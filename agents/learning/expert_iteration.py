@@ -16,7 +16,8 @@ training run, alone on a start network in ``scripts/distill.py``):
    validation and evaluation deal by construction), masked and deterministic;
 2. the planner over the *current* network labels every state the network visited
    (:func:`label`, in one process or several: :class:`Labellers`);
-3. the network is cloned on that round's labels with a small learning rate
+3. the network is cloned on that round's labels (with ``keep_rounds`` > 1, on those of
+   the rounds before it too, kept in the run directory) with a small learning rate
    (:func:`agents.learning.imitation.behaviour_clone`; the value head is fitted to the
    network's Monte-Carlo returns), and the round is committed with its model
    (:func:`commit_round`, to :data:`EXPERT_FILE` and ``model.zip``).
@@ -58,7 +59,7 @@ from agents.players.rollouts import COMPILED
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
 
-    from agents.learning.config import Config
+    from agents.learning.config import Config, ExpertIterationConfig
 
 EXPERT_FILE: Final = "expert_iteration.json"
 """A run's expert-iteration record: its settings and every finished round."""
@@ -298,12 +299,36 @@ def load_labels(run_root: Path, round_index: int) -> Demonstrations:
         )
 
 
+def kept_rounds(round_index: int, settings: ExpertIterationConfig) -> range:
+    """The earlier rounds whose labels round ``round_index`` clones on with its own."""
+    return range(max(0, round_index - settings.keep_rounds + 1), round_index)
+
+
+def check_kept_labels(run_root: Path, settings: ExpertIterationConfig) -> None:
+    """Raise :class:`TrainingError` before a continued run writes anything if the next round
+    would clone on labels the run directory no longer holds."""
+    done = len(expert_rounds(run_root))
+    if settings.keep_rounds > 1 and done < settings.rounds:
+        for r in kept_rounds(done, settings):
+            if not labels_file(run_root, r).is_file():
+                raise TrainingError(
+                    f"{labels_file(run_root, r)} is missing: expert_iteration.keep_rounds "
+                    f"clones round {done + 1} on the labels of rounds before it, which this "
+                    "run directory no longer holds; continue in a new --out"
+                )
+
+
 def forget_labels(run_root: Path, before: int) -> None:
-    """Delete the kept labels of rounds before ``before`` (no later round clones on them)."""
+    """Delete the kept labels of rounds before ``before`` (no later round clones on them)
+    and what a hard kill left half-written."""
     folder = run_root / LABELS_DIR
+    if not folder.is_dir():
+        return
     for r in range(before):
         labels_file(run_root, r).unlink(missing_ok=True)
-    if folder.is_dir() and not any(folder.iterdir()):
+    for leftover in folder.glob(".*.tmp"):
+        leftover.unlink(missing_ok=True)
+    if not any(folder.iterdir()):
         folder.rmdir()
 
 

@@ -234,7 +234,9 @@ class _Cloner:
         return dist.distribution.logits, self.policy.predict_values(obs_t).flatten()
 
 
-def _accuracy(model: BaseAlgorithm, demos: Demonstrations) -> float:
+def accuracy(model: BaseAlgorithm, demos: Demonstrations) -> float:
+    """The share of ``demos``' decisions on which ``model`` (masked, deterministic) takes
+    the labelled action."""
     policy = MaskedPolicy(model)
     if policy.spec.recurrent:
         hits = 0
@@ -285,7 +287,7 @@ def behaviour_clone(
     params = list(model.policy.parameters())
     optimizer = th.optim.Adam(params, lr=learning_rate)
     rng = np.random.default_rng(seed)
-    accuracy_before = _accuracy(model, demos)
+    accuracy_before = accuracy(model, demos)
     losses: list[float] = []
     model.policy.set_training_mode(True)
     for epoch in range(epochs):
@@ -311,7 +313,7 @@ def behaviour_clone(
     return {
         "samples": len(demos),
         "accuracy_before": accuracy_before,
-        "accuracy_after": _accuracy(model, demos),
+        "accuracy_after": accuracy(model, demos),
         "epoch_losses": losses,
     }
 

@@ -74,17 +74,19 @@ from agents.learning.config import (
 from agents.learning.expert_iteration import (
     EXPERT_FILE,
     Labellers,
+    check_kept_labels,
     check_resumable,
     commit_round,
     expert_rounds,
     forget_labels,
+    kept_rounds,
     load_labels,
     model_bytes,
     reconcile_rounds,
     save_labels,
     start_hash,
 )
-from agents.learning.imitation import behaviour_clone, concat
+from agents.learning.imitation import accuracy, behaviour_clone, concat
 from agents.learning.provenance import (
     META_FILE,
     SHA256_KEY,
@@ -808,12 +810,13 @@ def expert_iteration(run: Run) -> bool:
             if demos is None:
                 break
             t1 = time.perf_counter()
+            clone_on, before = demos, None
             if settings.keep_rounds > 1:  # the labels of the rounds before it too (DAgger)
                 save_labels(root, r, demos)
-                earlier = range(max(0, r - settings.keep_rounds + 1), r)
-                clone_on = concat([*(load_labels(root, k) for k in earlier), demos])
-            else:
-                clone_on = demos
+                clone_on = concat(
+                    [*(load_labels(root, k) for k in kept_rounds(r, settings)), demos]
+                )
+                before = accuracy(model, demos)
             stats = behaviour_clone(
                 model,
                 clone_on,
@@ -824,6 +827,8 @@ def expert_iteration(run: Run) -> bool:
                 seed=r,
             )
             agent.reset()
+            if before is not None:  # agreement on this round's labels, not the kept ones
+                stats.update(accuracy_before=before, accuracy_after=accuracy(model, demos))
             record = {
                 "round": r,
                 "decisions": len(demos),
@@ -846,7 +851,7 @@ def expert_iteration(run: Run) -> bool:
             log(f"  validation deals won: {record['validation_win_rate']:.2%}")
             rounds.append(record)
             commit_round(root, model, cfg, start, rounds)
-            forget_labels(root, r + 2 - settings.keep_rounds)
+            forget_labels(root, r + 2 - settings.keep_rounds)  # keeps those round r + 1 needs
             if requests:
                 break
     stopped = len(rounds) < settings.rounds
@@ -967,13 +972,14 @@ def distill(
         meta = {"start": start, "start_config": _shown(config), "seed": seed,
                 "workers": settings.workers, **provenance(), "command": sys.argv,
                 "start_time": utc_now()}  # fmt: skip
-    else:  # a rerun continuing the rounds: its command kept beside the first
+    elif len(expert_rounds(out)) < settings.rounds:  # a rerun continuing: its command kept
         resumed = {"time": utc_now(), "command": sys.argv, "rounds": settings.rounds}
         meta.setdefault("resumes", []).append(resumed)
     check_resumable(cfg, out)
     note = reconcile_rounds(out)
     if note is not None:
         log(f"{out}: {note}")
+    check_kept_labels(out, cfg.expert_iteration)
     meta.pop(SHA256_KEY, None)  # the files change from here
     meta["status"] = STATUS_RUNNING
     atomic_write_json(run_dir.meta, meta)
@@ -1013,6 +1019,7 @@ def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
     note = reconcile_rounds(run.root)
     if note is not None:
         log(f"{run.root}: {note}")
+    check_kept_labels(run.root, cfg.expert_iteration)
     state = run.checkpoint / STATE_FILE
     trained = int(json.loads(state.read_text()).get("timesteps", 0)) if state.is_file() else 0
     rounds = len(expert_rounds(run.root))
