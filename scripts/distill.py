@@ -5,7 +5,8 @@
 The expert-iteration phase of a training run (agents/learning/training.py) on a start
 network: each round the network plays ``--episodes`` deals (a deal stream of their own),
 the planner with the network as its base policy labels every state it visited, and the
-network is cloned on those labels (``--keep-rounds K``: on the last K rounds' labels).
+network is cloned on those labels (``--keep-rounds K``: on the last K rounds' labels;
+``--targets soft``: on the chance that each action the planner compared is the best).
 ``--out`` is a run directory (model.zip, config.yaml, expert_iteration.json, meta.json,
 labels/ with K > 1) that evaluate.py, ladder.py and play.py load; it is
 saved after every round, and rerunning the same command continues an interrupted run
@@ -21,7 +22,7 @@ from typing import Final, get_args
 
 from pydantic import ValidationError
 
-from agents.learning.config import ExpertIterationConfig, Rollouts, config_error
+from agents.learning.config import ExpertIterationConfig, Rollouts, Targets, config_error
 from agents.learning.provenance import TrainingError
 from agents.learning.training import distill
 from agents.players.planner import BUDGETS
@@ -64,6 +65,13 @@ def main(argv: list[str] | None = None) -> int:
         default=defaults.keep_rounds,
         help="rounds of labels cloned on each round, this one's included (1: this one's only)",
     )
+    parser.add_argument(
+        "--targets",
+        choices=get_args(Targets),
+        default=defaults.targets,
+        help="clone on the planner's choices (hard) or on each compared action's chance of "
+        "being the best (soft)",
+    )
     parser.add_argument("--torch-threads", type=int, default=PLAY_TORCH_THREADS)
     args = parser.parse_args(argv)
     try:
@@ -76,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             workers=args.workers,
             rollouts=args.rollouts,
             keep_rounds=args.keep_rounds,
+            targets=args.targets,
         )
         set_torch_threads(args.torch_threads)
         if is_builtin(args.start) or args.start in SEARCH_OVER_MODELS:

@@ -18,6 +18,7 @@ pytest.importorskip("sb3_contrib")
 
 from agents.learning import expert_iteration as ei
 from agents.learning.config import ExpertIterationConfig
+from agents.learning.imitation import Demonstrations
 from agents.learning.provenance import META_FILE, TrainingError
 from agents.learning.sb3_agent import KnowledgePolicy, SB3Agent, load_sb3_agent
 from agents.learning.training import distill
@@ -45,6 +46,7 @@ def _params(agent: SB3Agent) -> np.ndarray:
         (["--learning-rate", "0"], "learning_rate"),
         (["--seed", "-1"], "seed"),
         (["--keep-rounds", "0"], "keep_rounds"),
+        (["--targets", "fuzzy"], "targets"),
     ],
 )
 def test_bad_settings_are_refused_by_name(
@@ -184,6 +186,42 @@ def test_network_rollouts_label_with_the_network_and_alike_in_two_processes() ->
     assert np.array_equal(heuristic.obs, alone.obs), "the same states, labelled by each search"
 
 
+def test_soft_labels_are_the_searchs_chances_and_alike_in_two_processes() -> None:
+    """Soft labelling keeps the hard labels; each row is a distribution over legal actions,
+    one-hot on the label where the planner did not plan, and spread over the actions it
+    compared (its choice mostly the likeliest) somewhere; two processes give the same."""
+    agent = make_agent("trained")
+    assert isinstance(agent, SB3Agent)
+    first = stream_seed(DealStream.SEARCH, 5, 0)
+    hard = ei.label(agent, "planner-small", 12, first, 1.0, batch=4)
+    soft = ei.label(agent, "planner-small", 12, first, 1.0, batch=4, targets=ei.SOFT_TARGETS)
+    assert hard.targets is None and soft.targets is not None and _same(hard, soft)
+    rows = soft.targets
+    assert np.allclose(rows.sum(axis=1), 1.0) and not rows[~soft.masks].any()
+    spread = (rows > 0).sum(axis=1) > 1
+    assert spread.any(), "no planned decision compared two actions: nothing is checked"
+    sure = ~spread
+    assert np.array_equal(rows[sure].argmax(axis=1), soft.actions[sure])
+    likeliest = rows[spread].argmax(axis=1)
+    assert (likeliest == soft.actions[spread]).mean() > 0.8, "the planner's rule, made soft"
+    with ei.Labellers(2, batch=4, targets=ei.SOFT_TARGETS) as labellers:
+        together = labellers.label(agent, "planner-small", 12, first, 1.0)
+    assert together is not None and together.targets is not None
+    assert _same(soft, together) and np.array_equal(soft.targets, together.targets)
+
+
+def test_a_run_on_soft_labels_records_them_and_keeps_them_on_resume(tmp_path: Path) -> None:
+    settings = ExpertIterationConfig(**{**TINY, "rounds": 1, "targets": "soft"})  # type: ignore[arg-type]
+    out = tmp_path / "soft"
+    result = distill("trained", out, settings, 0, start_path=TRAINED, log=lambda _: None)
+    assert len(result.expert_rounds) == 1
+    recorded = json.loads((out / ei.EXPERT_FILE).read_text())["settings"]
+    assert recorded["targets"] == "soft"
+    hard = ExpertIterationConfig(**{**TINY, "rounds": 2})  # type: ignore[arg-type]
+    with pytest.raises(TrainingError, match=r"only expert_iteration\.rounds may change"):
+        distill("trained", out, hard, 0, start_path=TRAINED, log=lambda _: None)
+
+
 def test_a_stop_request_ends_the_labelling() -> None:
     agent = make_agent("trained")
     assert isinstance(agent, SB3Agent)
@@ -283,6 +321,7 @@ def test_a_record_from_before_the_rollouts_option_resumes_as_heuristic_rollouts(
     settings = ei.identity(cfg)
     assert settings.pop("rollouts") == ei.HEURISTIC_ROLLOUTS
     assert settings.pop("keep_rounds") == 1  # nor keep_rounds, which came later
+    assert settings.pop("targets") == ei.HARD_TARGETS  # nor targets
     (tmp_path / ei.EXPERT_FILE).write_text(json.dumps({"settings": settings, "rounds": []}))
     ei.check_resumable(cfg, tmp_path)
     network = cfg.model_copy(deep=True)
@@ -309,7 +348,7 @@ def test_kept_labels_are_cloned_on_and_survive_an_interruption(
     assert cloned_on == [decisions[0], decisions[0] + decisions[1], decisions[1] + decisions[2]]
     labels = tmp_path / "straight" / ei.LABELS_DIR
     assert sorted(p.name for p in labels.iterdir()) == ["round-002.npz"], "only the next's"
-    kept = ei.load_labels(tmp_path / "straight", 2)
+    kept = Demonstrations.load(ei.labels_file(tmp_path / "straight", 2))
     assert (len(kept), kept.episodes) == (decisions[2], TINY["episodes"])
 
     real, calls = ei.Labellers.label, []

@@ -9,6 +9,7 @@ from agents.evaluation.arena import agent_seeds, deal_decks, evaluate_agent
 from agents.players.heuristic import HeuristicAgent, decide
 from agents.players.planner import (
     HOPELESS,
+    DecisionRecord,
     PlannerAgent,
     PlannerConfig,
     action_win_chances,
@@ -18,7 +19,7 @@ from agents.players.planner import (
     turn_decision,
 )
 from agents.registry import make_agent
-from coldiron_env.actions import LEGAL_ACTIONS, PHASE_OVER, PHASE_TURN
+from coldiron_env.actions import IRON, LEGAL_ACTIONS, PHASE_OVER, PHASE_TURN, REST, THREATEN
 from coldiron_env.cards import DECK_SIZE, FIRST_JOKER, deck_codes
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import Game
@@ -248,3 +249,46 @@ def test_clone_copies_every_slot_and_shares_no_list() -> None:
         if other.phase != PHASE_OVER:
             other.step(LEGAL_ACTIONS[other.phase][0])
             assert (other.pos, other.steps) != (game.pos, game.steps)
+
+
+def _record(advantages: dict[int, tuple[float, float]], base: int = THREATEN) -> DecisionRecord:
+    chances = dict.fromkeys([base, *advantages], 0.1)
+    return DecisionRecord(20, 0, 1, base, base, 64, chances, advantages)
+
+
+def test_chance_best_follows_the_paired_estimates() -> None:
+    """One alternative: the normal chance that its paired mean is above zero; a tie keeps
+    the base action; more alternatives share the mass by their estimates, always the same."""
+    half = _record({REST: (0.0, 0.05)}).chance_best()
+    assert half[REST] == pytest.approx(0.5) and half[THREATEN] == pytest.approx(0.5)
+    two_se = _record({REST: (0.1, 0.05)}).chance_best()
+    assert two_se[REST] == pytest.approx(0.97725, abs=1e-4)
+    assert _record({REST: (0.0, 0.0)}).chance_best() == {THREATEN: 1.0, REST: 0.0}
+    assert _record({REST: (-1.0, 0.0)}).chance_best()[THREATEN] == 1.0
+    assert _record({REST: (1.0, 0.0), IRON: (0.2, 0.1)}).chance_best()[REST] == 1.0
+    three = _record({REST: (0.10, 0.05), IRON: (0.05, 0.05)})
+    chances = three.chance_best()
+    assert sum(chances.values()) == pytest.approx(1.0)
+    assert chances[REST] > chances[IRON] > chances[THREATEN] > 0
+    assert three.chance_best() == chances
+    handicapped = _record({REST: (0.1, 0.05)}).chance_best(z=2.0)
+    assert handicapped[REST] == pytest.approx(0.5), "at the planner's threshold: even odds"
+
+
+def test_recorded_estimates_give_the_choice_its_due() -> None:
+    """On planned decisions of real games the records' chances sum to 1, cover only the
+    candidates compared, and a switch to the only alternative left has at least the chance
+    the planner's z asks."""
+    import math
+
+    planner = PlannerAgent(PlannerConfig(samples=256, batch=64, min_samples=64, z=1.0))
+    planner.decisions = []
+    evaluate_agent(planner, deal_decks(3, 40), agent_seeds(3, 40))
+    records = planner.decisions
+    assert sum(r.choice != r.base for r in records) >= 3, "no switch: nothing is checked"
+    for r in records:
+        chances = r.chance_best()
+        assert set(chances) == set(r.win_chances) and sum(chances.values()) == pytest.approx(1)
+        if r.choice != r.base and len(r.advantages) == 1:
+            assert chances[r.choice] >= 0.5 * math.erfc(-1.0 / math.sqrt(2.0)) - 1e-9
+            assert r.chance_best(z=planner.config.z)[r.choice] >= 0.5 - 1e-9

@@ -681,3 +681,63 @@ def test_a_network_decides_from_what_a_player_knows_as_from_the_env(
     planner = PlannerAgent(PlannerConfig(samples=8, batch=4, min_samples=4), base=policy)
     result = evaluate_agent(planner, deal_decks(3, 6), agent_seeds(3, 6))
     assert result.episodes == 6 and result.outcomes["illegal"] == 0
+
+
+def test_soft_labels_one_hot_clone_as_the_actions_and_soft_mass_is_learned(
+    tmp_path: Path,
+) -> None:
+    """Cloning on soft labels that are the actions one-hot gives the network cloning on
+    the actions gives; labels that give an action half the mass where the teacher
+    Threatened teach it there; they survive a save and load."""
+    import copy
+
+    import torch
+
+    from agents.learning.imitation import Demonstrations
+    from coldiron_env.actions import REST
+
+    demos = collect_demonstrations(ScriptedTeacher(), {}, episodes=12, seed=100)
+    torch.manual_seed(0)
+    start = small_model("maskable_ppo")
+    behaviour_clone(start, demos, epochs=30, batch_size=64, learning_rate=3e-3)
+
+    def cloned(on: Demonstrations) -> Any:
+        model = copy.deepcopy(start)
+        behaviour_clone(model, on, epochs=10, batch_size=64, learning_rate=3e-3,
+                        value_pretrain=False, seed=1)  # fmt: skip
+        return model
+
+    def params(model: Any) -> np.ndarray:
+        return np.concatenate([p.detach().numpy().ravel() for p in model.policy.parameters()])
+
+    one_hot = copy.copy(demos)
+    one_hot.targets = demos.soft_targets()
+    assert np.allclose(one_hot.targets.sum(axis=1), 1.0)
+    assert np.allclose(params(cloned(one_hot)), params(cloned(demos)), atol=1e-5)
+
+    late = np.array([decode(o, 24).turn >= 18 for o in demos.obs])
+    switched = late & (demos.actions == THREATEN) & demos.masks[:, REST]
+    assert switched.sum() > 20
+    soft = copy.copy(demos)
+    soft.targets = demos.soft_targets().copy()
+    soft.targets[switched, THREATEN] = 0.2
+    soft.targets[switched, REST] = 0.8
+    model = cloned(soft)
+
+    def rest_chance(m: Any) -> float:  # the masked policy's, where the labels were softened
+        with torch.no_grad():
+            logits = m.policy.get_distribution(torch.as_tensor(demos.obs)).distribution.logits
+        masked = logits.masked_fill(~torch.as_tensor(demos.masks), float("-inf"))
+        return float(masked.softmax(dim=1)[torch.as_tensor(switched), REST].mean())
+
+    assert rest_chance(model) > rest_chance(start) + 0.3
+
+    soft.save(tmp_path / "labels.npz")
+    back = Demonstrations.load(tmp_path / "labels.npz")
+    assert back.targets is not None and np.array_equal(back.targets, soft.targets)
+    assert np.array_equal(back.obs, soft.obs) and np.array_equal(back.actions, soft.actions)
+    assert (back.episodes, back.wins) == (soft.episodes, soft.wins)
+    demos.save(tmp_path / "hard.npz")
+    assert Demonstrations.load(tmp_path / "hard.npz").targets is None
+    with pytest.raises(ValueError, match="soft labels"):
+        behaviour_clone(small_model("dqn"), soft, epochs=1, batch_size=64, learning_rate=1e-3)

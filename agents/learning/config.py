@@ -342,6 +342,7 @@ class ImitationConfig(_Section):
 
 
 Rollouts = Literal["heuristic", "network"]
+Targets = Literal["hard", "soft"]
 """Who plays the planner's rollouts in expert iteration (``expert_iteration.rollouts``)."""
 
 
@@ -367,6 +368,9 @@ class ExpertIterationConfig(_Section):
     keep_rounds: Count = Field(default=1, ge=1)
     """Rounds of labels the network is cloned on each round, this one's included (DAgger's
     aggregation; 1: this round's only). Kept in the run directory so a resumed run has them."""
+    targets: Targets = "hard"
+    """What the network is cloned on: the planner's choices (hard), or the chance that each
+    action it compared is the best, from its paired estimates (soft)."""
 
     @model_validator(mode="after")
     def _deals_in_the_stream(self) -> ExpertIterationConfig:

@@ -73,11 +73,14 @@ _WORKER_AGENT: dict[str, SB3Agent] = {}
 """A labelling process's network, loaded once per saved round (keyed by its file's path)."""
 LABELS_DIR: Final = "labels"
 """The run directory's folder of kept labels, one file a round (``keep_rounds`` > 1)."""
-OBS_PREFIX: Final = "obs/"
 HEURISTIC_ROLLOUTS: Final = "heuristic"
 NETWORK_ROLLOUTS: Final = "network"
 """``expert_iteration.rollouts``: the planner's rollouts played by the heuristic, or by the
 network being trained (its current weights: the search improves as the network does)."""
+HARD_TARGETS: Final = "hard"
+SOFT_TARGETS: Final = "soft"
+"""``expert_iteration.targets``: clone on the planner's choices, or on the chance that each
+action it compared is the best, from its paired estimates (its choice where it did not plan)."""
 
 
 def search_over(
@@ -105,21 +108,47 @@ def label(
     batch: int = DAGGER_BATCH,
     compiled: bool = COMPILED,
     rollouts: str = HEURISTIC_ROLLOUTS,
+    targets: str = HARD_TARGETS,
 ) -> Demonstrations:
     """``agent`` plays deals ``first ..`` (``batch`` at a time, in lockstep); then the planner
     over it is asked, deal by deal, for the action at every state it visited (its sampling
-    seeded by the deal, its knowledge fed the deal's observations in order: DAgger)."""
+    seeded by the deal, its knowledge fed the deal's observations in order: DAgger). With
+    ``targets`` :data:`SOFT_TARGETS` each decision also gets a soft label (:func:`_soft_row`)."""
     played = student_play(agent.model, agent.env_kwargs, episodes, first, batch)
     planner = search_over(agent, budget, compiled, rollouts)
+    soft = targets == SOFT_TARGETS
+    planner.decisions = [] if soft else None
     # imitation.collect_dagger's loop with the planner asked directly (not through
     # PlannerAgent.act): two calls fewer between train and the rollouts
     labels: list[int] = []
+    rows: list[np.ndarray] = []
     for game, moves in enumerate(played.moves):
         planner.reset(first + game)
         for move in moves:
             planner.knowledge.observe(move.obs, move.info)
+            planned = len(planner.decisions) if planner.decisions is not None else 0
             labels.append(planner.choose(planner.knowledge))
-    return played.demonstrations(gamma, labels)
+            if soft:
+                rows.append(_soft_row(planner, planned, labels[-1], move.info["action_mask"]))
+    return played.demonstrations(gamma, labels, np.stack(rows) if soft else None)
+
+
+def _soft_row(planner: PlannerAgent, planned: int, choice: int, mask: np.ndarray) -> np.ndarray:
+    """One decision's soft label: the chance that each candidate the planner compared is
+    the best, each alternative handicapped by the planner's ``z`` standard errors
+    (:meth:`~agents.players.planner.DecisionRecord.chance_best`: the planner's rule made
+    soft), or its choice for certain where it did not plan (``planned``: its records before
+    the decision)."""
+    row = np.zeros(len(mask), dtype=np.float32)
+    decisions = planner.decisions
+    assert decisions is not None
+    if len(decisions) == planned:
+        row[choice] = 1.0
+        return row
+    for action, chance in decisions[-1].chance_best(planner.config.z).items():
+        row[action] = chance
+    decisions.clear()  # only the last record is read
+    return row
 
 
 def chunks(episodes: int, first: int, batch: int = DAGGER_BATCH) -> list[tuple[int, int]]:
@@ -143,12 +172,13 @@ def _label_chunk(
     gamma: float,
     compiled: bool,
     rollouts: str,
+    targets: str,
 ) -> Demonstrations:
     if model_file not in _WORKER_AGENT:
         _WORKER_AGENT.clear()
         _WORKER_AGENT[model_file] = load_sb3_agent(model_file)
     agent = _WORKER_AGENT[model_file]
-    return label(agent, budget, episodes, first, gamma, episodes, compiled, rollouts)
+    return label(agent, budget, episodes, first, gamma, episodes, compiled, rollouts, targets)
 
 
 class Labellers:
@@ -158,7 +188,8 @@ class Labellers:
     process loads it once; the deals are handed out a DAgger batch at a time. A context
     manager: leaving it (Ctrl-C included) stops the processes. ``compiled``: the planner's
     rollouts compiled (with numba, the default then) or in Python (the same labels);
-    ``rollouts``: who plays them (:data:`NETWORK_ROLLOUTS`: the network being labelled).
+    ``rollouts``: who plays them (:data:`NETWORK_ROLLOUTS`: the network being labelled);
+    ``targets``: hard or soft labels (:data:`SOFT_TARGETS`).
     """
 
     def __init__(
@@ -167,11 +198,13 @@ class Labellers:
         batch: int = DAGGER_BATCH,
         compiled: bool = COMPILED,
         rollouts: str = HEURISTIC_ROLLOUTS,
+        targets: str = HARD_TARGETS,
     ) -> None:
         self.workers = workers
         self.batch = batch
         self.compiled = compiled
         self.rollouts = rollouts
+        self.targets = targets
         self._pool: Pool | None = None
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         self._saved = 0
@@ -218,16 +251,21 @@ class Labellers:
             for start, n in tasks:
                 if stop is not None and stop():
                     return None
-                parts.append(
-                    label(agent, budget, n, start, gamma, self.batch, self.compiled, self.rollouts)
-                )
+                part = label(
+                    agent, budget, n, start, gamma, self.batch, self.compiled,
+                    self.rollouts, self.targets,
+                )  # fmt: skip
+                parts.append(part)
             return concat(parts)
         self._saved += 1
         model_file = str(Path(self._folder.name) / f"round-{self._saved}.zip")
         agent.model.save(model_file)
         pending = self._pool.starmap_async(
             _label_chunk,
-            [(model_file, budget, s, n, gamma, self.compiled, self.rollouts) for s, n in tasks],
+            [
+                (model_file, budget, s, n, gamma, self.compiled, self.rollouts, self.targets)
+                for s, n in tasks
+            ],
             chunksize=1,
         )
         while not pending.ready():
@@ -248,55 +286,6 @@ def identity(cfg: Config) -> dict[str, Any]:
 def labels_file(run_root: Path, round_index: int) -> Path:
     """Where round ``round_index``'s labels are kept (``keep_rounds`` > 1)."""
     return run_root / LABELS_DIR / f"round-{round_index:03d}.npz"
-
-
-def save_labels(run_root: Path, round_index: int, demos: Demonstrations) -> None:
-    """Write a round's labels (compressed, atomically) for the rounds that clone on them."""
-    arrays = (
-        {f"{OBS_PREFIX}{k}": v for k, v in demos.obs.items()}
-        if isinstance(demos.obs, dict)
-        else {OBS_PREFIX: demos.obs}
-    )
-    buffer = io.BytesIO()
-    np.savez_compressed(
-        buffer,
-        masks=demos.masks,
-        actions=demos.actions,
-        returns=demos.returns,
-        episode=demos.episode,
-        counts=np.asarray([demos.episodes, demos.wins]),
-        **arrays,
-    )
-    path = labels_file(run_root, round_index)
-    path.parent.mkdir(exist_ok=True)
-    atomic_write_bytes(path, buffer.getvalue())
-
-
-def load_labels(run_root: Path, round_index: int) -> Demonstrations:
-    """A round's labels as :func:`save_labels` wrote them; :class:`TrainingError` if absent."""
-    path = labels_file(run_root, round_index)
-    if not path.is_file():
-        raise TrainingError(
-            f"{path} is missing: expert_iteration.keep_rounds clones on earlier rounds' "
-            "labels, which this run directory no longer holds"
-        )
-    with np.load(path) as data:
-        obs_keys = [k for k in data.files if k.startswith(OBS_PREFIX)]
-        obs: Any = (
-            data[OBS_PREFIX]
-            if obs_keys == [OBS_PREFIX]
-            else {k[len(OBS_PREFIX) :]: data[k] for k in obs_keys}
-        )
-        episodes, wins = (int(x) for x in data["counts"])
-        return Demonstrations(
-            obs=obs,
-            masks=data["masks"],
-            actions=data["actions"],
-            returns=data["returns"],
-            episode=data["episode"],
-            episodes=episodes,
-            wins=wins,
-        )
 
 
 def kept_rounds(round_index: int, settings: ExpertIterationConfig) -> range:
@@ -412,6 +401,7 @@ def check_resumable(cfg: Config, run_root: Path) -> None:
     recorded = json.loads(path.read_text(encoding="utf-8")).get("settings", {})
     recorded.setdefault("rollouts", HEURISTIC_ROLLOUTS)  # records from before the options
     recorded.setdefault("keep_rounds", 1)
+    recorded.setdefault("targets", HARD_TARGETS)
     had = {k: v for k, v in recorded.items() if k != "rounds"}
     wanted = {k: v for k, v in identity(cfg).items() if k != "rounds"}
     if had != wanted:

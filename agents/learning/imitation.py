@@ -25,15 +25,18 @@ Steps (:func:`warm_start`):
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import torch as th
 import torch.nn.functional as F
 
+from agents.atomic import atomic_write_bytes
 from agents.evaluation.lockstep import Episode, Move, play_lockstep, stack_observations
 from agents.learning.algorithms import algorithm_of
 from agents.learning.sb3_agent import MaskedPolicy
@@ -53,6 +56,8 @@ VALUE_LOSS_WEIGHT: Final = 0.5
 DAGGER_BATCH: Final = 256
 """Games the student plays in lockstep while DAgger's teachers label them."""
 FORWARD_CHUNK: Final = 4096  # decisions per forward pass outside training (accuracy, logits)
+OBS_PREFIX: Final = "obs/"
+"""Prefix of the observation arrays' names in a saved :class:`Demonstrations` file."""
 
 
 @dataclass
@@ -60,7 +65,9 @@ class Demonstrations:
     """Teacher decisions: ``obs`` (array or dict of arrays, n rows), masks, actions, returns.
 
     ``episode`` gives each row's episode index (rows of an episode are
-    consecutive and in order).
+    consecutive and in order). ``targets``, when given, are soft labels: a row of
+    probabilities over the actions per decision, cloned on instead of ``actions`` (which
+    stay the teacher's choices, for the agreement figures).
     """
 
     obs: Any
@@ -70,9 +77,62 @@ class Demonstrations:
     episode: np.ndarray
     episodes: int
     wins: int
+    targets: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.actions)
+
+    def soft_targets(self) -> np.ndarray:
+        """``targets``, or the actions one-hot when there are none."""
+        if self.targets is not None:
+            return self.targets
+        one_hot = np.zeros(self.masks.shape, dtype=np.float32)
+        one_hot[np.arange(len(self)), self.actions] = 1.0
+        return one_hot
+
+    def save(self, path: Path) -> None:
+        """Write to ``path`` (compressed ``.npz``, atomically); :meth:`load` reads it back."""
+        arrays = (
+            {f"{OBS_PREFIX}{k}": v for k, v in self.obs.items()}
+            if isinstance(self.obs, dict)
+            else {OBS_PREFIX: self.obs}
+        )
+        if self.targets is not None:
+            arrays["targets"] = self.targets
+        buffer = io.BytesIO()
+        np.savez_compressed(
+            buffer,
+            masks=self.masks,
+            actions=self.actions,
+            returns=self.returns,
+            episode=self.episode,
+            counts=np.asarray([self.episodes, self.wins]),
+            **arrays,
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, buffer.getvalue())
+
+    @classmethod
+    def load(cls, path: Path) -> Demonstrations:
+        """What :meth:`save` wrote to ``path``."""
+        with np.load(path) as data:
+            obs_keys = [k for k in data.files if k.startswith(OBS_PREFIX)]
+            obs: Any = (
+                data[OBS_PREFIX]
+                if obs_keys == [OBS_PREFIX]
+                else {k[len(OBS_PREFIX) :]: data[k] for k in obs_keys}
+            )
+            episodes, wins = (int(x) for x in data["counts"])
+            return cls(
+                obs=obs,
+                masks=data["masks"],
+                actions=data["actions"],
+                returns=data["returns"],
+                episode=data["episode"],
+                episodes=episodes,
+                wins=wins,
+                targets=data["targets"] if "targets" in data.files else None,
+            )
 
 
 def collect_demonstrations(
@@ -114,10 +174,15 @@ class Played:
     def __call__(self, move: Move) -> None:
         self.moves[move.game].append(move)
 
-    def demonstrations(self, gamma: float, labels: Sequence[int] | None = None) -> Demonstrations:
+    def demonstrations(
+        self,
+        gamma: float,
+        labels: Sequence[int] | None = None,
+        targets: np.ndarray | None = None,
+    ) -> Demonstrations:
         """Every move as a row, game by game, labelled with the action played or with
-        ``labels`` (one per move, in that order), with its ``gamma``-discounted Monte-Carlo
-        return."""
+        ``labels`` (one per move, in that order; ``targets``: soft labels, a row each), with
+        its ``gamma``-discounted Monte-Carlo return."""
         returns: list[float] = []
         for trace in self.moves:
             g, ep_returns = 0.0, []
@@ -135,6 +200,7 @@ class Played:
             episode=np.asarray([ep for ep, _ in rows], dtype=np.int64),
             episodes=len(self.ended),
             wins=sum(e.outcome == WON for e in self.ended),
+            targets=targets,
         )
 
 
@@ -154,6 +220,11 @@ def concat(parts: list[Demonstrations]) -> Demonstrations:
         episode=np.concatenate([p.episode + off for p, off in zip(parts, offsets, strict=True)]),
         episodes=sum(p.episodes for p in parts),
         wins=sum(p.wins for p in parts),
+        targets=(
+            np.concatenate([p.soft_targets() for p in parts])
+            if any(p.targets is not None for p in parts)
+            else None
+        ),
     )
 
 
@@ -277,12 +348,17 @@ def behaviour_clone(
     the network then move its logits little, so teaching the labels that differ changes
     fewer other decisions. ``changed_weight`` weighs the labels that differ from the
     network's choice before this call (1: all labels alike). Actor-critic, flat
-    observations only for either.
+    observations only for either, and for soft labels (``demos.targets``: the cross-entropy
+    to each row's probabilities instead of to its action).
     """
     cloner = _Cloner(model)
     weighted = bool(anchor) or changed_weight != 1.0
-    if weighted and (cloner.spec.recurrent or cloner.spec.family == "q_value"):
-        raise ValueError("anchor and changed_weight are for flat actor-critic networks")
+    if (weighted or demos.targets is not None) and (
+        cloner.spec.recurrent or cloner.spec.family == "q_value"
+    ):
+        raise ValueError(
+            "anchor, changed_weight and soft labels are for flat actor-critic networks"
+        )
     reference = _reference_logits(cloner, demos) if weighted else None
     params = list(model.policy.parameters())
     optimizer = th.optim.Adam(params, lr=learning_rate)
@@ -367,13 +443,18 @@ def _flat_epoch(
                 loss = loss + F.mse_loss(q_teacher, returns)
         else:
             logits = _masked(scores, masks) if cloner.spec.supports_masks else scores
+            wanted: th.Tensor = (
+                actions
+                if demos.targets is None
+                else th.as_tensor(demos.targets[idx], device=device)
+            )
             if reference is None:
-                loss = F.cross_entropy(logits, actions)
+                loss = F.cross_entropy(logits, wanted)
             else:
                 old = reference[th.as_tensor(idx, device=device)]
                 changed = (old.argmax(dim=1) != actions).float()
                 weights = 1.0 + (changed_weight - 1.0) * changed
-                loss = (weights * F.cross_entropy(logits, actions, reduction="none")).mean()
+                loss = (weights * F.cross_entropy(logits, wanted, reduction="none")).mean()
                 if anchor:
                     old_logp = F.log_softmax(old, dim=1)
                     new_logp = F.log_softmax(logits, dim=1)

@@ -80,13 +80,12 @@ from agents.learning.expert_iteration import (
     expert_rounds,
     forget_labels,
     kept_rounds,
-    load_labels,
+    labels_file,
     model_bytes,
     reconcile_rounds,
-    save_labels,
     start_hash,
 )
-from agents.learning.imitation import accuracy, behaviour_clone, concat
+from agents.learning.imitation import Demonstrations, accuracy, behaviour_clone, concat
 from agents.learning.provenance import (
     META_FILE,
     SHA256_KEY,
@@ -798,7 +797,8 @@ def expert_iteration(run: Run) -> bool:
     start = start_hash(root, rounds)
     agent = SB3Agent(model, cfg.env_kwargs(), name=cfg.name or "model")
     gamma = float(getattr(model, "gamma", 1.0))
-    labellers = Labellers(settings.workers, rollouts=settings.rollouts)
+    labellers = Labellers(settings.workers, rollouts=settings.rollouts, targets=settings.targets)
+    kept: dict[int, Demonstrations] = {}  # the kept rounds' labels: read from disk once
     env_kwargs, seeds = cfg.env_kwargs(), eval_seeds(cfg)  # each round's validation
     with recorded_signals() as requests, labellers:
         for r in range(len(rounds), settings.rounds):
@@ -812,10 +812,13 @@ def expert_iteration(run: Run) -> bool:
             t1 = time.perf_counter()
             clone_on, before = demos, None
             if settings.keep_rounds > 1:  # the labels of the rounds before it too (DAgger)
-                save_labels(root, r, demos)
-                clone_on = concat(
-                    [*(load_labels(root, k) for k in kept_rounds(r, settings)), demos]
-                )
+                demos.save(labels_file(root, r))
+                for k in kept_rounds(r, settings):
+                    if k not in kept:  # a resumed run's (check_kept_labels found them)
+                        kept[k] = Demonstrations.load(labels_file(root, k))
+                clone_on = concat([*(kept[k] for k in kept_rounds(r, settings)), demos])
+                kept = {k: kept[k] for k in kept_rounds(r + 1, settings) if k in kept}
+                kept[r] = demos
                 before = accuracy(model, demos)
             stats = behaviour_clone(
                 model,

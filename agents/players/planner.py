@@ -171,6 +171,10 @@ BUDGETS: Final[dict[str, PlannerConfig]] = {
     "planner-large": PlannerConfig(samples=4096, batch=128, min_samples=128, plan_from_turn=16),
 }
 """Registered planner names and their budgets."""
+BEST_DRAWS: Final = 4096
+"""Draws of :meth:`DecisionRecord.chance_best` when more than one alternative is left."""
+BEST_SEED: Final = 0
+"""The fixed seed of those draws."""
 HINT_SAMPLES: Final = 200
 """Orders sampled by :func:`action_win_chances` (every legal action is rolled out on each)."""
 
@@ -303,6 +307,43 @@ class DecisionRecord:
     samples: int
     win_chances: dict[int, float]
     """Estimated win chance of each candidate still compared at the end."""
+    advantages: dict[int, tuple[float, float]] = field(default_factory=dict)
+    """Each alternative still compared at the end: the paired mean of its wins less the base
+    action's over the sampled orders, and that mean's standard error (:func:`paired`)."""
+
+    def chance_best(self, z: float = 0.0, draws: int = BEST_DRAWS) -> dict[int, float]:
+        """The chance that each candidate still compared is the best, were the paired means
+        normal around their estimates with their standard errors (the base action's is 0
+        exactly; an alternative that never differed from it ties and loses to it), each
+        alternative's handicapped by ``z`` standard errors: with the planner's ``z`` an
+        alternative at its switching threshold gets even odds, so the likeliest action is
+        the planner's choice (up to its ``min_discordant``). Drawn ``draws`` times from a
+        fixed seed when more than one alternative is left, so the same record always gives
+        the same chances; they sum to 1."""
+        spread = {a: (mean - z * se, se) for a, (mean, se) in self.advantages.items() if se > 0}
+        sure = [a for a, (mean, se) in self.advantages.items() if se == 0 and mean > 0]
+        if sure:  # better on every order that differed (and more than one): no spread to draw
+            best = max(sure, key=lambda a: self.advantages[a][0])
+            return {a: float(a == best) for a in self.win_chances}
+        chances = dict.fromkeys(self.win_chances, 0.0)
+        if not spread:
+            chances[self.base] = 1.0
+        elif len(spread) == 1:
+            ((action, (mean, se)),) = spread.items()
+            chances[action] = 0.5 * math.erfc(-mean / (se * math.sqrt(2.0)))
+            chances[self.base] = 1.0 - chances[action]
+        else:
+            actions = list(spread)
+            means = np.array([spread[a][0] for a in actions])
+            ses = np.array([spread[a][1] for a in actions])
+            noise = np.random.default_rng(BEST_SEED).standard_normal((draws, len(actions)))
+            drawn = means + ses * noise
+            top = drawn.argmax(axis=1)
+            wins = np.bincount(top[drawn.max(axis=1) > 0], minlength=len(actions))
+            for action, count in zip(actions, wins, strict=True):
+                chances[action] = float(count) / draws
+            chances[self.base] = 1.0 - float(wins.sum()) / draws
+        return chances
 
 
 class Roller:
@@ -508,6 +549,7 @@ class PlannerAgent(Agent):
                     choice,
                     estimate.samples,
                     {a: estimate.win_chance(a) for a in alive},
+                    {a: paired(estimate.wins[base], estimate.wins[a])[:2] for a in alive[1:]},
                 )
             )
         self.stats.seconds += time.perf_counter() - start
