@@ -72,6 +72,13 @@ def main(argv: list[str] | None = None) -> int:
         help="clone on the planner's choices (hard) or on each compared action's chance of "
         "being the best (soft)",
     )
+    parser.add_argument(
+        "--soft-z",
+        type=float,
+        default=defaults.soft_z,
+        help="soft labels: the handicap of each alternative, in standard errors (default: the "
+        "planner's z; 0: the plain chance of being the best)",
+    )
     parser.add_argument("--torch-threads", type=int, default=PLAY_TORCH_THREADS)
     args = parser.parse_args(argv)
     try:
@@ -85,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             rollouts=args.rollouts,
             keep_rounds=args.keep_rounds,
             targets=args.targets,
+            soft_z=args.soft_z,
         )
         set_torch_threads(args.torch_threads)
         if is_builtin(args.start) or args.start in SEARCH_OVER_MODELS:

@@ -20,7 +20,7 @@ from agents.learning import expert_iteration as ei
 from agents.learning.config import ExpertIterationConfig
 from agents.learning.imitation import Demonstrations
 from agents.learning.provenance import META_FILE, TrainingError
-from agents.learning.sb3_agent import KnowledgePolicy, SB3Agent, load_sb3_agent
+from agents.learning.sb3_agent import KnowledgePolicy, MaskedPolicy, SB3Agent, load_sb3_agent
 from agents.learning.training import distill
 from agents.registry import SHIPPED_MODELS, make_agent
 from coldiron_env.dealer import DealStream, stream_seed
@@ -47,6 +47,7 @@ def _params(agent: SB3Agent) -> np.ndarray:
         (["--seed", "-1"], "seed"),
         (["--keep-rounds", "0"], "keep_rounds"),
         (["--targets", "fuzzy"], "targets"),
+        (["--targets", "soft", "--soft-z", "-1"], "soft_z"),
     ],
 )
 def test_bad_settings_are_refused_by_name(
@@ -204,6 +205,12 @@ def test_soft_labels_are_the_searchs_chances_and_alike_in_two_processes() -> Non
     assert np.array_equal(rows[sure].argmax(axis=1), soft.actions[sure])
     likeliest = rows[spread].argmax(axis=1)
     assert (likeliest == soft.actions[spread]).mean() > 0.8, "the planner's rule, made soft"
+    plain = ei.label(agent, "planner-small", 12, first, 1.0, batch=4,
+                     targets=ei.SOFT_TARGETS, soft_z=0.0)  # fmt: skip
+    assert plain.targets is not None and _same(plain, soft)
+    base = np.arange(len(rows)), MaskedPolicy(agent.model).act(soft.obs, soft.masks)
+    assert (plain.targets[base] <= rows[base] + 1e-6).all(), "the network's action loses..."
+    assert (plain.targets[base] < rows[base] - 0.1).any(), "...its handicap's help"
     with ei.Labellers(2, batch=4, targets=ei.SOFT_TARGETS) as labellers:
         together = labellers.label(agent, "planner-small", 12, first, 1.0)
     assert together is not None and together.targets is not None
@@ -322,6 +329,7 @@ def test_a_record_from_before_the_rollouts_option_resumes_as_heuristic_rollouts(
     assert settings.pop("rollouts") == ei.HEURISTIC_ROLLOUTS
     assert settings.pop("keep_rounds") == 1  # nor keep_rounds, which came later
     assert settings.pop("targets") == ei.HARD_TARGETS  # nor targets
+    assert settings.pop("soft_z") is None
     (tmp_path / ei.EXPERT_FILE).write_text(json.dumps({"settings": settings, "rounds": []}))
     ei.check_resumable(cfg, tmp_path)
     network = cfg.model_copy(deep=True)

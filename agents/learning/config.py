@@ -371,6 +371,10 @@ class ExpertIterationConfig(_Section):
     targets: Targets = "hard"
     """What the network is cloned on: the planner's choices (hard), or the chance that each
     action it compared is the best, from its paired estimates (soft)."""
+    soft_z: Number | None = Field(default=None, ge=0.0)
+    """Soft labels: each alternative's estimate handicapped by this many standard errors
+    (null: the planner's own ``z``, so an alternative at its switching threshold gets even
+    odds; 0: the plain chance of being the best)."""
 
     @model_validator(mode="after")
     def _deals_in_the_stream(self) -> ExpertIterationConfig:

@@ -17,7 +17,8 @@ training run, alone on a start network in ``scripts/distill.py``):
 2. the planner over the *current* network labels every state the network visited
    (:func:`label`, in one process or several: :class:`Labellers`);
 3. the network is cloned on that round's labels (with ``keep_rounds`` > 1, on those of
-   the rounds before it too, kept in the run directory) with a small learning rate
+   the rounds before it too, kept in the run directory; with ``targets: soft``, on the
+   chance that each action the planner compared is the best) with a small learning rate
    (:func:`agents.learning.imitation.behaviour_clone`; the value head is fitted to the
    network's Monte-Carlo returns), and the round is committed with its model
    (:func:`commit_round`, to :data:`EXPERT_FILE` and ``model.zip``).
@@ -109,15 +110,18 @@ def label(
     compiled: bool = COMPILED,
     rollouts: str = HEURISTIC_ROLLOUTS,
     targets: str = HARD_TARGETS,
+    soft_z: float | None = None,
 ) -> Demonstrations:
     """``agent`` plays deals ``first ..`` (``batch`` at a time, in lockstep); then the planner
     over it is asked, deal by deal, for the action at every state it visited (its sampling
     seeded by the deal, its knowledge fed the deal's observations in order: DAgger). With
-    ``targets`` :data:`SOFT_TARGETS` each decision also gets a soft label (:func:`_soft_row`)."""
+    ``targets`` :data:`SOFT_TARGETS` each decision also gets a soft label (:func:`_soft_row`,
+    its alternatives handicapped by ``soft_z`` standard errors, None: the planner's ``z``)."""
     played = student_play(agent.model, agent.env_kwargs, episodes, first, batch)
     planner = search_over(agent, budget, compiled, rollouts)
     soft = targets == SOFT_TARGETS
     planner.decisions = [] if soft else None
+    handicap = planner.config.z if soft_z is None else soft_z
     # imitation.collect_dagger's loop with the planner asked directly (not through
     # PlannerAgent.act): two calls fewer between train and the rollouts
     labels: list[int] = []
@@ -129,23 +133,26 @@ def label(
             planned = len(planner.decisions) if planner.decisions is not None else 0
             labels.append(planner.choose(planner.knowledge))
             if soft:
-                rows.append(_soft_row(planner, planned, labels[-1], move.info["action_mask"]))
+                mask = move.info["action_mask"]
+                rows.append(_soft_row(planner, planned, labels[-1], mask, handicap))
     return played.demonstrations(gamma, labels, np.stack(rows) if soft else None)
 
 
-def _soft_row(planner: PlannerAgent, planned: int, choice: int, mask: np.ndarray) -> np.ndarray:
+def _soft_row(
+    planner: PlannerAgent, planned: int, choice: int, mask: np.ndarray, z: float
+) -> np.ndarray:
     """One decision's soft label: the chance that each candidate the planner compared is
-    the best, each alternative handicapped by the planner's ``z`` standard errors
-    (:meth:`~agents.players.planner.DecisionRecord.chance_best`: the planner's rule made
-    soft), or its choice for certain where it did not plan (``planned``: its records before
-    the decision)."""
+    the best, each alternative handicapped by ``z`` standard errors
+    (:meth:`~agents.players.planner.DecisionRecord.chance_best`; with the planner's own
+    ``z``, its rule made soft), or its choice for certain where it did not plan
+    (``planned``: its records before the decision)."""
     row = np.zeros(len(mask), dtype=np.float32)
     decisions = planner.decisions
     assert decisions is not None
     if len(decisions) == planned:
         row[choice] = 1.0
         return row
-    for action, chance in decisions[-1].chance_best(planner.config.z).items():
+    for action, chance in decisions[-1].chance_best(z).items():
         row[action] = chance
     decisions.clear()  # only the last record is read
     return row
@@ -173,12 +180,15 @@ def _label_chunk(
     compiled: bool,
     rollouts: str,
     targets: str,
+    soft_z: float | None,
 ) -> Demonstrations:
     if model_file not in _WORKER_AGENT:
         _WORKER_AGENT.clear()
         _WORKER_AGENT[model_file] = load_sb3_agent(model_file)
     agent = _WORKER_AGENT[model_file]
-    return label(agent, budget, episodes, first, gamma, episodes, compiled, rollouts, targets)
+    return label(
+        agent, budget, episodes, first, gamma, episodes, compiled, rollouts, targets, soft_z
+    )
 
 
 class Labellers:
@@ -189,7 +199,7 @@ class Labellers:
     manager: leaving it (Ctrl-C included) stops the processes. ``compiled``: the planner's
     rollouts compiled (with numba, the default then) or in Python (the same labels);
     ``rollouts``: who plays them (:data:`NETWORK_ROLLOUTS`: the network being labelled);
-    ``targets``: hard or soft labels (:data:`SOFT_TARGETS`).
+    ``targets``: hard or soft labels (:data:`SOFT_TARGETS`; ``soft_z``: :func:`label`'s).
     """
 
     def __init__(
@@ -199,12 +209,14 @@ class Labellers:
         compiled: bool = COMPILED,
         rollouts: str = HEURISTIC_ROLLOUTS,
         targets: str = HARD_TARGETS,
+        soft_z: float | None = None,
     ) -> None:
         self.workers = workers
         self.batch = batch
         self.compiled = compiled
         self.rollouts = rollouts
         self.targets = targets
+        self.soft_z = soft_z
         self._pool: Pool | None = None
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         self._saved = 0
@@ -253,19 +265,17 @@ class Labellers:
                     return None
                 part = label(
                     agent, budget, n, start, gamma, self.batch, self.compiled,
-                    self.rollouts, self.targets,
+                    self.rollouts, self.targets, self.soft_z,
                 )  # fmt: skip
                 parts.append(part)
             return concat(parts)
         self._saved += 1
         model_file = str(Path(self._folder.name) / f"round-{self._saved}.zip")
         agent.model.save(model_file)
+        settings = (self.compiled, self.rollouts, self.targets, self.soft_z)
         pending = self._pool.starmap_async(
             _label_chunk,
-            [
-                (model_file, budget, s, n, gamma, self.compiled, self.rollouts, self.targets)
-                for s, n in tasks
-            ],
+            [(model_file, budget, s, n, gamma, *settings) for s, n in tasks],
             chunksize=1,
         )
         while not pending.ready():
@@ -402,6 +412,7 @@ def check_resumable(cfg: Config, run_root: Path) -> None:
     recorded.setdefault("rollouts", HEURISTIC_ROLLOUTS)  # records from before the options
     recorded.setdefault("keep_rounds", 1)
     recorded.setdefault("targets", HARD_TARGETS)
+    recorded.setdefault("soft_z", None)
     had = {k: v for k, v in recorded.items() if k != "rounds"}
     wanted = {k: v for k, v in identity(cfg).items() if k != "rounds"}
     if had != wanted:

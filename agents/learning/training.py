@@ -797,7 +797,12 @@ def expert_iteration(run: Run) -> bool:
     start = start_hash(root, rounds)
     agent = SB3Agent(model, cfg.env_kwargs(), name=cfg.name or "model")
     gamma = float(getattr(model, "gamma", 1.0))
-    labellers = Labellers(settings.workers, rollouts=settings.rollouts, targets=settings.targets)
+    labellers = Labellers(
+        settings.workers,
+        rollouts=settings.rollouts,
+        targets=settings.targets,
+        soft_z=settings.soft_z,
+    )
     kept: dict[int, Demonstrations] = {}  # the kept rounds' labels: read from disk once
     env_kwargs, seeds = cfg.env_kwargs(), eval_seeds(cfg)  # each round's validation
     with recorded_signals() as requests, labellers:
