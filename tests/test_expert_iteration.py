@@ -217,16 +217,36 @@ def test_soft_labels_are_the_searchs_chances_and_alike_in_two_processes() -> Non
     assert _same(soft, together) and np.array_equal(soft.targets, together.targets)
 
 
-def test_a_run_on_soft_labels_records_them_and_keeps_them_on_resume(tmp_path: Path) -> None:
-    settings = ExpertIterationConfig(**{**TINY, "rounds": 1, "targets": "soft"})  # type: ignore[arg-type]
-    out = tmp_path / "soft"
-    result = distill("trained", out, settings, 0, start_path=TRAINED, log=lambda _: None)
-    assert len(result.expert_rounds) == 1
+def _distill_soft(out: Path, rounds: int, keep: int = 3) -> Any:
+    soft = {**TINY, "rounds": rounds, "keep_rounds": keep, "targets": "soft"}
+    settings = ExpertIterationConfig(**soft)  # type: ignore[arg-type]
+    return distill("trained", out, settings, 0, start_path=TRAINED, log=lambda _: None)
+
+
+def test_a_run_on_soft_labels_keeps_them_and_resumes_as_an_unbroken_run(tmp_path: Path) -> None:
+    """Soft labels kept across 3 rounds (the labels held in memory, the resumed run's read
+    from disk): 2 rounds continued to 3 end with the network of 3 rounds in one go; the
+    setting is recorded, and hard labels may not continue the run."""
+    straight = _distill_soft(tmp_path / "straight", 3)
+    cloned_on = [r["cloned_on"] for r in straight.expert_rounds]
+    decisions = [r["decisions"] for r in straight.expert_rounds]
+    assert cloned_on[2] == sum(decisions), "round 3 clones on all three rounds' labels"
+    kept = Demonstrations.load(ei.labels_file(tmp_path / "straight", 2))
+    assert kept.targets is not None and np.allclose(kept.targets.sum(axis=1), 1.0)
+    out = tmp_path / "continued"
+    _distill_soft(out, 2)
+    resumed = _distill_soft(out, 3)
+    assert [r["cloned_on"] for r in resumed.expert_rounds] == cloned_on
+    assert np.array_equal(
+        _params(load_sb3_agent(out)), _params(load_sb3_agent(tmp_path / "straight"))
+    ), "the continued run ends with the unbroken run's network"
     recorded = json.loads((out / ei.EXPERT_FILE).read_text())["settings"]
     assert recorded["targets"] == "soft"
-    hard = ExpertIterationConfig(**{**TINY, "rounds": 2})  # type: ignore[arg-type]
+    hard = ExpertIterationConfig(**{**TINY, "rounds": 4, "keep_rounds": 3})  # type: ignore[arg-type]
     with pytest.raises(TrainingError, match=r"only expert_iteration\.rounds may change"):
         distill("trained", out, hard, 0, start_path=TRAINED, log=lambda _: None)
+    with pytest.raises(ValueError, match="soft_z"):
+        ExpertIterationConfig(soft_z=1.0)  # hard labels have no handicap
 
 
 def test_a_stop_request_ends_the_labelling() -> None:

@@ -687,8 +687,8 @@ def test_soft_labels_one_hot_clone_as_the_actions_and_soft_mass_is_learned(
     tmp_path: Path,
 ) -> None:
     """Cloning on soft labels that are the actions one-hot gives the network cloning on
-    the actions gives; labels that give an action half the mass where the teacher
-    Threatened teach it there; they survive a save and load."""
+    the actions gives; labels that give Rest 0.8 of the mass where the teacher Threatened
+    late teach it there; they survive a save and load."""
     import copy
 
     import torch

@@ -342,8 +342,9 @@ class ImitationConfig(_Section):
 
 
 Rollouts = Literal["heuristic", "network"]
-Targets = Literal["hard", "soft"]
 """Who plays the planner's rollouts in expert iteration (``expert_iteration.rollouts``)."""
+Targets = Literal["hard", "soft"]
+"""What expert iteration clones on (``expert_iteration.targets``)."""
 
 
 class ExpertIterationConfig(_Section):
@@ -375,6 +376,12 @@ class ExpertIterationConfig(_Section):
     """Soft labels: each alternative's estimate handicapped by this many standard errors
     (null: the planner's own ``z``, so an alternative at its switching threshold gets even
     odds; 0: the plain chance of being the best)."""
+
+    @model_validator(mode="after")
+    def _soft_z_with_soft_targets(self) -> ExpertIterationConfig:
+        if self.soft_z is not None and self.targets != "soft":
+            raise _Refusal("is for soft labels only (targets: soft)", "soft_z")
+        return self
 
     @model_validator(mode="after")
     def _deals_in_the_stream(self) -> ExpertIterationConfig:

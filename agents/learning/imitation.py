@@ -446,7 +446,7 @@ def _flat_epoch(
             wanted: th.Tensor = (
                 actions
                 if demos.targets is None
-                else th.as_tensor(demos.targets[idx], device=device)
+                else th.as_tensor(demos.targets[idx], device=device, dtype=logits.dtype)
             )
             if reference is None:
                 loss = F.cross_entropy(logits, wanted)

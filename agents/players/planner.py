@@ -315,14 +315,19 @@ class DecisionRecord:
         """The chance that each candidate still compared is the best, were the paired means
         normal around their estimates with their standard errors (the base action's is 0
         exactly; an alternative that never differed from it ties and loses to it), each
-        alternative's handicapped by ``z`` standard errors: with the planner's ``z`` an
-        alternative at its switching threshold gets even odds, so the likeliest action is
-        the planner's choice (up to its ``min_discordant``). Drawn ``draws`` times from a
-        fixed seed when more than one alternative is left, so the same record always gives
-        the same chances; they sum to 1."""
-        spread = {a: (mean - z * se, se) for a, (mean, se) in self.advantages.items() if se > 0}
-        sure = [a for a, (mean, se) in self.advantages.items() if se == 0 and mean > 0]
-        if sure:  # better on every order that differed (and more than one): no spread to draw
+        alternative's handicapped by ``z`` standard errors. With one alternative left and the
+        planner's ``z`` this is its rule made soft: an alternative at the switching threshold
+        gets even odds, so the likeliest action is the planner's choice (up to its
+        ``min_discordant``). With several, the draws are independent (the paired means'
+        correlation through the base action's results is ignored) and the maximum of several
+        draws favours the alternatives: the likeliest action may then differ from the
+        planner's choice. Drawn ``draws`` times from a fixed seed when more than one
+        alternative is left, so the same record always gives the same chances; they sum to
+        1. An estimate without a finite standard error (a single order) counts as a tie."""
+        finite = {a: ms for a, ms in self.advantages.items() if math.isfinite(ms[1])}
+        spread = {a: (mean - z * se, se) for a, (mean, se) in finite.items() if se > 0}
+        sure = [a for a, (mean, se) in finite.items() if se == 0 and mean > 0]
+        if sure:  # won on every sampled order where the base action lost on every one
             best = max(sure, key=lambda a: self.advantages[a][0])
             return {a: float(a == best) for a in self.win_chances}
         chances = dict.fromkeys(self.win_chances, 0.0)
