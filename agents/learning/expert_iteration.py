@@ -54,7 +54,7 @@ from agents.learning.sb3_agent import (
     load_sb3_agent,
     policy_net,
 )
-from agents.players.planner import BUDGETS, PlannerAgent
+from agents.players.planner import BUDGETS, DecisionRecord, PlannerAgent
 from agents.players.rollouts import COMPILED
 
 if TYPE_CHECKING:
@@ -130,31 +130,25 @@ def label(
         planner.reset(first + game)
         for move in moves:
             planner.knowledge.observe(move.obs, move.info)
-            planned = len(planner.decisions) if planner.decisions is not None else 0
             labels.append(planner.choose(planner.knowledge))
-            if soft:
-                mask = move.info["action_mask"]
-                rows.append(_soft_row(planner, planned, labels[-1], mask, handicap))
+            if planner.decisions is not None:  # soft: the record of this decision, if planned
+                record = planner.decisions.pop() if planner.decisions else None
+                rows.append(_soft_row(record, labels[-1], len(move.info["action_mask"]), handicap))
     return played.demonstrations(gamma, labels, np.stack(rows) if soft else None)
 
 
-def _soft_row(
-    planner: PlannerAgent, planned: int, choice: int, mask: np.ndarray, z: float
-) -> np.ndarray:
+def _soft_row(record: DecisionRecord | None, choice: int, actions: int, z: float) -> np.ndarray:
     """One decision's soft label: the chance that each candidate the planner compared is
     the best, each alternative handicapped by ``z`` standard errors
     (:meth:`~agents.players.planner.DecisionRecord.chance_best`; with the planner's own
-    ``z``, its rule made soft), or its choice for certain where it did not plan
-    (``planned``: its records before the decision)."""
-    row = np.zeros(len(mask), dtype=np.float32)
-    decisions = planner.decisions
-    assert decisions is not None
-    if len(decisions) == planned:
+    ``z`` and one alternative left, its rule made soft), or its choice for certain where it
+    did not plan (no ``record``)."""
+    row = np.zeros(actions, dtype=np.float32)
+    if record is None:
         row[choice] = 1.0
         return row
-    for action, chance in decisions[-1].chance_best(z).items():
+    for action, chance in record.chance_best(z).items():
         row[action] = chance
-    decisions.clear()  # only the last record is read
     return row
 
 
