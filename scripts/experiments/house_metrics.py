@@ -46,6 +46,7 @@ COUNTED_APART: Final[dict[str, tuple[str, ...]]] = {
         "scripts/experiments/strict_bound.py",
         "scripts/experiments/capacity_w.py",
         "scripts/experiments/relaxed_players.py",
+        "scripts/experiments/strict_players.py",
     ),
     "new search players (issue 19)": (
         "agents/players/policy_net.py",
