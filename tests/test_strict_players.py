@@ -15,8 +15,18 @@ from agents.evaluation.arena import validation_decks
 from agents.gitinfo import REPO_ROOT
 from coldiron_env import actions
 from coldiron_env.actions import BONUS, IRON, PHASE_BONUS, PHASE_IRON, REST, STOP, THREATEN
-from coldiron_env.cards import DECK_SIZE
+from coldiron_env.cards import DECK_SIZE, FIRST_JOKER, NUM_RANKS, NUM_SUITS, SUIT_FIELD_MASK
 from coldiron_env.game import Game
+from coldiron_env.judge import HAS_RUN
+from coldiron_env.options import STANDARD_TURNS
+
+
+def _complete(hand: int) -> bool:
+    return all(HAS_RUN[(hand >> (NUM_RANKS * s)) & SUIT_FIELD_MASK] for s in range(NUM_SUITS))
+
+
+def _jokers_seen(deck: np.ndarray, pos: int) -> int:
+    return int(np.count_nonzero(deck[:pos] >= FIRST_JOKER))
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +76,12 @@ def test_turns_follow_the_reference_engine(strict: ModuleType) -> None:
             hand = int(state[2])
             if game.won:
                 assert result == strict.WON  # the twin wins whenever the real game wins
+            assert int(state[3]) == _jokers_seen(deck, int(state[0]))
             if result == strict.WON:  # perhaps mid-rack, where the real game draws on
+                assert _complete(hand)
+                assert int(state[0]) <= game.pos  # the same cards, up to the winning one
+                if choice < racks or choice == strict.C_REST:
+                    assert _complete(game.hand | extra)  # won on the real game's own cards
                 break
             assert (hand & game.hand) == game.hand  # the strict hand holds the real one
             if choice < racks or choice == strict.C_REST:
@@ -104,3 +119,28 @@ def test_the_rollout_player_reads_only_what_it_has_seen(strict: ModuleType) -> N
         assert others[: len(made)] == made
         checked += len(made)
     assert checked > 6
+
+
+def test_base_plays_whole_games_as_the_reference_engine(strict: ModuleType) -> None:
+    params = np.array(strict.DEFAULT_PARAMS, np.int64)
+    iron_stop = int(params[strict.P_IRON_STOP])
+    won = real_won = midnight = 0
+    for deck in validation_decks(917, 400):
+        game = Game([int(c) for c in deck])
+        state = np.zeros(4, np.int64)
+        result, turns = strict.PLAYING, 0
+        while result == strict.PLAYING and turns < STANDARD_TURNS:
+            choice = int(strict._base_choice(deck.astype(np.int8), state, params))
+            turns += 1
+            if not game.over:
+                _real_turn(game, choice, strict, iron_stop)
+            result = strict.play_turn(deck, state, choice, params)
+        assert strict.play_base(deck, params) == (result == strict.WON)  # the same 24 turns
+        if game.won:
+            assert result == strict.WON
+        if result == strict.PLAYING:  # the strict game ran out of turns: so did the real one
+            assert game.outcome == "midnight"
+            midnight += 1
+        won += result == strict.WON
+        real_won += game.won
+    assert won > real_won > 0 and midnight > 0  # wins on both sides, and games to midnight

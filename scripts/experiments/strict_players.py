@@ -1,6 +1,6 @@
 """How well an honest player can do in the strict relaxed game: a floor under its bound.
 
-    .venv/bin/python scripts/experiments/strict_players.py --episodes 400 --samples 96 \
+    .venv/bin/python scripts/experiments/strict_players.py --episodes 2000 --samples 1000 \
         --json docs/records/strict_players.json
 
 The bound of docs/bound.md is computed on the *strict relaxed game* (a rack keeps every
@@ -14,10 +14,11 @@ issue 19 asks for.
 
 Two honest players of the strict game, each a function of what it has seen only:
 
-- ``base``: Rest from Hurt ``rest_at``; while a Joker is unseen, Irons while Hurt is
-  low (a Joker's bonus is then a gain, not a death); once both Jokers are seen, rack the
-  suit with the fewest unseen numbered cards (the longest rack, every numbered card kept)
-  while Hurt is low; else Threaten.
+- ``base``: Rest from Hurt ``rest_at``; once ``rack_jokers`` Jokers are seen, rack the
+  suit (or rank) with the fewest unseen numbered cards (the longest rack: every numbered
+  card it passes is kept) while Hurt <= ``rack_while``; else the Iron while Hurt <=
+  ``iron_while`` (applied up to three times, stopping at ``iron_stop``); else Threaten.
+  Its parameters are chosen (``--tune-seed``) on validation deals of a seed of their own.
 - ``rollout``: at every turn, each of 19 whole-turn choices (Threaten, Iron 1-3 times,
   rack each suit, rack each rank, Rest) is scored by ``--samples`` orders of the unseen
   cards (the same orders for every choice), each played out by ``base``; the best is
@@ -242,7 +243,9 @@ def _legal(choice: int, deck: Any, state: Any) -> bool:
         return True
     by_suit = choice < C_RACK_RANK_FIRST
     target = choice - C_RACK_SUIT_FIRST if by_suit else choice - C_RACK_RANK_FIRST
-    for i in range(state[0], DECK_SIZE):  # a rack whose target is all seen can only lose
+    # A rack whose target is all seen draws to the end (it may still win here, every
+    # numbered card being kept): left out, which can only weaken the players.
+    for i in range(state[0], DECK_SIZE):
         card = deck[i]
         if card < FIRST_COURT and (
             (by_suit and card // NUM_RANKS == target)
@@ -386,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
             "command": ".venv/bin/python scripts/experiments/strict_players.py "
             + " ".join(sys.argv[1:] if argv is None else argv),
             "header": ["honest player of the strict relaxed game", "deals", "won [95%]",
-                       "seconds on 2 processes"],
+                       f"seconds on {args.workers} processes"],
             "rows": [
                 [row["player"], f"{row['deals']:,}",
                  f"{PERCENT * row['win_rate']:.2f}% [{PERCENT * row['ci_low']:.2f}%, "
