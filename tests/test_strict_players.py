@@ -130,7 +130,7 @@ def test_base_plays_whole_games_as_the_reference_engine(strict: ModuleType) -> N
         state = np.zeros(4, np.int64)
         result, turns = strict.PLAYING, 0
         while result == strict.PLAYING and turns < STANDARD_TURNS:
-            choice = int(strict._base_choice(deck.astype(np.int8), state, params))
+            choice = int(strict._base_choice(deck.astype(np.int8), state, params, turns + 1))
             turns += 1
             if not game.over:
                 _real_turn(game, choice, strict, iron_stop)

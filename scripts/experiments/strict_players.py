@@ -31,6 +31,7 @@ report seed's. Standard rules; a Joker's bonus is always taken.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import time
@@ -81,7 +82,19 @@ P_RACK_WHILE: Final = 2  # rack while Hurt <= this ...
 P_RACK_JOKERS: Final = 3  # ... once at least this many Jokers are seen
 P_IRON_STOP: Final = 4  # no further application from this Hurt
 P_RACK_BY_RANK: Final = 5  # 1: rack the rank with the fewest unseen numbered cards
-DEFAULT_PARAMS: Final = (4, 2, 1, 0, 4, 0)
+P_LATE_TURN: Final = 6  # from this turn on, rack while Hurt <= P_RACK_WHILE_LATE instead
+P_RACK_WHILE_LATE: Final = 7
+DEFAULT_PARAMS: Final = (4, 2, 1, 0, 4, 0, 25, 1)
+TUNING_GRID: Final = (  # base's parameters tried by --tune-seed, in the order of PARAM_NAMES
+    (4, 5, MAX_HURT),  # MAX_HURT: never Rest
+    (-1, 0, 1, 2),
+    (0, 1, 2, 3),
+    (0, 1),
+    (4, 5),
+    (0, 1),
+    (14, 16, 18, 20, 22),
+    (3, 4, 5),
+)
 PARAM_NAMES: Final = (
     "rest_at",
     "iron_while",
@@ -89,6 +102,8 @@ PARAM_NAMES: Final = (
     "rack_jokers",
     "iron_stop",
     "rack_by_rank",
+    "late_turn",
+    "rack_while_late",
 )
 
 
@@ -203,12 +218,13 @@ def _turn(deck: Any, state: Any, choice: int, has_run: Any, params: Any) -> int:
 
 
 @njit(cache=True)
-def _base_choice(deck: Any, state: Any, params: Any) -> int:
+def _base_choice(deck: Any, state: Any, params: Any, turn: int) -> int:
     """``base``'s whole-turn choice, from what it has seen (the cards before ``pos``)."""
     hurt = state[1]
     if hurt >= params[P_REST_AT]:
         return C_REST
-    if hurt <= params[P_RACK_WHILE] and state[3] >= params[P_RACK_JOKERS]:
+    rack_while = params[P_RACK_WHILE_LATE] if turn >= params[P_LATE_TURN] else params[P_RACK_WHILE]
+    if hurt <= rack_while and state[3] >= params[P_RACK_JOKERS]:
         by_rank = params[P_RACK_BY_RANK] == 1
         groups = NUM_RANKS if by_rank else NUM_SUITS
         unseen = np.zeros(NUM_RANKS, np.int64)
@@ -230,7 +246,7 @@ def _base_choice(deck: Any, state: Any, params: Any) -> int:
 def _play_out(deck: Any, state: Any, turn: int, first: int, has_run: Any, params: Any) -> bool:
     """Play ``first`` at ``turn`` (or base's choice if negative), then base to the end."""
     for t in range(turn, STANDARD_TURNS + 1):
-        choice = first if (t == turn and first >= 0) else _base_choice(deck, state, params)
+        choice = first if (t == turn and first >= 0) else _base_choice(deck, state, params, t)
         result = _turn(deck, state, choice, has_run, params)
         if result != PLAYING:
             return result == WON
@@ -319,20 +335,18 @@ def play_turn(
     return int(_turn(deck.astype(np.int8), state, choice, HAS_RUN_ARRAY, params))
 
 
-def tune(seed: int, episodes: int) -> tuple[int, ...]:
+def _tune_chunk(args: tuple[I8, list[tuple[int, ...]]]) -> tuple[int, tuple[int, ...]]:
+    decks, grid = args
+    return max((sum(play_base(d, np.array(p, np.int64)) for d in decks), p) for p in grid)
+
+
+def tune(seed: int, episodes: int, workers: int) -> tuple[int, ...]:
     """base's parameters with the most wins on ``episodes`` validation deals of ``seed``."""
     decks = validation_decks(seed, episodes)
-    best: tuple[int, tuple[int, ...]] = (-1, DEFAULT_PARAMS)
-    for rest_at in (3, 4, 5):
-        for iron_while in (-1, 0, 1, 2, 3):
-            for rack_while in (-1, 0, 1, 2, 3):
-                for jokers in (0, 1, 2):
-                    for stop in (3, 4, 5):
-                        for by_rank in (0, 1):
-                            params = (rest_at, iron_while, rack_while, jokers, stop, by_rank)
-                            array = np.array(params, np.int64)
-                            wins = sum(play_base(d, array) for d in decks)
-                            best = max(best, (wins, params))
+    grid = list(itertools.product(*TUNING_GRID))
+    jobs = [(decks, grid[k::workers]) for k in range(workers)]
+    with ProcessPoolExecutor(workers) as pool:
+        best = max(pool.map(_tune_chunk, jobs))
     print(f"tuned on {episodes} validation deals of seed {seed}: {best}", flush=True)
     return best[1]
 
@@ -365,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.tune_seed == args.seed:
         parser.error("--tune-seed must differ from --seed: base is chosen on other deals")
-    params = np.array(tune(args.tune_seed, args.tune_episodes), np.int64)
+    params = np.array(tune(args.tune_seed, args.tune_episodes, args.workers), np.int64)
     rows = []
     started = time.perf_counter()
     decks = validation_decks(args.seed, args.base_episodes)
