@@ -41,11 +41,11 @@ from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from agents.atomic import atomic_write_json
 from agents.evaluation.arena import validation_decks
 from agents.evaluation.stats import wilson_interval
+from coldiron_env.batched import compiled_uncached
 from coldiron_env.cards import (
     DECK_SIZE,
     FIRST_COURT,
@@ -107,7 +107,7 @@ PARAM_NAMES: Final = (
 )
 
 
-@njit(cache=True)
+@compiled_uncached
 def _complete(hand: np.int64, has_run: Any) -> bool:
     for s in range(NUM_SUITS):
         if not has_run[(hand >> (NUM_RANKS * s)) & SUIT_MASK]:
@@ -115,7 +115,15 @@ def _complete(hand: np.int64, has_run: Any) -> bool:
     return True
 
 
-@njit(cache=True)
+@compiled_uncached
+def _matches(card: int, choice: int) -> bool:
+    """``card`` (numbered) ends the rack ``choice``: of the named suit, or of the named rank."""
+    if choice < C_RACK_RANK_FIRST:
+        return card // NUM_RANKS == choice - C_RACK_SUIT_FIRST
+    return card % NUM_RANKS == choice - C_RACK_RANK_FIRST
+
+
+@compiled_uncached
 def _turn(deck: Any, state: Any, choice: int, has_run: Any, params: Any) -> int:
     """Play one whole-turn ``choice`` of the strict game; ``state`` is
     ``[pos, hurt, hand, jokers seen]`` (int64), updated in place."""
@@ -184,8 +192,6 @@ def _turn(deck: Any, state: Any, choice: int, has_run: Any, params: Any) -> int:
                 if result != PLAYING:
                     break
     else:  # a rack: every numbered card drawn is kept (the strict game), until a match
-        by_suit = choice < C_RACK_RANK_FIRST
-        target = choice - C_RACK_SUIT_FIRST if by_suit else choice - C_RACK_RANK_FIRST
         while True:
             card = deck[pos]
             pos += 1
@@ -201,9 +207,7 @@ def _turn(deck: Any, state: Any, choice: int, has_run: Any, params: Any) -> int:
                 if pos >= DECK_SIZE:
                     result = LOST
                     break
-                if (by_suit and card // NUM_RANKS == target) or (
-                    not by_suit and card % NUM_RANKS == target
-                ):
+                if _matches(card, choice):
                     break
             else:
                 if pos >= DECK_SIZE:
@@ -217,7 +221,7 @@ def _turn(deck: Any, state: Any, choice: int, has_run: Any, params: Any) -> int:
     return result
 
 
-@njit(cache=True)
+@compiled_uncached
 def _base_choice(deck: Any, state: Any, params: Any, turn: int) -> int:
     """``base``'s whole-turn choice, from what it has seen (the cards before ``pos``)."""
     hurt = state[1]
@@ -242,36 +246,30 @@ def _base_choice(deck: Any, state: Any, params: Any, turn: int) -> int:
     return C_THREATEN
 
 
-@njit(cache=True)
+@compiled_uncached
 def _play_out(deck: Any, state: Any, turn: int, first: int, has_run: Any, params: Any) -> bool:
     """Play ``first`` at ``turn`` (or base's choice if negative), then base to the end."""
     for t in range(turn, STANDARD_TURNS + 1):
         choice = first if (t == turn and first >= 0) else _base_choice(deck, state, params, t)
         result = _turn(deck, state, choice, has_run, params)
         if result != PLAYING:
-            return result == WON
+            return bool(result == WON)
     return False
 
 
-@njit(cache=True)
+@compiled_uncached
 def _legal(choice: int, deck: Any, state: Any) -> bool:
     if choice < C_RACK_SUIT_FIRST or choice == C_REST:
         return True
-    by_suit = choice < C_RACK_RANK_FIRST
-    target = choice - C_RACK_SUIT_FIRST if by_suit else choice - C_RACK_RANK_FIRST
     # A rack whose target is all seen draws to the end (it may still win here, every
     # numbered card being kept): left out, which can only weaken the players.
     for i in range(state[0], DECK_SIZE):
-        card = deck[i]
-        if card < FIRST_COURT and (
-            (by_suit and card // NUM_RANKS == target)
-            or (not by_suit and card % NUM_RANKS == target)
-        ):
+        if deck[i] < FIRST_COURT and _matches(deck[i], choice):
             return True
     return False
 
 
-@njit(cache=True)
+@compiled_uncached
 def _play_rollout(
     deck: Any, samples: int, seed: int, has_run: Any, params: Any, choices: Any
 ) -> bool:
@@ -305,7 +303,7 @@ def _play_rollout(
         choices[turn - 1] = best
         result = _turn(deck, state, best, has_run, params)
         if result != PLAYING:
-            return result == WON
+            return bool(result == WON)
     return False
 
 
