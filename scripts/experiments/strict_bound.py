@@ -24,6 +24,14 @@ still a supersolution: a Rest that discards its card ``x`` leaves a need at leas
 need the need-known game assumes (one less than before, as if ``x`` were kept), and the
 need-known value falls as the need rises.
 
+``--real`` goes the rest of the way: a rack also loses the numbered cards it draws that do
+not match it, as in Cold Iron itself, and the expectation of ``W`` after a rack's card sums
+over the unseen cards (kept if they match the rack, lost if not); ``W`` stays a
+supersolution by the same argument (a lost card leaves the need at least the kept one).
+That search, pruned or not, does not fit this machine's memory on a deal; with ``--forbid``
+(the clairvoyant may lose at most ``--lost`` numbered cards) it gives lower estimates of the
+real game's bound under this ``W``.
+
 Standard rules only.
 """
 
@@ -97,10 +105,16 @@ WINDOWS: Final = (0.01, 0.03, 0.08, 0.2, 1.0)
 """``--prune``: the cut's windows above the warm start, tried in turn until a search fits
 its state budget (the last cuts at the root: ``W`` at the start)."""
 STATE_BUDGET: Final = 4_000_000
+EXPECTED_PER_STATE: Final = 8
+"""The penalties' cache may hold this many entries per state of the budget (memory)."""
 WARM_SLACK: Final = 1e-9
 """The warm start's cut sits this far below a value known to be reached."""
 KEY_SLOTS: Final = 32
 """Room for a decision point or a draw's kind in a packed memo key."""
+RACK_SLOTS: Final = 16
+"""Room for a rack's index + 1 (0: not a rack) in the penalties' cache key."""
+S_REAL: Final = 17
+"""The search state's flag: a rack loses its non-matching numbered cards (the real game)."""
 Memo = MutableMapping[tuple[int, int], float]
 """A numba typed ``Dict`` of :data:`KEY` to float64 (the searches' memos and caches)."""
 
@@ -199,18 +213,21 @@ def _posterior(pos: int, gone: int, S: Any) -> F64:
 
 
 @_recursive
-def _z(pos: int, turn: int, hurt: int, xk: int, gone: int, S: Any) -> float:
-    """The penalty of the card at ``pos`` drawn in a draw ``xk``; a Rest's card is lost."""
+def _z(pos: int, turn: int, hurt: int, xk: int, gone: int, rack: int, S: Any) -> float:
+    """The penalty of the card at ``pos`` drawn in a draw ``xk``; a Rest's card is lost,
+    and with :data:`S_REAL` a rack's numbered card that does not match it (``rack``: the
+    rack's index + 1, 0 outside a rack)."""
     cards, unseen_t, courts_t, jokers_t, V, off = S[0], S[2], S[3], S[4], S[5], S[6]
     expected_cache: Memo = S[8]
     m = NUM_NUMBERED - _count(unseen_t[pos])
     c = NUM_COURTS - courts_t[pos]
     j = NUM_JOKERS - jokers_t[pos]
-    key = ((((pos * (STANDARD_TURNS + 2)) + turn) * MAX_HURT + hurt) * KEY_SLOTS + xk, gone)
+    slot = (((pos * (STANDARD_TURNS + 2)) + turn) * MAX_HURT + hurt) * KEY_SLOTS + xk
+    key = (slot * RACK_SLOTS + rack, gone)
     if key in expected_cache:
         expected = expected_cache[key]
     else:
-        expected = _expected(pos, turn, hurt, xk, gone, m, c, j, S)
+        expected = _expected(pos, turn, hurt, xk, gone, rack, m, c, j, S)
         expected_cache[key] = expected
     card = cards[pos]
     if card >= FIRST_JOKER:
@@ -220,6 +237,8 @@ def _z(pos: int, turn: int, hurt: int, xk: int, gone: int, S: Any) -> float:
     else:
         card_type = CARD_NUMBERED
     loses = xk == XK_REST and (S[13] or _count(gone) < S[12])
+    if rack > 0 and S[S_REAL] and card < FIRST_COURT and (RACK_MASKS[rack - 1] >> card) & 1 == 0:
+        loses = True
     after_gone = gone | (1 << card) if (loses and card < FIRST_COURT) else gone
     post = _posterior(pos + 1, after_gone, S)
     realized = 0.0
@@ -231,21 +250,23 @@ def _z(pos: int, turn: int, hurt: int, xk: int, gone: int, S: Any) -> float:
 
 @_recursive
 def _expected(
-    pos: int, turn: int, hurt: int, xk: int, gone: int, m: int, c: int, j: int, S: Any
+    pos: int, turn: int, hurt: int, xk: int, gone: int, rack: int, m: int, c: int, j: int, S: Any
 ) -> float:
     """``E[W(after the next card)]``. A kept numbered card lowers the need by one on
-    average over the cards; a Rest's lost card needs the sum over the unseen cards."""
+    average over the cards; a Rest's lost card needs the sum over the unseen cards, and so
+    does a rack's card in the real game (kept if it matches the rack, lost if not)."""
     hands, unseen_t, V, off, C, binomial = S[1], S[2], S[5], S[6], S[9], S[10]
     deck = DECK_SIZE - m - c - j
     post = _posterior(pos, gone, S)
     loses = xk == XK_REST and (S[13] or _count(gone) < S[12])
+    sorts = rack > 0 and S[S_REAL]  # some numbered cards kept, the others lost
     courts = NUM_COURTS - c
     jokers = NUM_JOKERS - j
     total = 0.0
     for r in range(CAPACITY_M):
         p = post[r]
         if p > 0.0:
-            if not loses and r >= 1:
+            if not loses and not sorts and r >= 1:
                 total += (
                     (NUM_NUMBERED - m)
                     * p
@@ -255,15 +276,19 @@ def _expected(
                 total += courts * p * after_value(V, off, CARD_COURT, r, m, c, j, turn, hurt, xk)
             if jokers > 0:
                 total += jokers * p * after_value(V, off, CARD_JOKER, r, m, c, j, turn, hurt, xk)
-    if loses:
+    if loses or sorts:
         hand = hands[pos] & ~gone
         unseen = unseen_t[pos]
+        targets = RACK_MASKS[rack - 1] if sorts else 0
         lost = np.zeros(CAPACITY_M)
         out = np.zeros(CAPACITY_M)
         rest = unseen
         while rest:
             low = rest & -rest
-            need_posterior(hand, unseen & ~low, C, binomial, out)
+            if targets & low:
+                need_posterior(hand | low, unseen & ~low, C, binomial, out)  # kept
+            else:
+                need_posterior(hand, unseen & ~low, C, binomial, out)  # lost
             lost += out
             rest ^= low
         for r in range(CAPACITY_M):
@@ -306,7 +331,7 @@ def _single(pos: int, turn: int, hurt: int, action: int, gone: int, alpha: float
     xk = XK_THREATEN if action == 0 else (XK_REST if action == 1 else XK_IRON + action - 1)
     if S[13] and action == 1 and card < FIRST_COURT and _count(gone) >= S[12]:
         return -1e9  # --forbid: a lower estimate of the strict game's bound, not a bound
-    value_now = -_z(pos, turn, hurt, xk, gone, S)
+    value_now = -_z(pos, turn, hurt, xk, gone, 0, S)
     loses = action == 1 and (S[13] or _count(gone) < S[12])
     if loses and card < FIRST_COURT:
         gone |= 1 << card
@@ -343,7 +368,7 @@ def _bonus(pos: int, turn: int, hurt: int, ctx: int, gone: int, alpha: float, S:
         else:
             xk = XK_THREATEN_BONUS + left - 1
         card = cards[pos]
-        total -= _z(pos, turn, hurt, xk, gone, S)
+        total -= _z(pos, turn, hurt, xk, gone, 0, S)
         pos += 1
         if complete(hands[pos] & ~gone):
             return total + 1.0
@@ -365,13 +390,18 @@ def _rack(pos: int, turn: int, hurt: int, index: int, gone: int, alpha: float, S
     total = 0.0
     while True:
         card = cards[pos]
-        total -= _z(pos, turn, hurt, XK_RACK, gone, S)
+        total -= _z(pos, turn, hurt, XK_RACK, gone, index + 1, S)
         pos += 1
+        matches = card < FIRST_COURT and (targets >> card) & 1 == 1
+        if S[S_REAL] and card < FIRST_COURT and not matches:
+            if S[13] and _count(gone) >= S[12]:
+                return -1e9  # --forbid: a lower estimate, as for a Rest
+            gone |= 1 << card  # the real game's rack discards it
         if complete(hands[pos] & ~gone):
             return total + 1.0
         if pos >= DECK_SIZE:
             return total
-        if card < FIRST_COURT and (targets >> card) & 1 == 1:
+        if matches:
             return total + _end_turn(pos, turn, hurt, gone, alpha - total, S)
         if card >= FIRST_JOKER:
             return total  # slain
@@ -421,7 +451,7 @@ def _solve(pos: int, turn: int, hurt: int, ctx: int, gone: int, alpha: float, S:
         upper = _upper(pos, turn, hurt, ctx, gone, S) if S[15] else 1e9
     if upper <= alpha:
         return upper
-    if len(memo) + len(bounds) > S[16]:
+    if len(memo) + len(bounds) > S[16] or len(S[8]) // EXPECTED_PER_STATE > S[16]:
         return ABORTED  # over the state budget: an upper bound that says nothing
     best = -1e9
     a = alpha
@@ -464,6 +494,7 @@ def _state(
     forbid: bool = False,
     prune: bool = False,
     budget: int = 1 << 62,
+    real: bool = False,
 ) -> tuple[Any, ...]:
     memo = Dict.empty(key_type=KEY, value_type=types.float64)
     bounds = Dict.empty(key_type=KEY, value_type=types.float64)
@@ -487,6 +518,7 @@ def _state(
         bounds,
         prune,
         budget,
+        real,
     )
 
 
@@ -497,6 +529,7 @@ def strict_deal_bound(
     prune: bool = False,
     window: float = 0.0,
     budget: int = 1 << 62,
+    real: bool = False,
 ) -> tuple[float, int]:
     """The clairvoyant's maximum of ``R - Z`` over every game of ``deck`` in which the
     first ``cap`` numbered cards a Rest draws are lost, with the need-known ``W``, and how
@@ -508,24 +541,32 @@ def strict_deal_bound(
     supersolution) is at most the best found, starting from the best game without a Rest on
     a numbered card, plus ``window``: then the result is the maximum when that is above the
     cut, else an upper bound at most the cut (a valid bound either way, looser by at most
-    ``window``); :data:`ABORTED` when the search outgrew ``budget`` states."""
+    ``window``); :data:`ABORTED` when the search outgrew ``budget`` states.
+
+    ``real``: a rack also loses every numbered card it draws that does not match it, as in
+    the real game (with every Rest card lost too: ``cap`` = 40 and ``forbid`` False, the
+    search is of Cold Iron itself, penalised)."""
     facts = DealFacts.of(deck)
     alpha = -1e18
     if prune and not forbid:
         # A warm start: the best game without a Rest on a numbered card is one of the
         # games searched, so the maximum is at least its value.
-        start = float(_solve(0, 1, 0, CTX_TURN, 0, -1e18, _state(facts, 0, True)))
+        warm = _state(facts, 0, True, real=real)
+        start = float(_solve(0, 1, 0, CTX_TURN, 0, -1e18, warm))
         alpha = start - WARM_SLACK + window
-    state = _state(facts, cap, forbid, prune, budget)
+    state = _state(facts, cap, forbid, prune, budget, real)
     value = float(_solve(0, 1, 0, CTX_TURN, 0, alpha, state))
     return value, len(state[7]) + len(state[14])
 
 
-def pruned_bound(deck: Any) -> tuple[float, int, float]:
-    """The strict game's bound on ``deck`` by pruned searches, the window widened until one
-    fits the state budget: ``(bound, states, window)``."""
+def pruned_bound(deck: Any, real: bool = False) -> tuple[float, int, float]:
+    """The strict game's bound on ``deck`` (the real game's with ``real``) by pruned
+    searches, the window widened until one fits the state budget: ``(bound, states,
+    window)``."""
     for window in WINDOWS:
-        value, states = strict_deal_bound(deck, NUM_NUMBERED, False, True, window, STATE_BUDGET)
+        value, states = strict_deal_bound(
+            deck, NUM_NUMBERED, False, True, window, STATE_BUDGET, real
+        )
         if value < ABORTED / 2:  # an aborted subtree's sentinel carries the penalties before it
             return value, states, window
     raise AssertionError("the widest window cuts at the root")
@@ -540,12 +581,14 @@ def strict_start_value() -> float:
     return float(sum(post[r] * V[1, OFFSET[0] + r, 0, 0, 0, 0] for r in range(1, CAPACITY_M)))
 
 
-def _one_deal(deck: Any, lost: int, forbid: bool, prune: bool) -> tuple[float, int, float, float]:
+def _one_deal(
+    deck: Any, lost: int, forbid: bool, prune: bool, real: bool = False
+) -> tuple[float, int, float, float]:
     start = time.perf_counter()
     if prune:
-        value, count, window = pruned_bound(deck)
+        value, count, window = pruned_bound(deck, real)
     else:
-        value, count = strict_deal_bound(deck, lost, forbid)
+        value, count = strict_deal_bound(deck, lost, forbid, real=real)
         window = 0.0
     seconds = time.perf_counter() - start
     print(f"{value:.4f} {count} states {seconds:.1f} s window {window}", flush=True)
@@ -601,6 +644,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the strict game itself (every Rest card lost) by pruned searches",
     )
+    parser.add_argument(
+        "--real",
+        action="store_true",
+        help="racks lose their non-matching numbered cards too (Cold Iron itself, no "
+        "relaxation): with --prune its bound, with --forbid a lower estimate of it (at most "
+        "--lost numbered cards lost)",
+    )
     parser.add_argument("--deals", choices=("validation", "evaluation"), default="validation")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--why", help="why the report seed is looked at (the look log)")
@@ -624,7 +674,9 @@ def main(argv: list[str] | None = None) -> int:
         record_look(
             args.seed, args.episodes, ["strict bound (need-known W)"], args.why, REPORT_SEED
         )
-    job = partial(_one_deal, lost=args.lost, forbid=args.forbid, prune=args.prune)
+    if args.real and not (args.prune or args.forbid):
+        parser.error("--real needs --prune or --forbid")
+    job = partial(_one_deal, lost=args.lost, forbid=args.forbid, prune=args.prune, real=args.real)
     if args.workers > 1:
         with mp.get_context("spawn").Pool(args.workers) as pool:
             results = pool.map(job, list(decks), chunksize=1)
@@ -640,14 +692,20 @@ def main(argv: list[str] | None = None) -> int:
         "command": ".venv/bin/python scripts/experiments/strict_bound.py "
         + " ".join(sys.argv[1:] if argv is None else argv),
         "game": (
-            "strict game (every Rest card lost), pruned searches"
+            "the real game (every Rest card and a rack's unmatched cards lost), pruned "
+            "searches"
+            if args.real and args.prune
+            else "the real game, the clairvoyant losing at most "
+            f"{args.lost} numbered cards (a Rest's or a rack's)"
+            if args.real
+            else "strict game (every Rest card lost), pruned searches"
             if args.prune
             else f"strict game, the clairvoyant Resting on at most {args.lost} numbered cards"
             if args.forbid
             else f"relaxed game, the first {args.lost} numbered cards a Rest draws lost"
         ),
         "windows": windows if args.prune else None,
-        "lower_estimate": args.forbid, "lost": args.lost, "episodes": len(v),
+        "lower_estimate": args.forbid, "lost": args.lost, "real": args.real, "episodes": len(v),
         "seed": args.seed, "deals": args.deals, "workers": args.workers,
         "mean": float(v.mean()), "ci_low": float(v.mean()) - half,
         "ci_high": float(v.mean()) + half, "start_value": strict_start_value(),
