@@ -7,18 +7,42 @@ the warm start gives a bound within the window."""
 
 from __future__ import annotations
 
+import argparse
+import json
+from pathlib import Path
+from typing import Any, cast
+
 import numpy as np
 import pytest
 from helpers import load_file
 
+from agents.atomic import atomic_write_json
 from agents.evaluation.arena import validation_decks
 from agents.evaluation.bound import RACK_MASKS, DealFacts, ValueModel, deal_bound
 from agents.gitinfo import REPO_ROOT
+from coldiron_env.actions import RACK_RANK_FIRST, RACK_SUIT_FIRST
 from coldiron_env.cards import DECK_SIZE, FIRST_COURT, NUM_NUMBERED
+from coldiron_env.options import MAX_HURT, STANDARD_TURNS
 
 pytestmark = pytest.mark.slow
 WINDOW = 0.05
 RACK_TURN = 5
+RACK_HURT = 1
+SUPERSOLUTION_SEED = 0
+STATES_PER_DEAL = 150
+LOST_SHARE = 0.5  # of the earlier numbered cards, lost to earlier racks
+
+
+def _rack_id(action: int) -> int:
+    """The search's rack identity: the rack's index + 1 (0: not a rack)."""
+    return action - RACK_RANK_FIRST + 1
+
+
+RACKS_DRAWN = (  # (position of the card drawn, rack): an Ace, a nine and a suit rack
+    (6, _rack_id(RACK_RANK_FIRST)),
+    (15, _rack_id(RACK_RANK_FIRST + 8)),
+    (10, _rack_id(RACK_SUIT_FIRST + 3)),
+)
 
 
 def test_the_strict_search_against_the_bounds_and_itself() -> None:
@@ -40,11 +64,11 @@ def test_a_real_racks_penalty_has_mean_zero_over_the_next_card() -> None:
     """``--real``: a rack's numbered card is kept if it matches, else lost; the penalty's
     expectation must follow. Swapping the card at ``pos`` with each later card draws every
     unseen card once, with the same past, so the penalties' mean is exactly zero (checked
-    by hand: a rack whose expectation keeps the wrong cards fails it)."""
+    by hand: a rack whose expectation keeps the wrong cards, or ignores the rack, fails it)."""
     strict = load_file(REPO_ROOT / "scripts" / "experiments" / "strict_bound.py", "strict_bound")
     deck = np.asarray(validation_decks(915, 1)[0])
     distinct = False
-    for pos, rack in ((6, 1), (15, 9)):
+    for pos, rack in RACKS_DRAWN:
         gone = next(  # a numbered card an earlier rack lost
             1 << int(card)
             for card in deck[:pos]
@@ -57,8 +81,94 @@ def test_a_real_racks_penalty_has_mean_zero_over_the_next_card() -> None:
                 swapped = deck.copy()
                 swapped[pos], swapped[q] = swapped[q], swapped[pos]
                 state = strict._state(DealFacts.of(swapped), NUM_NUMBERED, False, real=real)
-                z.append(strict._z(pos, RACK_TURN, 1, strict.XK_RACK, gone, rack, state))
+                z.append(strict._z(pos, RACK_TURN, RACK_HURT, strict.XK_RACK, gone, rack, state))
             assert np.mean(z) == pytest.approx(0.0, abs=1e-12)
             penalties[real] = z
         distinct = distinct or not np.allclose(penalties[True], penalties[False])
     assert distinct  # the real game's racks are penalised as such
+
+
+def test_a_real_rack_expects_no_more_than_a_strict_one() -> None:
+    """Why ``W`` stays a supersolution in the real game, so ``--real --prune`` may cut where
+    ``W`` is at most the best found: at every reachable rack draw (the hand not complete),
+    whatever cards earlier racks lost, the expectation of ``W`` after the card is at most
+    the strict game's, whose ``W`` the pruned search above is tested against (a lost card
+    leaves the need at least the kept one, and the need-known value falls as it rises)."""
+    strict = load_file(REPO_ROOT / "scripts" / "experiments" / "strict_bound.py", "strict_bound")
+    rng = np.random.default_rng(SUPERSOLUTION_SEED)
+    compared = 0
+    for dealt in validation_decks(916, 2):
+        deck = np.asarray(dealt)
+        facts = DealFacts.of(deck)
+        real = strict._state(facts, NUM_NUMBERED, False, real=True)
+        strict_game = strict._state(facts, NUM_NUMBERED, False, real=False)
+        for pos in rng.integers(1, DECK_SIZE - 1, size=STATES_PER_DEAL):
+            gone = sum(
+                1 << int(card)
+                for card in deck[:pos]
+                if card < FIRST_COURT and rng.random() < LOST_SHARE
+            )
+            if strict.complete(int(facts.hands[pos]) & ~gone):
+                continue  # won: no card is drawn
+            turn = int(rng.integers(1, STANDARD_TURNS + 1))
+            hurt = int(rng.integers(0, MAX_HURT))
+            seen = (
+                NUM_NUMBERED - strict._count(int(facts.unseen[pos])),
+                strict.NUM_COURTS - int(facts.courts[pos]),
+                strict.NUM_JOKERS - int(facts.jokers[pos]),
+            )
+            for rack in range(1, len(RACK_MASKS) + 1):
+                args = (int(pos), turn, hurt, strict.XK_RACK, gone, rack, *seen)
+                assert strict._expected(*args, real) <= strict._expected(*args, strict_game) + 1e-12
+                compared += 1
+    assert compared > STATES_PER_DEAL * len(RACK_MASKS)  # most states are not won
+
+
+def test_a_higher_warm_start_keeps_the_bound_within_the_window() -> None:
+    """``--warm-lost``: the best game losing at most one numbered card is one of the games
+    the pruned search searches, with the same penalties, so starting the cut from it
+    leaves the result between the maximum and the maximum plus the window, as the
+    default start does: the two results are within a window of each other."""
+    strict = load_file(REPO_ROOT / "scripts" / "experiments" / "strict_bound.py", "strict_bound")
+    for deck in validation_decks(914, 2):
+        warm = strict.warm_start(deck, 1, False)
+        assert warm >= strict.warm_start(deck, 0, False)  # a maximum over more games
+        default, _ = strict.strict_deal_bound(deck, NUM_NUMBERED, prune=True, window=WINDOW)
+        higher, _ = strict.strict_deal_bound(
+            deck, NUM_NUMBERED, prune=True, window=WINDOW, warm=warm
+        )
+        assert higher >= warm - 1e-9  # the maximum holds the warm start's game
+        assert abs(higher - default) <= WINDOW + 1e-9
+
+
+def test_a_run_resumes_from_its_checkpoint_or_a_shorter_record(tmp_path: Path) -> None:
+    """Long runs lose nothing: a run extended to more deals, or cut off after some, takes
+    the deals already solved with the same settings and solves only the rest, and ends with
+    the record a run in one go writes; other settings start afresh."""
+    strict = load_file(REPO_ROOT / "scripts" / "experiments" / "strict_bound.py", "strict_bound")
+    fast = ["--forbid", "--lost", "0", "--real", "--seed", "917"]
+
+    def run(episodes: int, name: str, *extra: str) -> dict[str, Any]:
+        out = tmp_path / name
+        strict.main([*fast, *extra, "--episodes", str(episodes), "--json", str(out)])
+        assert not out.with_name(out.name + ".partial").exists()  # gone when the run ends
+        return cast(dict[str, Any], json.loads(out.read_text()))
+
+    whole = run(4, "whole.json")
+    run(2, "grown.json")
+    grown = run(4, "grown.json")
+    assert grown["per_deal"] == whole["per_deal"]
+    settings = argparse.Namespace(
+        seed=917, deals="validation", lost=0, forbid=True, prune=False, real=True, warm_lost=0
+    )
+    for lost, taken in ((0, True), (1, False)):  # a run cut off after one deal, marked
+        settings.lost = lost
+        marked = whole["per_deal"][0] + 1.0
+        checkpoint = tmp_path / f"cut{lost}.json.partial"
+        atomic_write_json(
+            checkpoint,
+            {"settings": strict._settings(settings), "results": [[marked, 0, 0.0, 0.0]]},
+        )
+        cut = run(4, f"cut{lost}.json")
+        assert cut["per_deal"][1:] == whole["per_deal"][1:]
+        assert cut["per_deal"][0] == (marked if taken else whole["per_deal"][0])

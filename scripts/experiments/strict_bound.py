@@ -28,19 +28,25 @@ need-known value falls as the need rises.
 not match it, as in Cold Iron itself, and the expectation of ``W`` after a rack's card sums
 over the unseen cards (kept if they match the rack, lost if not); ``W`` stays a
 supersolution by the same argument (a lost card leaves the need at least the kept one).
-That search, pruned or not, does not fit this machine's memory on a deal; with ``--forbid``
-(the clairvoyant may lose at most ``--lost`` numbered cards) it gives lower estimates of the
-real game's bound under this ``W``.
+Unpruned, that search does not fit this machine's memory on a deal. Pruned (``--prune``:
+the cuts need ``W`` a supersolution, and a real rack's expectation of ``W`` is at most the
+strict game's, tested), with its caches held to the state budget and the cut started from
+the best game losing at most ``--warm-lost`` numbered cards, it gives the real game's bound
+under this ``W`` in minutes a deal; with ``--forbid`` (the clairvoyant may lose at most
+``--lost`` numbered cards) lower estimates of it.
 
 Standard rules only.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import functools
 import time
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from functools import partial
+from pathlib import Path
 from typing import Any, Final, TypeVar, cast
 
 import numpy as np
@@ -107,12 +113,24 @@ its state budget (the last cuts at the root: ``W`` at the start)."""
 STATE_BUDGET: Final = 4_000_000
 EXPECTED_PER_STATE: Final = 8
 """The penalties' cache may hold this many entries per state of the budget (memory)."""
+POSTERIORS_PER_STATE: Final = 1
+"""The posteriors' cache (an array of :data:`CAPACITY_M` floats an entry) may hold this
+many entries per state of the budget: it grows with the cards lost, as a real rack's are."""
 WARM_SLACK: Final = 1e-9
 """The warm start's cut sits this far below a value known to be reached."""
 KEY_SLOTS: Final = 32
 """Room for a decision point or a draw's kind in a packed memo key."""
 RACK_SLOTS: Final = 16
 """Room for a rack's index + 1 (0: not a rack) in the penalties' cache key."""
+S_POSTERIORS: Final = 11
+"""The search state's cache of ``P(r | hand, unseen)`` by (position, cards lost)."""
+S_CAP: Final = 12
+"""The search state's count of the first numbered cards a Rest draws that are lost."""
+S_FORBID: Final = 13
+"""The search state's flag: every Rest card is lost, and the clairvoyant may lose at most
+:data:`S_CAP` numbered cards (a lower estimate)."""
+S_BUDGET: Final = 16
+"""The search state's budget of decision points (``--prune``)."""
 S_REAL: Final = 17
 """The search state's flag: a rack loses its non-matching numbered cards (the real game)."""
 Memo = MutableMapping[tuple[int, int], float]
@@ -202,7 +220,7 @@ def _recursive(fn: _F) -> _F:
 def _posterior(pos: int, gone: int, S: Any) -> F64:
     """``P(r | hand, unseen)`` at ``pos`` with the Rest-discarded cards ``gone`` (cached)."""
     posts: MutableMapping[tuple[int, int], F64]
-    hands, unseen_t, C, binomial, posts = S[1], S[2], S[9], S[10], S[11]
+    hands, unseen_t, C, binomial, posts = S[1], S[2], S[9], S[10], S[S_POSTERIORS]
     key = (pos, gone)
     if key in posts:
         return posts[key]
@@ -236,7 +254,7 @@ def _z(pos: int, turn: int, hurt: int, xk: int, gone: int, rack: int, S: Any) ->
         card_type = CARD_COURT
     else:
         card_type = CARD_NUMBERED
-    loses = xk == XK_REST and (S[13] or _count(gone) < S[12])
+    loses = xk == XK_REST and (S[S_FORBID] or _count(gone) < S[S_CAP])
     if rack > 0 and S[S_REAL] and card < FIRST_COURT and (RACK_MASKS[rack - 1] >> card) & 1 == 0:
         loses = True
     after_gone = gone | (1 << card) if (loses and card < FIRST_COURT) else gone
@@ -258,7 +276,7 @@ def _expected(
     hands, unseen_t, V, off, C, binomial = S[1], S[2], S[5], S[6], S[9], S[10]
     deck = DECK_SIZE - m - c - j
     post = _posterior(pos, gone, S)
-    loses = xk == XK_REST and (S[13] or _count(gone) < S[12])
+    loses = xk == XK_REST and (S[S_FORBID] or _count(gone) < S[S_CAP])
     sorts = rack > 0 and S[S_REAL]  # some numbered cards kept, the others lost
     courts = NUM_COURTS - c
     jokers = NUM_JOKERS - j
@@ -329,10 +347,10 @@ def _single(pos: int, turn: int, hurt: int, action: int, gone: int, alpha: float
     card = cards[pos]
     iron = action >= 2
     xk = XK_THREATEN if action == 0 else (XK_REST if action == 1 else XK_IRON + action - 1)
-    if S[13] and action == 1 and card < FIRST_COURT and _count(gone) >= S[12]:
+    if S[S_FORBID] and action == 1 and card < FIRST_COURT and _count(gone) >= S[S_CAP]:
         return -1e9  # --forbid: a lower estimate of the strict game's bound, not a bound
     value_now = -_z(pos, turn, hurt, xk, gone, 0, S)
-    loses = action == 1 and (S[13] or _count(gone) < S[12])
+    loses = action == 1 and (S[S_FORBID] or _count(gone) < S[S_CAP])
     if loses and card < FIRST_COURT:
         gone |= 1 << card
     pos += 1
@@ -390,11 +408,12 @@ def _rack(pos: int, turn: int, hurt: int, index: int, gone: int, alpha: float, S
     total = 0.0
     while True:
         card = cards[pos]
-        total -= _z(pos, turn, hurt, XK_RACK, gone, index + 1, S)
+        # the rack's identity matters to the penalty only where it decides what is lost
+        total -= _z(pos, turn, hurt, XK_RACK, gone, index + 1 if S[S_REAL] else 0, S)
         pos += 1
         matches = card < FIRST_COURT and (targets >> card) & 1 == 1
         if S[S_REAL] and card < FIRST_COURT and not matches:
-            if S[13] and _count(gone) >= S[12]:
+            if S[S_FORBID] and _count(gone) >= S[S_CAP]:
                 return -1e9  # --forbid: a lower estimate, as for a Rest
             gone |= 1 << card  # the real game's rack discards it
         if complete(hands[pos] & ~gone):
@@ -451,7 +470,12 @@ def _solve(pos: int, turn: int, hurt: int, ctx: int, gone: int, alpha: float, S:
         upper = _upper(pos, turn, hurt, ctx, gone, S) if S[15] else 1e9
     if upper <= alpha:
         return upper
-    if len(memo) + len(bounds) > S[16] or len(S[8]) // EXPECTED_PER_STATE > S[16]:
+    budget = S[S_BUDGET]
+    if (
+        len(memo) + len(bounds) > budget
+        or len(S[8]) // EXPECTED_PER_STATE > budget
+        or len(S[S_POSTERIORS]) // POSTERIORS_PER_STATE > budget
+    ):
         return ABORTED  # over the state budget: an upper bound that says nothing
     best = -1e9
     a = alpha
@@ -530,6 +554,7 @@ def strict_deal_bound(
     window: float = 0.0,
     budget: int = 1 << 62,
     real: bool = False,
+    warm: float | None = None,
 ) -> tuple[float, int]:
     """The clairvoyant's maximum of ``R - Z`` over every game of ``deck`` in which the
     first ``cap`` numbered cards a Rest draws are lost, with the need-known ``W``, and how
@@ -538,10 +563,11 @@ def strict_deal_bound(
     games, so a lower estimate of the strict game's bound, not a bound.
 
     ``prune``: cut every subtree whose ``W`` (an upper bound on what it scores: ``W`` is a
-    supersolution) is at most the best found, starting from the best game without a Rest on
-    a numbered card, plus ``window``: then the result is the maximum when that is above the
-    cut, else an upper bound at most the cut (a valid bound either way, looser by at most
-    ``window``); :data:`ABORTED` when the search outgrew ``budget`` states.
+    supersolution) is at most the best found, starting from ``warm`` (by default the best
+    game that loses no numbered card; it must be a game searched, as :func:`warm_start`'s
+    are with ``cap`` = 40) plus ``window``: then the result is the maximum when that is
+    above the cut, else an upper bound at most the cut (a valid bound either way, looser by
+    at most ``window``); :data:`ABORTED` when the search outgrew ``budget`` states.
 
     ``real``: a rack also loses every numbered card it draws that does not match it, as in
     the real game (with every Rest card lost too: ``cap`` = 40 and ``forbid`` False, the
@@ -549,23 +575,28 @@ def strict_deal_bound(
     facts = DealFacts.of(deck)
     alpha = -1e18
     if prune and not forbid:
-        # A warm start: the best game without a Rest on a numbered card is one of the
-        # games searched, so the maximum is at least its value.
-        warm = _state(facts, 0, True, real=real)
-        start = float(_solve(0, 1, 0, CTX_TURN, 0, -1e18, warm))
+        start = warm_start(deck, 0, real) if warm is None else warm
         alpha = start - WARM_SLACK + window
     state = _state(facts, cap, forbid, prune, budget, real)
     value = float(_solve(0, 1, 0, CTX_TURN, 0, alpha, state))
     return value, len(state[7]) + len(state[14])
 
 
-def pruned_bound(deck: Any, real: bool = False) -> tuple[float, int, float]:
+def warm_start(deck: Any, lost: int, real: bool) -> float:
+    """The best game of ``deck`` that loses at most ``lost`` numbered cards (to Rests, or
+    with ``real`` to Rests and racks): one of the games the pruned search searches, with
+    the same penalties, so its maximum is at least this (a cut's starting point)."""
+    return strict_deal_bound(deck, lost, True, real=real)[0]
+
+
+def pruned_bound(deck: Any, real: bool = False, warm_lost: int = 0) -> tuple[float, int, float]:
     """The strict game's bound on ``deck`` (the real game's with ``real``) by pruned
-    searches, the window widened until one fits the state budget: ``(bound, states,
-    window)``."""
+    searches from the warm start of :func:`warm_start` (``warm_lost`` cards), the window
+    widened until one fits the state budget: ``(bound, states, window)``."""
+    warm = warm_start(deck, warm_lost, real)
     for window in WINDOWS:
         value, states = strict_deal_bound(
-            deck, NUM_NUMBERED, False, True, window, STATE_BUDGET, real
+            deck, NUM_NUMBERED, False, True, window, STATE_BUDGET, real, warm
         )
         if value < ABORTED / 2:  # an aborted subtree's sentinel carries the penalties before it
             return value, states, window
@@ -581,12 +612,16 @@ def strict_start_value() -> float:
     return float(sum(post[r] * V[1, OFFSET[0] + r, 0, 0, 0, 0] for r in range(1, CAPACITY_M)))
 
 
+DealResult = tuple[float, int, float, float]
+"""A deal's result: value, states, seconds and window."""
+
+
 def _one_deal(
-    deck: Any, lost: int, forbid: bool, prune: bool, real: bool = False
-) -> tuple[float, int, float, float]:
+    deck: Any, lost: int, forbid: bool, prune: bool, real: bool = False, warm_lost: int = 0
+) -> DealResult:
     start = time.perf_counter()
     if prune:
-        value, count, window = pruned_bound(deck, real)
+        value, count, window = pruned_bound(deck, real, warm_lost)
     else:
         value, count = strict_deal_bound(deck, lost, forbid, real=real)
         window = 0.0
@@ -620,10 +655,8 @@ def _repair(path: Any) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
     import multiprocessing as mp
     import sys
-    from pathlib import Path
 
     from agents.atomic import atomic_write_json
     from agents.evaluation.arena import validation_decks
@@ -651,6 +684,13 @@ def main(argv: list[str] | None = None) -> int:
         "relaxation): with --prune its bound, with --forbid a lower estimate of it (at most "
         "--lost numbered cards lost)",
     )
+    parser.add_argument(
+        "--warm-lost",
+        type=int,
+        default=0,
+        help="--prune: start the cut from the best game losing at most this many numbered "
+        "cards (a higher start cuts more; the bound is the same up to the window)",
+    )
     parser.add_argument("--deals", choices=("validation", "evaluation"), default="validation")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--why", help="why the report seed is looked at (the look log)")
@@ -676,12 +716,29 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.real and not (args.prune or args.forbid):
         parser.error("--real needs --prune or --forbid")
-    job = partial(_one_deal, lost=args.lost, forbid=args.forbid, prune=args.prune, real=args.real)
-    if args.workers > 1:
-        with mp.get_context("spawn").Pool(args.workers) as pool:
-            results = pool.map(job, list(decks), chunksize=1)
-    else:
-        results = [job(d) for d in decks]
+    job = partial(
+        _one_deal,
+        lost=args.lost,
+        forbid=args.forbid,
+        prune=args.prune,
+        real=args.real,
+        warm_lost=args.warm_lost,
+    )
+    settings = _settings(args)
+    checkpoint = args.json.with_name(args.json.name + ".partial")
+    results = _done(args.json, checkpoint, settings)[: len(decks)]
+    if results:
+        print(f"resuming: {len(results)} deals done", flush=True)
+    todo = list(decks)[len(results) :]
+    with contextlib.ExitStack() as stack:
+        if args.workers > 1 and len(todo) > 1:
+            pool = stack.enter_context(mp.get_context("spawn").Pool(args.workers))
+            solved: Iterator[DealResult] = pool.imap(job, todo, chunksize=1)
+        else:
+            solved = map(job, todo)
+        for result in solved:  # in the deals' order: a checkpoint after each
+            results.append(result)
+            atomic_write_json(checkpoint, {"settings": settings, "results": results})
     values = [r[0] for r in results]
     states = [r[1] for r in results]
     seconds = [r[2] for r in results]
@@ -706,15 +763,57 @@ def main(argv: list[str] | None = None) -> int:
         ),
         "windows": windows if args.prune else None,
         "lower_estimate": args.forbid, "lost": args.lost, "real": args.real, "episodes": len(v),
+        "warm_lost": args.warm_lost if args.prune else None,
         "seed": args.seed, "deals": args.deals, "workers": args.workers,
         "mean": float(v.mean()), "ci_low": float(v.mean()) - half,
         "ci_high": float(v.mean()) + half, "start_value": strict_start_value(),
         "per_deal": values, "states": states, "seconds": seconds,
         "commit": git_commit(), "time": utc_now(),
     })  # fmt: skip
+    checkpoint.unlink(missing_ok=True)
     print(f"mean {100 * v.mean():.2f}% [{100 * (v.mean() - half):.2f}%, "
           f"{100 * (v.mean() + half):.2f}%]")  # fmt: skip
     return 0
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """What decides a deal's result: a run resumes only from results made with these."""
+    return {
+        "seed": args.seed,
+        "deals": args.deals,
+        "lost": args.lost,
+        "forbid": args.forbid,
+        "prune": args.prune,
+        "real": args.real,
+        "warm_lost": args.warm_lost if args.prune else None,
+    }
+
+
+def _done(record: Path, checkpoint: Path, settings: dict[str, Any]) -> list[DealResult]:
+    """The deals already solved with ``settings``, in order: from the checkpoint of a run
+    cut off, else from a finished record of fewer or as many deals (the first ``N`` deals
+    of a seed are the same for every ``N``); none if neither matches."""
+    import json
+
+    if checkpoint.exists():
+        doc = json.loads(checkpoint.read_text())
+        if doc["settings"] == settings:
+            return [cast(DealResult, tuple(r)) for r in doc["results"]]
+    if record.exists():
+        doc = json.loads(record.read_text())
+        made = {
+            "seed": doc["seed"],
+            "deals": doc["deals"],
+            "lost": doc["lost"],
+            "forbid": doc["lower_estimate"],
+            "prune": doc["windows"] is not None,
+            "real": doc.get("real", False),
+            "warm_lost": doc.get("warm_lost", 0 if doc["windows"] is not None else None),
+        }
+        if made == settings:
+            windows = doc["windows"] or [0.0] * len(doc["per_deal"])
+            return list(zip(doc["per_deal"], doc["states"], doc["seconds"], windows, strict=True))
+    return []
 
 
 if __name__ == "__main__":
