@@ -96,7 +96,7 @@ def test_a_real_rack_expects_no_more_than_a_strict_one() -> None:
     leaves the need at least the kept one, and the need-known value falls as it rises)."""
     strict = load_file(REPO_ROOT / "scripts" / "experiments" / "strict_bound.py", "strict_bound")
     rng = np.random.default_rng(SUPERSOLUTION_SEED)
-    compared = 0
+    compared = lower = 0
     for dealt in validation_decks(916, 2):
         deck = np.asarray(dealt)
         facts = DealFacts.of(deck)
@@ -119,9 +119,13 @@ def test_a_real_rack_expects_no_more_than_a_strict_one() -> None:
             )
             for rack in range(1, len(RACK_MASKS) + 1):
                 args = (int(pos), turn, hurt, strict.XK_RACK, gone, rack, *seen)
-                assert strict._expected(*args, real) <= strict._expected(*args, strict_game) + 1e-12
+                in_real = strict._expected(*args, real)
+                in_strict = strict._expected(*args, strict_game)
+                assert in_real <= in_strict + 1e-12
+                lower += in_real < in_strict - 1e-6
                 compared += 1
     assert compared > STATES_PER_DEAL * len(RACK_MASKS)  # most states are not won
+    assert lower > compared // 2  # the real game's racks lose cards, and it shows
 
 
 def test_a_higher_warm_start_keeps_the_bound_within_the_window() -> None:
@@ -130,45 +134,60 @@ def test_a_higher_warm_start_keeps_the_bound_within_the_window() -> None:
     leaves the result between the maximum and the maximum plus the window, as the
     default start does: the two results are within a window of each other."""
     strict = load_file(REPO_ROOT / "scripts" / "experiments" / "strict_bound.py", "strict_bound")
-    for deck in validation_decks(914, 2):
+    raised = 0
+    for deck in validation_decks(914, 3)[1:]:  # on the third, losing a card pays
         warm = strict.warm_start(deck, 1, False)
         assert warm >= strict.warm_start(deck, 0, False)  # a maximum over more games
+        raised += warm > strict.warm_start(deck, 0, False) + 1e-9
+        root, _ = strict.strict_deal_bound(deck, NUM_NUMBERED, prune=True, warm=1.0)
+        assert root == pytest.approx(strict.strict_start_value(), abs=1e-4)  # cut at the root
         default, _ = strict.strict_deal_bound(deck, NUM_NUMBERED, prune=True, window=WINDOW)
         higher, _ = strict.strict_deal_bound(
             deck, NUM_NUMBERED, prune=True, window=WINDOW, warm=warm
         )
         assert higher >= warm - 1e-9  # the maximum holds the warm start's game
         assert abs(higher - default) <= WINDOW + 1e-9
+    assert raised  # a lost card's game is better somewhere: the start is higher there
 
 
 def test_a_run_resumes_from_its_checkpoint_or_a_shorter_record(tmp_path: Path) -> None:
     """Long runs lose nothing: a run extended to more deals, or cut off after some, takes
-    the deals already solved with the same settings and solves only the rest, and ends with
-    the record a run in one go writes; other settings start afresh."""
+    the deals already solved with the same settings (marked here, to see that they are
+    taken) and solves only the rest; a checkpoint of other settings, or a record of more
+    deals than asked for, is refused, not overwritten."""
     strict = load_file(REPO_ROOT / "scripts" / "experiments" / "strict_bound.py", "strict_bound")
     fast = ["--forbid", "--lost", "0", "--real", "--seed", "917"]
 
-    def run(episodes: int, name: str, *extra: str) -> dict[str, Any]:
+    def run(episodes: int, name: str) -> dict[str, Any]:
         out = tmp_path / name
-        strict.main([*fast, *extra, "--episodes", str(episodes), "--json", str(out)])
+        strict.main([*fast, "--episodes", str(episodes), "--json", str(out)])
         assert not out.with_name(out.name + ".partial").exists()  # gone when the run ends
         return cast(dict[str, Any], json.loads(out.read_text()))
 
     whole = run(4, "whole.json")
-    run(2, "grown.json")
+    short = run(2, "grown.json")
+    short["per_deal"][0] += 1.0  # marked
+    atomic_write_json(tmp_path / "grown.json", short)
     grown = run(4, "grown.json")
-    assert grown["per_deal"] == whole["per_deal"]
-    settings = argparse.Namespace(
+    assert grown["per_deal"] == [short["per_deal"][0], *whole["per_deal"][1:]]
+    with pytest.raises(SystemExit):  # the record's 4 deals would be cut to 2
+        run(2, "grown.json")
+    args = argparse.Namespace(
         seed=917, deals="validation", lost=0, forbid=True, prune=False, real=True, warm_lost=0
     )
-    for lost, taken in ((0, True), (1, False)):  # a run cut off after one deal, marked
-        settings.lost = lost
-        marked = whole["per_deal"][0] + 1.0
-        checkpoint = tmp_path / f"cut{lost}.json.partial"
+    marked = whole["per_deal"][0] + 1.0
+    for field, other in (("lost", 1), ("seed", 918), ("real", False), (None, None)):
+        settings = strict._settings(args)
+        if field is not None:
+            settings[field] = other
+        name = f"cut-{field}.json"  # a run cut off after one deal leaves its checkpoint
         atomic_write_json(
-            checkpoint,
-            {"settings": strict._settings(settings), "results": [[marked, 0, 0.0, 0.0]]},
+            tmp_path / f"{name}.partial",
+            {"settings": settings, "results": [[marked, 0, 0.0, 0.0]]},
         )
-        cut = run(4, f"cut{lost}.json")
-        assert cut["per_deal"][1:] == whole["per_deal"][1:]
-        assert cut["per_deal"][0] == (marked if taken else whole["per_deal"][0])
+        if field is not None:
+            with pytest.raises(SystemExit):  # another run's checkpoint: kept, not reused
+                run(4, name)
+            assert (tmp_path / f"{name}.partial").exists()
+        else:
+            assert run(4, name)["per_deal"] == [marked, *whole["per_deal"][1:]]

@@ -106,6 +106,8 @@ HAS_RUN_ARRAY: Final = np.array(HAS_RUN, dtype=np.bool_)
 UPPER_SLACK: Final = 1e-5
 """Room for the need-known table's single-precision rounding in the cut's upper bound."""
 ABORTED: Final = 1e9
+FORBIDDEN: Final = -1e9
+"""What a game the ``--forbid`` estimate leaves out scores (below every real result)."""
 """What a search over its state budget returns (a valid, useless upper bound)."""
 WINDOWS: Final = (0.01, 0.03, 0.08, 0.2, 1.0)
 """``--prune``: the cut's windows above the warm start, tried in turn until a search fits
@@ -122,6 +124,8 @@ KEY_SLOTS: Final = 32
 """Room for a decision point or a draw's kind in a packed memo key."""
 RACK_SLOTS: Final = 16
 """Room for a rack's index + 1 (0: not a rack) in the penalties' cache key."""
+S_EXPECTED: Final = 8
+"""The search state's cache of the penalties' expectations."""
 S_POSTERIORS: Final = 11
 """The search state's cache of ``P(r | hand, unseen)`` by (position, cards lost)."""
 S_CAP: Final = 12
@@ -236,7 +240,7 @@ def _z(pos: int, turn: int, hurt: int, xk: int, gone: int, rack: int, S: Any) ->
     and with :data:`S_REAL` a rack's numbered card that does not match it (``rack``: the
     rack's index + 1, 0 outside a rack)."""
     cards, unseen_t, courts_t, jokers_t, V, off = S[0], S[2], S[3], S[4], S[5], S[6]
-    expected_cache: Memo = S[8]
+    expected_cache: Memo = S[S_EXPECTED]
     m = NUM_NUMBERED - _count(unseen_t[pos])
     c = NUM_COURTS - courts_t[pos]
     j = NUM_JOKERS - jokers_t[pos]
@@ -348,7 +352,7 @@ def _single(pos: int, turn: int, hurt: int, action: int, gone: int, alpha: float
     iron = action >= 2
     xk = XK_THREATEN if action == 0 else (XK_REST if action == 1 else XK_IRON + action - 1)
     if S[S_FORBID] and action == 1 and card < FIRST_COURT and _count(gone) >= S[S_CAP]:
-        return -1e9  # --forbid: a lower estimate of the strict game's bound, not a bound
+        return FORBIDDEN  # --forbid: a lower estimate of the strict game's bound, not a bound
     value_now = -_z(pos, turn, hurt, xk, gone, 0, S)
     loses = action == 1 and (S[S_FORBID] or _count(gone) < S[S_CAP])
     if loses and card < FIRST_COURT:
@@ -414,7 +418,7 @@ def _rack(pos: int, turn: int, hurt: int, index: int, gone: int, alpha: float, S
         matches = card < FIRST_COURT and (targets >> card) & 1 == 1
         if S[S_REAL] and card < FIRST_COURT and not matches:
             if S[S_FORBID] and _count(gone) >= S[S_CAP]:
-                return -1e9  # --forbid: a lower estimate, as for a Rest
+                return FORBIDDEN  # --forbid: a lower estimate, as for a Rest
             gone |= 1 << card  # the real game's rack discards it
         if complete(hands[pos] & ~gone):
             return total + 1.0
@@ -473,7 +477,7 @@ def _solve(pos: int, turn: int, hurt: int, ctx: int, gone: int, alpha: float, S:
     budget = S[S_BUDGET]
     if (
         len(memo) + len(bounds) > budget
-        or len(S[8]) // EXPECTED_PER_STATE > budget
+        or len(S[S_EXPECTED]) // EXPECTED_PER_STATE > budget
         or len(S[S_POSTERIORS]) // POSTERIORS_PER_STATE > budget
     ):
         return ABORTED  # over the state budget: an upper bound that says nothing
@@ -704,6 +708,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repair:
         return _repair(args.json)
+    if args.real and not (args.prune or args.forbid):
+        parser.error("--real needs --prune or --forbid")
+    if args.warm_lost < 0 or (args.warm_lost and not args.prune):
+        parser.error(f"--warm-lost {args.warm_lost}: a count of cards, with --prune only")
+    settings = _settings(args)
+    checkpoint = args.json.with_name(args.json.name + ".partial")
+    try:
+        results = _done(args.json, checkpoint, settings, args.episodes)
+    except ValueError as error:
+        parser.error(str(error))
     if args.deals == "validation":
         decks = validation_decks(args.seed, args.episodes)
     else:
@@ -714,8 +728,6 @@ def main(argv: list[str] | None = None) -> int:
         record_look(
             args.seed, args.episodes, ["strict bound (need-known W)"], args.why, REPORT_SEED
         )
-    if args.real and not (args.prune or args.forbid):
-        parser.error("--real needs --prune or --forbid")
     job = partial(
         _one_deal,
         lost=args.lost,
@@ -724,9 +736,6 @@ def main(argv: list[str] | None = None) -> int:
         real=args.real,
         warm_lost=args.warm_lost,
     )
-    settings = _settings(args)
-    checkpoint = args.json.with_name(args.json.name + ".partial")
-    results = _done(args.json, checkpoint, settings)[: len(decks)]
     if results:
         print(f"resuming: {len(results)} deals done", flush=True)
     todo = list(decks)[len(results) :]
@@ -761,7 +770,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.forbid
             else f"relaxed game, the first {args.lost} numbered cards a Rest draws lost"
         ),
-        "windows": windows if args.prune else None,
+        "windows": windows if args.prune else None, "settings": settings,
         "lower_estimate": args.forbid, "lost": args.lost, "real": args.real, "episodes": len(v),
         "warm_lost": args.warm_lost if args.prune else None,
         "seed": args.seed, "deals": args.deals, "workers": args.workers,
@@ -781,7 +790,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "seed": args.seed,
         "deals": args.deals,
-        "lost": args.lost,
+        "lost": None if args.prune else args.lost,
         "forbid": args.forbid,
         "prune": args.prune,
         "real": args.real,
@@ -789,32 +798,38 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _done(record: Path, checkpoint: Path, settings: dict[str, Any]) -> list[DealResult]:
+def _done(
+    record: Path, checkpoint: Path, settings: dict[str, Any], episodes: int
+) -> list[DealResult]:
     """The deals already solved with ``settings``, in order: from the checkpoint of a run
-    cut off, else from a finished record of fewer or as many deals (the first ``N`` deals
-    of a seed are the same for every ``N``); none if neither matches."""
+    cut off, else from a finished record of at most ``episodes`` deals made with them (the
+    first ``N`` deals of a seed are the same for every ``N``). Refused (``ValueError``):
+    a checkpoint made with other settings, or more deals than asked for (the rest would be
+    lost). Records made before settings were recorded are never resumed from."""
     import json
 
-    if checkpoint.exists():
-        doc = json.loads(checkpoint.read_text())
-        if doc["settings"] == settings:
-            return [cast(DealResult, tuple(r)) for r in doc["results"]]
-    if record.exists():
-        doc = json.loads(record.read_text())
-        made = {
-            "seed": doc["seed"],
-            "deals": doc["deals"],
-            "lost": doc["lost"],
-            "forbid": doc["lower_estimate"],
-            "prune": doc["windows"] is not None,
-            "real": doc.get("real", False),
-            "warm_lost": doc.get("warm_lost", 0 if doc["windows"] is not None else None),
-        }
-        if made == settings:
+    for path, key in ((checkpoint, "results"), (record, None)):
+        if not path.exists():
+            continue
+        doc = json.loads(path.read_text())
+        made = doc.get("settings")
+        if made != settings:
+            if key is None:
+                return []  # another run's record: this run replaces it
+            raise ValueError(
+                f"{path}: a run with other settings ({made}); remove it or choose another --json"
+            )
+        if key is None:
             windows = doc["windows"] or [0.0] * len(doc["per_deal"])
-            return list(zip(doc["per_deal"], doc["states"], doc["seconds"], windows, strict=True))
+            results = list(
+                zip(doc["per_deal"], doc["states"], doc["seconds"], windows, strict=True)
+            )
+        else:
+            results = [cast(DealResult, tuple(r)) for r in doc[key]]
+        if len(results) > episodes:
+            raise ValueError(
+                f"{path}: holds {len(results)} deals, more than --episodes {episodes}; "
+                "choose another --json"
+            )
+        return results
     return []
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
