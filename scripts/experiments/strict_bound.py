@@ -106,9 +106,9 @@ HAS_RUN_ARRAY: Final = np.array(HAS_RUN, dtype=np.bool_)
 UPPER_SLACK: Final = 1e-5
 """Room for the need-known table's single-precision rounding in the cut's upper bound."""
 ABORTED: Final = 1e9
+"""What a search over its state budget returns (a valid, useless upper bound)."""
 FORBIDDEN: Final = -1e9
 """What a game the ``--forbid`` estimate leaves out scores (below every real result)."""
-"""What a search over its state budget returns (a valid, useless upper bound)."""
 WINDOWS: Final = (0.01, 0.03, 0.08, 0.2, 1.0)
 """``--prune``: the cut's windows above the warm start, tried in turn until a search fits
 its state budget (the last cuts at the root: ``W`` at the start)."""
