@@ -57,3 +57,9 @@ def atomic_save(path: str | os.PathLike[str], saver: Callable[[io.BytesIO], Any]
     buf = io.BytesIO()
     saver(buf)
     atomic_write_bytes(path, buf.getvalue())
+
+
+def read_json(path: str | os.PathLike[str], default: Any) -> Any:
+    """The JSON document in ``path``, or ``default`` when there is no such file."""
+    target = Path(path)
+    return json.loads(target.read_text(encoding="utf-8")) if target.is_file() else default

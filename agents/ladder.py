@@ -45,6 +45,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from multiprocessing.pool import Pool
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -56,9 +57,11 @@ from agents.evaluation.arena import (
     agent_seeds,
     deal_decks,
     evaluate_agent,
+    markdown_table,
     unpack_wins,
 )
 from agents.evaluation.looks import record_look
+from agents.evaluation.plots import pyplot
 from agents.evaluation.stats import Z_95, intervals_disjoint, mcnemar
 from agents.learning.multiseed import run_label
 from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
@@ -231,6 +234,29 @@ def print_progress(row: AgentResult) -> None:
     )
 
 
+def worker_pool(workers: int) -> Pool | None:
+    """Spawned workers (each plays trained models on one torch thread, as the scripts do);
+    none for one worker."""
+    return mp.get_context("spawn").Pool(workers, set_torch_threads) if workers > 1 else None
+
+
+def close_pool(pool: Pool | None) -> None:
+    if pool is not None:
+        pool.terminate()
+        pool.join()
+
+
+def compare(base: AgentResult, row: AgentResult) -> dict[str, Any]:
+    """``row`` paired with ``base`` on the same deals: McNemar, whether the intervals are
+    disjoint, the deals that would make them so, and ``row``'s seconds a decision."""
+    return {
+        **mcnemar(base.won, row.won),
+        "disjoint": intervals_disjoint(base.interval, row.interval),
+        "deals_for_disjoint": deals_for_disjoint(base.win_rate, row.win_rate),
+        "seconds_per_decision": row.seconds / max(row.total_steps, 1),
+    }
+
+
 def run_ladder(
     settings: LadderSettings, progress: Callable[[AgentResult], None] | None = None
 ) -> Ladder:
@@ -242,11 +268,7 @@ def run_ladder(
     rows = ladder.rows
     seed, n, m = settings.seed, settings.episodes, settings.planner_episodes
     report = progress or (lambda _row: None)
-    pool = (  # each worker plays trained models on one torch thread, as the scripts do
-        mp.get_context("spawn").Pool(settings.workers, initializer=set_torch_threads)
-        if settings.workers > 1
-        else None
-    )
+    pool = worker_pool(settings.workers)
     try:
         for spec in BASE_AGENTS:
             rows.append(play_row(pool, spec, spec, "agent", seed, n, n))
@@ -268,11 +290,7 @@ def run_ladder(
             row = play_row(pool, name, name, "planner", seed, n, m)
             rows.append(row)
             report(row)
-            pair = mcnemar(base.won, row.won)
-            pair["disjoint"] = intervals_disjoint(base.interval, row.interval)
-            pair["deals_for_disjoint"] = deals_for_disjoint(base.win_rate, row.win_rate)
-            pair["seconds_per_decision"] = row.seconds / max(row.total_steps, 1)
-            ladder.comparisons[name] = pair
+            ladder.comparisons[name] = compare(base, row)
         if settings.solver_episodes:
             rows.append(
                 solver_row(pool, seed, n, settings.solver_episodes, settings.solver_max_nodes)
@@ -282,9 +300,7 @@ def run_ladder(
         ladder.interrupted = True
         print("interrupted: writing the rows finished so far", file=sys.stderr)
     finally:
-        if pool is not None:
-            pool.terminate()
-            pool.join()
+        close_pool(pool)
     return ladder
 
 
@@ -305,51 +321,29 @@ def row_dict(row: AgentResult) -> dict[str, Any]:
 
 def table_markdown(rows: Sequence[AgentResult], seed: int, episodes: int) -> str:
     head = ["player", "deals", "win rate", "95% interval", *OUTCOMES, "s/game"]
-    lines = [
-        "| " + " | ".join(head) + " |",
-        "|" + "|".join(" --- " for _ in head) + "|",
-    ]
+    body = []
     for r in rows:
         low, high = r.interval
         if r.kind == "bound":
-            breakdown = [
-                f"winnable {r.outcomes[WINNABLE]}",
-                f"unwinnable {r.outcomes[UNWINNABLE]}",
-                f"unknown {r.outcomes[UNKNOWN]}",
-                "",
-                "",
-            ]
+            kinds = (WINNABLE, UNWINNABLE, UNKNOWN)
+            breakdown = [f"{kind} {r.outcomes[kind]}" for kind in kinds] + [""] * 2
         else:
             breakdown = [str(r.outcomes[o]) for o in OUTCOMES]
         deals = f"{r.episodes}" + ("" if r.episodes == episodes else f" (first {r.episodes})")
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    r.agent,
-                    deals,
-                    f"{PERCENT * r.win_rate:.2f}%",
-                    f"[{PERCENT * low:.2f}%, {PERCENT * high:.2f}%]",
-                    *breakdown,
-                    f"{r.seconds / r.episodes:.4f}",
-                ]
-            )
-            + " |"
+        rate, interval = (
+            f"{PERCENT * r.win_rate:.2f}%",
+            f"[{PERCENT * low:.2f}%, {PERCENT * high:.2f}%]",
         )
-    lines.append("")
-    lines.append(
-        f"Deals: row i of `shuffled_decks(numpy.random.default_rng({seed}), {episodes})`; "
+        body.append([r.agent, deals, rate, interval, *breakdown, f"{r.seconds / r.episodes:.4f}"])
+    return markdown_table(head, body) + (
+        f"\nDeals: row i of `shuffled_decks(numpy.random.default_rng({seed}), {episodes})`; "
         "'first M' rows use the first M of those deals. Intervals: Wilson score, 95%. "
         "s/game: processing seconds per game (summed over workers)."
     )
-    return "\n".join(lines)
 
 
 def plot_ladder(rows: Sequence[AgentResult], path: Path) -> Path:
-    import matplotlib  # noqa: PLC0415 (optional dependency, loaded on use)
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415 (after choosing the Agg backend)
+    plt = pyplot()
 
     labels = [f"{r.agent}\n({r.episodes} deals)" for r in rows]
     rates = [PERCENT * r.win_rate for r in rows]
@@ -517,11 +511,7 @@ def add_row(
     record_look(settings.seed, deals, [spec, PLANNER_BASELINE], why, REPORT_SEED)
     seed, n = settings.seed, settings.episodes
     label = f"{PLANNER_BASELINE} (first {deals})" if deals < n else PLANNER_BASELINE
-    pool = (
-        mp.get_context("spawn").Pool(workers, initializer=set_torch_threads)
-        if workers > 1
-        else None
-    )
+    pool = worker_pool(workers)
     try:
         base = next((r for r in ladder.rows if r.agent == label and r.episodes == deals), None)
         if base is None:
@@ -534,17 +524,11 @@ def add_row(
             ladder.rows.append(base)
         row = play_row(pool, spec, spec, ADDED_KIND, seed, n, deals)
     finally:
-        if pool is not None:
-            pool.terminate()
-            pool.join()
+        close_pool(pool)
     ladder.rows.append(row)
     if progress is not None:
         progress(row)
-    pair = mcnemar(base.won, row.won)
-    pair["disjoint"] = intervals_disjoint(base.interval, row.interval)
-    pair["deals_for_disjoint"] = deals_for_disjoint(base.win_rate, row.win_rate)
-    pair["seconds_per_decision"] = row.seconds / max(row.total_steps, 1)
-    ladder.comparisons[spec] = pair
+    pair = ladder.comparisons[spec] = compare(base, row)
     return base, row, pair
 
 

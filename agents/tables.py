@@ -29,15 +29,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 
 from agents.atomic import atomic_write_text
-from agents.evaluation.arena import REPORT_SEED, unpack_wins
+from agents.evaluation.arena import REPORT_SEED, markdown_table, unpack_wins
 from agents.evaluation.looks import LOOK_LOG, read_looks
+from agents.evaluation.plots import pyplot
 from agents.evaluation.stats import mcnemar, wilson_interval
 from agents.gitinfo import REPO_ROOT
 from agents.registry import MODELS_DIR
@@ -110,12 +111,6 @@ def _interval(low: float, high: float) -> str:
     return f"[{_pct(low)}, {_pct(high)}]"
 
 
-def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
-
-
 def _short_label(label: str) -> str:
     """A shipped model's ladder label (its folder's name, as ``--runs agents/models/NAME``)."""
     return label.rsplit("/", 1)[-1]
@@ -131,7 +126,13 @@ def paired_cell(base: dict[str, Any], other: dict[str, Any]) -> str:
     if "won_bits" not in base or "won_bits" not in other or base is other:
         return ""
     n = base["episodes"]
-    pair = mcnemar(unpack_wins(base["won_bits"], n), unpack_wins(other["won_bits"], n))
+    return _paired_text(
+        mcnemar(unpack_wins(base["won_bits"], n), unpack_wins(other["won_bits"], n))
+    )
+
+
+def _paired_text(pair: dict[str, Any]) -> str:
+    """A McNemar comparison as ``difference [95%], p = ...`` in points."""
     low, high = pair["difference_ci95"]
     return (
         f"{PERCENT * pair['difference']:+.2f} [{PERCENT * low:+.2f}, {PERCENT * high:+.2f}], "
@@ -159,7 +160,7 @@ def results() -> str:
     header = ["player", "win rate", "95% interval",
               f"paired with `{BASELINE}` (points, 95%; McNemar)", "how"]  # fmt: skip
     note = f"\n{doc['episodes']:,} deals of report seed {doc['seed']}.\n"
-    return _markdown(header, out) + note
+    return markdown_table(header, out) + note
 
 
 CEILING_RECORDS: Final = (
@@ -214,11 +215,7 @@ def headline() -> str:
 def ceiling_chart(path: Path = CEILING_PNG) -> None:
     """The ladder's players, the certified ceiling and the clairvoyant, with the gap
     between the best player and the ceiling shaded (a PNG; needs matplotlib)."""
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
+    plt = pyplot()
     rows = ladder_rows()
     bound = _ceilings()[0][1]
     labels = [lab for lab, _, _ in RESULT_ROWS]
@@ -270,7 +267,7 @@ def ladder() -> str:
         )  # fmt: skip
         sources.append(f"`{_shown(path)}` (`{bound['command']}`)")
     header = ["player", "deals", "win rate", "95% interval", *outcomes, "s/game"]
-    return _markdown(header, out) + (
+    return markdown_table(header, out) + (
         f"\nDeals: report seed {doc['seed']}; `{doc['command']}`; the information-relaxation "
         f"bounds from {'; '.join(sources)}.\n"
     )
@@ -352,14 +349,14 @@ def seeds_2026() -> str:
     )  # fmt: skip
     header = ["config", "algorithm", "seeds", "mean win rate", "95% CI (t over seeds)",
               "per seed (%)", "pooled (Wilson)"]  # fmt: skip
-    return _markdown(header, rows) + f"\n{doc['episodes']:,} deals of seed {doc['seed']}.\n"
+    return markdown_table(header, rows) + f"\n{doc['episodes']:,} deals of seed {doc['seed']}.\n"
 
 
 def main_job() -> str:
     doc = _load(MAIN_JOB_JSON)
     header = ["what", "measured"]
     rows = [[k, str(v)] for k, v in doc["summary"].items()]
-    return _markdown(header, rows) + f"\n`{doc['command']}` ({doc['machine']})\n"
+    return markdown_table(header, rows) + f"\n`{doc['command']}` ({doc['machine']})\n"
 
 
 def looks() -> str:
@@ -372,7 +369,7 @@ def looks() -> str:
             [entry["date"][:16].replace("T", " "), commit, f"{entry['episodes']:,}", players,
              entry["why"].replace("|", "/")]
         )  # fmt: skip
-    return _markdown(header, rows) + f"\nFrom `{LOOK_LOG.relative_to(REPO_ROOT)}`.\n"
+    return markdown_table(header, rows) + f"\nFrom `{LOOK_LOG.relative_to(REPO_ROOT)}`.\n"
 
 
 def experiments() -> str:
@@ -396,7 +393,7 @@ def experiments() -> str:
         )
         rows.append([e["id"], e["what"], made, results, e["verdict"]])
     header = ["run", "what", "made", "won", "verdict"]
-    return _markdown(header, rows) + "\nFrom `docs/records/experiments.json`.\n"
+    return markdown_table(header, rows) + "\nFrom `docs/records/experiments.json`.\n"
 
 
 def clone_variants() -> str:
@@ -413,7 +410,7 @@ def clone_variants() -> str:
         )  # fmt: skip
     header = ["cloning", "planner's changes learned", "kept decisions changed",
               "validation win rate [95%]"]  # fmt: skip
-    return _markdown(header, rows) + (
+    return markdown_table(header, rows) + (
         f"\nStart `{doc['start']}`; labels {doc['deals']['labels']}; "
         f"{doc['deals']['validation']}; `{doc['command']}`.\n"
     )
@@ -446,7 +443,7 @@ def bounds() -> str:
         )
     header = ["W", "deals", "bound [95%]", "mean positive drift, at share of positions",
               "time", "record"]  # fmt: skip
-    return _markdown(header, rows)
+    return markdown_table(header, rows)
 
 
 def strict_bound() -> str:
@@ -469,7 +466,7 @@ def strict_bound() -> str:
         )
     header = ["game solved", "what it is", "deals", "mean [95%]", "states a deal (median)",
               "time a deal (median)", "record"]  # fmt: skip
-    return _markdown(header, rows)
+    return markdown_table(header, rows)
 
 
 def bound_checks() -> str:
@@ -486,7 +483,9 @@ def bound_checks() -> str:
     header = ["player", "games", "won", "mean penalty sum Z [95%]", "Z in standard errors",
               "deals whose bound is below the player's R - Z", "smallest bound - (R - Z)",
               "relaxed twin wins whenever the game is won"]  # fmt: skip
-    return _markdown(header, rows) + f"\nFrom `docs/records/bound_checks.json`: {doc['deals']}.\n"
+    return (
+        markdown_table(header, rows) + f"\nFrom `docs/records/bound_checks.json`: {doc['deals']}.\n"
+    )
 
 
 def bound_cost() -> str:
@@ -506,7 +505,7 @@ def bound_cost() -> str:
                 ]
             )
     header = ["penalties", "deal", "states explored", "seconds", "finished", "record"]
-    return _markdown(header, rows)
+    return markdown_table(header, rows)
 
 
 def history(ref: str) -> str:
@@ -515,7 +514,7 @@ def history(ref: str) -> str:
     doc = _load(HISTORY_JSON)
     table = doc["files"][file][int(index)]
     note = f"\nTranscribed from `{file}` at commit {doc['commit']} (`{HISTORY_JSON.name}`).\n"
-    return _markdown(table[0], table[1:]) + note
+    return markdown_table(table[0], table[1:]) + note
 
 
 def _reaches(spec: dict[str, Any]) -> str:
@@ -581,7 +580,7 @@ def onnx() -> str:
     header = [f"`{doc['agent']}` on {deals['episodes']:,} {deals['set']} deals (seed "
               f"{deals['seed']})", "Stable-Baselines3", "onnxruntime"]  # fmt: skip
     machine = doc["machine"]
-    return _markdown(header, rows) + (
+    return markdown_table(header, rows) + (
         f"\nFrom `{ONNX_SPEED_JSON.relative_to(REPO_ROOT)}` ({machine['cpus']} cores, one "
         f"thread each; {machine['note']}).\n"
     )
@@ -607,7 +606,7 @@ def rllib_speed() -> str:
         )
     header = ["env runners", "envs a runner", "torch threads", "Ray", "env steps", "steps/s",
               "record"]  # fmt: skip
-    return _markdown(header, rows) + (
+    return markdown_table(header, rows) + (
         f"\nFrom `{RLLIB_SPEED_DIR.relative_to(REPO_ROOT)}/`: short runs on 2 shared cores "
         "(each record keeps its load average; times are approximate).\n"
     )
@@ -628,7 +627,7 @@ def works_with() -> str:
         for row in doc["rows"]
     ]  # fmt: skip
     header = ["library", "version tried", "command", "what it reaches", "in CI"]
-    return _markdown(header, out) + f"\nFrom `{WORKS_WITH_JSON.relative_to(REPO_ROOT)}`.\n"
+    return markdown_table(header, out) + f"\nFrom `{WORKS_WITH_JSON.relative_to(REPO_ROOT)}`.\n"
 
 
 def house() -> str:
@@ -650,7 +649,7 @@ def house() -> str:
     chain = last.get("expert_iteration_trace", {}).get("chain", [])
     trace = " -> ".join(f"`{frame.rsplit(':', 1)[1]}`" for frame in chain)
     return (
-        _markdown(header, out)
+        markdown_table(header, out)
         + f"\nThe last measurement's trace: {trace}.\n\nFrom `{_shown(HOUSE_JSON)}`: "
         + f"`{doc['command']}`.\n"
     )
@@ -681,7 +680,7 @@ def record(path: str) -> str:
     """A record that is itself a table (``header``, ``rows``, and ``source`` or ``command``)."""
     doc = _load(REPO_ROOT / path)
     said = doc.get("source") or f"`{doc['command']}`"
-    return _markdown(doc["header"], doc["rows"]) + f"\nFrom `{path}`: {said}.\n"
+    return markdown_table(doc["header"], doc["rows"]) + f"\nFrom `{path}`: {said}.\n"
 
 
 def probes(path: str) -> str:
@@ -691,13 +690,7 @@ def probes(path: str) -> str:
     rows = []
     for spec, entry in doc["agents"].items():
         pair = entry.get("paired")
-        cell = ""
-        if pair is not None:
-            low, high = pair["difference_ci95"]
-            cell = (
-                f"{PERCENT * pair['difference']:+.2f} [{PERCENT * low:+.2f}, "
-                f"{PERCENT * high:+.2f}], p = {pair['p_two_sided']:.1g}"
-            )
+        cell = "" if pair is None else _paired_text(pair)
         rows.append(
             [f"`{spec}`", _pct(entry["win_rate"]), _interval(entry["ci_low"], entry["ci_high"]),
              cell, f"{entry['cpu_seconds_per_game']:.3f}", f"{entry['cpu_ms_per_decision']:.2f}"]
@@ -705,30 +698,34 @@ def probes(path: str) -> str:
     against = next(iter(doc["agents"]))
     header = ["player", "win rate", "95% interval", f"paired with `{against}` (points, 95%)",
               "CPU s a game", "CPU ms a decision"]  # fmt: skip
-    return _markdown(header, rows) + (
+    return markdown_table(header, rows) + (
         f"\n{doc['episodes']:,} validation deals of seed {doc['seed']}; from `{path}`: "
         f"`{doc['command']}`.\n"
     )
 
 
+RENDERERS: Final[dict[str, Callable[[str], str]]] = {
+    "probes": probes,
+    "history": history,
+    "record": record,
+}
+"""Tables named ``KIND:ARGUMENT``: their renderer, given the argument."""
+
+
 def render(name: str) -> str:
     """The markdown of table ``name``."""
-    if name.startswith("probes:"):
-        return probes(name.removeprefix("probes:"))
-    if name.startswith("history:"):
-        return history(name.removeprefix("history:"))
-    if name.startswith("record:"):
-        return record(name.removeprefix("record:"))
+    kind, _, argument = name.partition(":")
+    if argument and kind in RENDERERS:
+        return RENDERERS[kind](argument)
     if name not in TABLES:
-        raise KeyError(f"no table named {name!r}; known: {sorted(TABLES)} and history:FILE#N")
+        forms = ", ".join(f"{kind}:..." for kind in RENDERERS)
+        raise KeyError(f"no table named {name!r}; known: {sorted(TABLES)} and {forms}")
     return TABLES[name]()
 
 
 def markdown_files() -> list[Path]:
     """The README and every ``.md`` file under docs/."""
-    files = [REPO_ROOT / "README.md"]
-    files += sorted((REPO_ROOT / "docs").rglob("*.md"))
-    return files
+    return [REPO_ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
 
 
 def refresh(path: Path, check: bool = False) -> list[str]:

@@ -21,6 +21,7 @@ from coldiron_env.cards import (
     NUM_RANKS,
     NUM_SUITS,
     RANK_CODES,
+    SUIT_FIELD_MASK,
     SUIT_NAMES,
     SUITS,
     numbered_id,
@@ -92,40 +93,24 @@ def is_rack(action: int) -> bool:
     return RACK_RANK_FIRST <= action < REST
 
 
-def rack_targets(action: int) -> int:
-    """Bit mask over numbered card ids that satisfy rack ``action``."""
-    if RACK_RANK_FIRST <= action < RACK_SUIT_FIRST:
-        rank = action - RACK_RANK_FIRST + 1
-        return sum(1 << numbered_id(s, rank) for s in range(NUM_SUITS))
-    if RACK_SUIT_FIRST <= action < REST:
-        suit = action - RACK_SUIT_FIRST
-        return sum(1 << numbered_id(suit, r) for r in range(1, NUM_RANKS + 1))
-    raise ValueError(f"action {action} is not a rack")
-
-
-RACK_TARGETS: Final[tuple[int, ...]] = tuple(
-    rack_targets(a) if RACK_RANK_FIRST <= a < REST else 0 for a in range(NUM_ACTIONS)
+RACK_TARGETS: Final[tuple[int, ...]] = (
+    *(0,) * RACK_RANK_FIRST,
+    *(sum(1 << numbered_id(s, r) for s in range(NUM_SUITS)) for r in range(1, NUM_RANKS + 1)),
+    *(SUIT_FIELD_MASK << numbered_id(s, 1) for s in range(NUM_SUITS)),
+    *(0,) * (NUM_ACTIONS - REST),
 )
 """``RACK_TARGETS[action]``: mask of the numbered cards that end that rack (0 if not a rack)."""
 
 
-def _name(action: int) -> str:
-    if action == THREATEN:
-        return "threaten"
-    if action == IRON:
-        return "iron"
-    if RACK_RANK_FIRST <= action < RACK_SUIT_FIRST:
-        return f"rack {RANK_CODES[action - RACK_RANK_FIRST]}"
-    if RACK_SUIT_FIRST <= action < REST:
-        return f"rack {SUIT_NAMES[action - RACK_SUIT_FIRST].lower()}"
-    if action == REST:
-        return "rest"
-    if action == STOP:
-        return "stop"
-    return "bonus"
-
-
-ACTION_NAMES: Final[tuple[str, ...]] = tuple(_name(a) for a in range(NUM_ACTIONS))
+ACTION_NAMES: Final[tuple[str, ...]] = (
+    "threaten",
+    "iron",
+    *(f"rack {code}" for code in RANK_CODES),
+    *(f"rack {name.lower()}" for name in SUIT_NAMES),
+    "rest",
+    "stop",
+    "bonus",
+)
 """Short names, also accepted by :func:`parse_action` (``"rack 7"``, ``"rack hearts"``)."""
 
 ACTION_LABELS: Final[tuple[str, ...]] = (

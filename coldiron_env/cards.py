@@ -45,15 +45,6 @@ def numbered_id(suit: int, rank: int) -> int:
     return suit * NUM_RANKS + rank - 1
 
 
-def suit_of(card: int) -> int:
-    """Suit index (0..3) of a numbered or court card; ``-1`` for a Joker."""
-    if card < FIRST_COURT:
-        return card // NUM_RANKS
-    if card < FIRST_JOKER:
-        return (card - FIRST_COURT) // NUM_COURTS_PER_SUIT
-    return -1
-
-
 def _code(card: int) -> str:
     if card < FIRST_COURT:
         return RANK_CODES[card % NUM_RANKS] + SUITS[card // NUM_RANKS]

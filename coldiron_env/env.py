@@ -250,7 +250,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
             raise ValueError(
                 f"max_illegal_actions must be a positive int, got {max_illegal_actions!r}"
             )
-        self.rules = RuleOptions(
+        rules = RuleOptions(
             bonus_always=bonus_always,
             bonus_joker_grants_more=bonus_joker_grants_more,
             turns=turns,
@@ -268,19 +268,15 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         self.max_illegal_actions = max_illegal_actions
         self._raise_illegal = illegal_action == "raise"
         self._penalize = illegal_action == "penalize"
-        self.max_episode_steps = max_decisions(self.rules) + (
-            max_illegal_actions if self._penalize else 0
-        )
         self.illegal_count = 0
         """Illegal actions taken in this episode (``penalize``)."""
 
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self.observation_space = obs_layout.observation_space(
-            observation_mode, recall, self.rules.turns, counting, mask_in_observation
+            observation_mode, recall, rules.turns, counting, mask_in_observation
         )
         self._flat = observation_mode == "flat"
-        self._encoder = obs_layout.FlatEncoder(recall, self.rules.turns, counting)
-        self.game = Game(list(range(DECK_SIZE)), self.rules)
+        self._apply_rules(rules)
         self._next_rules = self.rules
         self._dealer = Dealer()
         self._needs_reset = True

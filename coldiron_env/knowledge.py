@@ -234,13 +234,7 @@ class Knowledge:
 
     def reset(self) -> None:
         """Forget everything: the start of a new game (the rules are kept)."""
-        self.hand = 0
-        self.seen = 0
-        self.hurt = 0
-        self.turn = 1
-        self.deck_count = DECK_SIZE
-        self.phase = PHASE_TURN
-        self.iron_count = 0
+        Knowledge.__init__(self, rules=self.rules)
 
     def see_codes(self, codes: Iterable[str]) -> None:
         """Remember the cards named by ``codes`` (a step's ``info["drawn"]``)."""

@@ -25,7 +25,6 @@ from coldiron_env.cards import (
     SUIT_NAMES,
     SUITS,
     suit_field,
-    suit_of,
 )
 from coldiron_env.game import Game
 from coldiron_env.judge import HAS_RUN, run_cards
@@ -185,7 +184,7 @@ def _card_text(card: int) -> tuple[str, str, Color]:
     if card >= FIRST_JOKER:
         return "JK", "*", JOKER_INK
     code = CARD_CODES[card]
-    return code[:-1], code[-1], SUIT_COLORS[suit_of(card)]
+    return code[:-1], code[-1], SUIT_COLORS[SUITS.index(code[-1])]
 
 
 def draw_card(

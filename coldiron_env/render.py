@@ -33,6 +33,10 @@ HOURS_ON_CLOCK: Final = 12
 RUN_MARK: Final = "*"
 RACK_COUNT: Final = REST - RACK_RANK_FIRST
 NAME_WIDTH: Final = max(len(n) for n in SUIT_NAMES)
+RACKS_FOLDED: Final = (
+    f"{RACK_RANK_FIRST}-{RACK_SUIT_FIRST - 1} rack A..10, "
+    f"{RACK_SUIT_FIRST}-{REST - 1} rack hearts/diamonds/clubs/spades"
+)
 
 
 def clock(turn: int) -> str:
@@ -67,19 +71,11 @@ def suit_line(hand: int, suit: int, unseen: int = SUIT_FIELD_MASK) -> str:
 
 
 def legal_summary(actions: tuple[int, ...]) -> str:
-    """Legal actions by number and name, the ten rank racks and four suit racks folded."""
-    parts: list[str] = []
-    racks = [a for a in actions if is_rack(a)]
-    if len(racks) == RACK_COUNT:
-        parts.append(
-            f"{RACK_RANK_FIRST}-{RACK_SUIT_FIRST - 1} rack A..10, "
-            f"{RACK_SUIT_FIRST}-{REST - 1} rack hearts/diamonds/clubs/spades"
-        )
-        shown = [a for a in actions if not is_rack(a)]
-        parts = [f"{a} {ACTION_NAMES[a]}" for a in shown if a < RACK_RANK_FIRST] + parts
-        parts += [f"{a} {ACTION_NAMES[a]}" for a in shown if a > RACK_RANK_FIRST]
-    else:
-        parts = [f"{a} {ACTION_NAMES[a]}" for a in actions]
+    """Legal actions (ascending) by number and name, the rank and suit racks folded."""
+    if sum(map(is_rack, actions)) != RACK_COUNT:
+        return ", ".join(f"{a} {ACTION_NAMES[a]}" for a in actions)
+    parts = [f"{a} {ACTION_NAMES[a]}" for a in actions if not is_rack(a)]
+    parts.insert(sum(a < RACK_RANK_FIRST for a in actions), RACKS_FOLDED)
     return ", ".join(parts)
 
 

@@ -344,27 +344,23 @@ def training_rows(budget: Budget, seed: int) -> list[TrainRow]:
             super().__init__(venv)
             self.seconds = 0.0
 
-        def reset(self) -> Any:
+        def _timed(self, call: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
             t0 = time.perf_counter()
-            obs = self.venv.reset()
-            self.seconds += time.perf_counter() - t0
-            return obs
-
-        def step_async(self, actions: np.ndarray) -> None:
-            t0 = time.perf_counter()
-            self.venv.step_async(actions)
-            self.seconds += time.perf_counter() - t0
-
-        def step_wait(self) -> Any:
-            t0 = time.perf_counter()
-            out = self.venv.step_wait()
+            out = call(*args, **kwargs)
             self.seconds += time.perf_counter() - t0
             return out
 
+        def reset(self) -> Any:
+            return self._timed(self.venv.reset)
+
+        def step_async(self, actions: np.ndarray) -> None:
+            self._timed(self.venv.step_async, actions)
+
+        def step_wait(self) -> Any:
+            return self._timed(self.venv.step_wait)
+
         def env_method(self, method_name: str, *args: Any, **kwargs: Any) -> list[Any]:
-            t0 = time.perf_counter()
-            out = self.venv.env_method(method_name, *args, **kwargs)
-            self.seconds += time.perf_counter() - t0
+            out: list[Any] = self._timed(self.venv.env_method, method_name, *args, **kwargs)
             return out
 
     rows: list[TrainRow] = [default_config_row(budget, TimedVecEnv)]
@@ -383,19 +379,16 @@ def training_rows(budget: Budget, seed: int) -> list[TrainRow]:
         t0 = time.perf_counter()
         model.learn(total_timesteps=budget.ppo_steps)
         wall = time.perf_counter() - t0
-        steps = int(model.num_timesteps)
         venv.close()
-        row = TrainRow(
-            name=f"MaskablePPO + {'native vector env' if kind == 'native' else 'DummyVecEnv'}"
-            f" x{PPO_ENVS}",
-            timesteps=steps,
-            wall_seconds=wall,
-            env_seconds=venv.seconds,
-        )
-        row.steps_per_s = steps / wall
-        row.env_share = venv.seconds / wall
-        rows.append(row)
+        vec_name = "native vector env" if kind == "native" else "DummyVecEnv"
+        name = f"MaskablePPO + {vec_name} x{PPO_ENVS}"
+        rows.append(_train_row(name, int(model.num_timesteps), wall, venv.seconds))
     return rows
+
+
+def _train_row(name: str, steps: int, wall: float, env_seconds: float) -> TrainRow:
+    """A training row with its rates: ``steps`` in ``wall`` seconds, ``env_seconds`` in the env."""
+    return TrainRow(name, steps, wall, env_seconds, steps / wall, env_seconds / wall)
 
 
 def default_config_row(budget: Budget, timed: Callable[[Any], Any]) -> TrainRow:
@@ -426,17 +419,9 @@ def default_config_row(budget: Budget, timed: Callable[[Any], Any]) -> TrainRow:
         model.learn(total_timesteps=rollouts * rollout, reset_num_timesteps=False)
         wall = time.perf_counter() - t0
     venv.close()
-    steps = rollouts * rollout
     threads = cfg.training.torch_threads
-    row = TrainRow(
-        name=f"default config x{cfg.training.n_envs:,}, {threads} thread{'s' * (threads > 1)}",
-        timesteps=steps,
-        wall_seconds=wall,
-        env_seconds=venv.seconds,
-    )
-    row.steps_per_s = steps / wall
-    row.env_share = venv.seconds / wall
-    return row
+    name = f"default config x{cfg.training.n_envs:,}, {threads} thread{'s' * (threads > 1)}"
+    return _train_row(name, rollouts * rollout, wall, venv.seconds)
 
 
 def labelling_rows(budget: Budget, seed: int) -> list[LabelRow]:
@@ -488,16 +473,6 @@ def labelling_rows(budget: Budget, seed: int) -> list[LabelRow]:
 
 
 # ------------------------------------------------------------------ output
-def render(rows: list[Row], train: list[TrainRow], labels: list[LabelRow] | None = None) -> str:
-    """The three tables as text: the one formatter docs/speed.md is rendered with too."""
-    doc = {
-        "throughput": [asdict(r) for r in rows],
-        "training": [asdict(t) for t in train],
-        "labelling": [asdict(lab) for lab in labels or []],
-    }
-    return benchmark_text(doc)
-
-
 def machine_state(note: str, before: tuple[float, float, float]) -> dict[str, Any]:
     """What the machine was doing: its cores and the load average around the run."""
     return {
@@ -508,37 +483,24 @@ def machine_state(note: str, before: tuple[float, float, float]) -> dict[str, An
     }
 
 
+def _goal(value: float, target: float, met: bool | None = None) -> dict[str, Any]:
+    """A target's record; ``met`` by default when ``value`` reaches ``target``."""
+    return {"value": value, "target": target, "met": value >= target if met is None else met}
+
+
 def targets(rows: list[Row], train: list[TrainRow], largest: int) -> dict[str, dict[str, Any]]:
     by_name = {r.name: r for r in rows}
-    single = by_name["ColdIron single (flat)"].ratio
-    default = NATIVE_BACKEND
-    native = by_name[f"native {default} x{largest:,}"].ratio
-    out: dict[str, dict[str, Any]] = {
-        "single_vs_blackjack": {
-            "value": single,
-            "target": TARGET_SINGLE,
-            "met": single >= TARGET_SINGLE,
-        },
-        f"native_{default}_{largest}_vs_blackjack": {
-            "value": native,
-            "target": TARGET_NATIVE,
-            "met": native >= TARGET_NATIVE,
-        },
+    native = f"native_{NATIVE_BACKEND}_{largest}_vs_blackjack"
+    out = {
+        "single_vs_blackjack": _goal(by_name["ColdIron single (flat)"].ratio, TARGET_SINGLE),
+        native: _goal(by_name[f"native {NATIVE_BACKEND} x{largest:,}"].ratio, TARGET_NATIVE),
     }
     defaults = [t for t in train if t.name.startswith("default config")]
     if defaults:
-        out["default_config_steps_per_s"] = {
-            "value": defaults[0].steps_per_s,
-            "target": TARGET_DEFAULT_CONFIG,
-            "met": defaults[0].steps_per_s >= TARGET_DEFAULT_CONFIG,
-        }
+        out["default_config_steps_per_s"] = _goal(defaults[0].steps_per_s, TARGET_DEFAULT_CONFIG)
     if train:
         share = max(t.env_share for t in train)
-        out["training_env_share"] = {
-            "value": share,
-            "target": TARGET_ENV_SHARE,
-            "met": share < TARGET_ENV_SHARE,
-        }
+        out["training_env_share"] = _goal(share, TARGET_ENV_SHARE, share < TARGET_ENV_SHARE)
     return out
 
 
@@ -564,15 +526,19 @@ def main(argv: list[str] | None = None) -> int:
     rows = throughput_rows(budget, args.seed)
     train = [] if args.no_train else training_rows(budget, args.seed)
     labels = [] if args.no_label else labelling_rows(budget, args.seed)
-    print(render(rows, train, labels))
+    doc = {
+        "throughput": [asdict(r) for r in rows],
+        "training": [asdict(t) for t in train],
+        "labelling": [asdict(lab) for lab in labels],
+    }
+    print(benchmark_text(doc))
     goals = targets(rows, train, budget.native_sizes[-1])
-    if goals:
-        print()
-        for name, goal in goals.items():
-            print(
-                f"target {name}: {goal['value']:.3g} (target {goal['target']}) "
-                f"{'met' if goal['met'] else 'NOT met'}"
-            )
+    print()
+    for name, goal in goals.items():
+        print(
+            f"target {name}: {goal['value']:.3g} (target {goal['target']}) "
+            f"{'met' if goal['met'] else 'NOT met'}"
+        )
     if args.json is not None:
         atomic_write_json(
             args.json,
@@ -580,9 +546,7 @@ def main(argv: list[str] | None = None) -> int:
                 "command": " ".join(["python", "scripts/benchmark.py", *(argv or sys.argv[1:])]),
                 "quick": args.quick,
                 "seed": args.seed,
-                "throughput": [asdict(r) for r in rows],
-                "training": [asdict(t) for t in train],
-                "labelling": [asdict(lab) for lab in labels],
+                **doc,
                 "targets": goals,
                 "machine": machine_state(args.note, load_before),
             },

@@ -82,18 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--torch-threads", type=int, default=PLAY_TORCH_THREADS)
     args = parser.parse_args(argv)
     try:
-        settings = ExpertIterationConfig(
-            rounds=args.rounds,
-            episodes=args.episodes,
-            budget=args.budget,
-            epochs=args.epochs,
-            learning_rate=args.learning_rate,
-            workers=args.workers,
-            rollouts=args.rollouts,
-            keep_rounds=args.keep_rounds,
-            targets=args.targets,
-            soft_z=args.soft_z,
-        )
+        fields = ExpertIterationConfig.model_fields
+        settings = ExpertIterationConfig(**{k: v for k, v in vars(args).items() if k in fields})
         set_torch_threads(args.torch_threads)
         if is_builtin(args.start) or args.start in SEARCH_OVER_MODELS:
             raise TrainingError(f"{args.start!r} is not a trained network")

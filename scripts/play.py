@@ -157,23 +157,15 @@ def planner_hints(session: Session) -> str:
     if any(chances.values()):
         return text
     why = why_hopeless(kn) if game.phase == PHASE_TURN else None
-    return (
-        text
-        + "\n"
-        + (
-            why
-            or f"no action won any of the {HINT_SAMPLES} sampled orders of the deck: "
-            "a win is rare from here, if it is possible at all"
-        )
+    return f"{text}\n" + (
+        why
+        or f"no action won any of the {HINT_SAMPLES} sampled orders of the deck: "
+        "a win is rare from here, if it is possible at all"
     )
 
 
-def show(session: Session, out: Callable[[str], None]) -> None:
-    out(render_text(session.game))
-
-
 def human_loop(session: Session, hint: bool, out: Callable[[str], None]) -> int:
-    show(session, out)
+    out(render_text(session.game))
     while not session.done:
         if hint:
             out(planner_hints(session))
@@ -221,7 +213,7 @@ def human_loop(session: Session, hint: bool, out: Callable[[str], None]) -> int:
             out(f"{ACTION_NAMES[action]!r} is not legal now; legal: {legal_summary(legal)}")
             continue
         session.step(action)
-        show(session, out)
+        out(render_text(session.game))
     return 0
 
 
@@ -257,7 +249,7 @@ def agent_loop(
     name = getattr(agent, "name", "agent")
     opening = len(session.actions)
     pause = delay is None
-    show(session, out)
+    out(render_text(session.game))
 
     def seat(_game: int) -> Agent:
         agent.reset(seed)
@@ -271,7 +263,7 @@ def agent_loop(
         out(f"{name} plays: {move.action} {ACTION_NAMES[move.action]}")
         session.actions.append(move.action)
         session.done = move.terminated
-        show(session, out)
+        out(render_text(session.game))
         if pause:
             try:
                 line = input("[Enter] next, q quits > ")

@@ -41,16 +41,22 @@ import numpy as np
 from agents.atomic import atomic_write_text
 from agents.evaluation.lockstep import Move, play_lockstep
 from agents.players.base import Agent
-from coldiron_env.actions import NUM_ACTIONS
-from coldiron_env.cards import deck_codes
+from coldiron_env.actions import BONUS, IRON, NUM_ACTIONS, REST, STOP, THREATEN, rack_rank_action
+from coldiron_env.cards import (
+    CARD_CODES,
+    FIRST_COURT,
+    FIRST_JOKER,
+    NUM_SUITS,
+    RUN_LENGTH,
+    deck_codes,
+    numbered_id,
+)
+from coldiron_env.game import OUTCOMES
 from coldiron_env.options import VARIANTS
 
 GOLDEN_DIR = Path(__file__).resolve().parent.parent / "tests" / "golden"
 FORMAT = 1
-OUTCOMES = ("won", "slain", "deck_exhausted", "midnight", "illegal")
-
-THREATEN, IRON, REST, STOP, BONUS = 0, 1, 16, 17, 18
-RACK_TEN = 11
+RACK_TEN = rack_rank_action(10)
 
 Policy = Callable[[list[int], random.Random], int]
 
@@ -111,24 +117,19 @@ POLICIES: dict[str, Policy] = {
 
 
 # ------------------------------------------------------------------------ decks
-PACK = [
-    *(r + s for s in "HDCS" for r in ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10")),
-    *(c + s for s in "HDCS" for c in "JQK"),
-    "JK",
-    "JK",
-]
+def _deck(*top: str) -> list[str]:
+    """``top`` on top, then the rest of the pack in order (no Joker if ``top`` holds one)."""
+    return [*top, *(c for c in CARD_CODES if c not in top)]
 
 
 def phrase_on_top(seed: int) -> list[str]:
     """A phrase (random runs) shuffled among four other cards on top, the rest shuffled."""
     rng = random.Random(seed)
     phrase: list[str] = []
-    for s in "HDCS":
+    for suit in range(NUM_SUITS):
         lo = rng.randint(1, 8)
-        phrase += [PACK[(("HDCS".index(s)) * 10) + lo - 1 + i] for i in range(3)]
-    rest = list(PACK)
-    for c in phrase:
-        rest.remove(c)
+        phrase += [CARD_CODES[numbered_id(suit, lo + i)] for i in range(RUN_LENGTH)]
+    rest = [c for c in CARD_CODES if c not in phrase]
     rng.shuffle(rest)
     head = phrase + rest[:4]
     rng.shuffle(head)
@@ -138,119 +139,79 @@ def phrase_on_top(seed: int) -> list[str]:
 def exhaust_deck() -> tuple[list[str], list[int]]:
     """Draw all court cards and Jokers with Threaten (bonuses taken), Threaten the
     four 10s, then rack 10: the deck runs out before a match."""
-    courts = [c + s for s in "HDCS" for c in "JQK"]
+    courts = CARD_CODES[FIRST_COURT:FIRST_JOKER]
     tens = ["10H", "10D", "10C", "10S"]
     head = ["JK", *courts[:3], "JK", *courts[3:6], *courts[6:], *tens]
-    rest = [c for c in PACK if c not in head and c != "JK"]
     actions = [THREATEN, BONUS, THREATEN, BONUS, *[THREATEN] * 6, *[THREATEN] * 4, RACK_TEN]
-    return [*head, *rest], actions
+    return _deck(*head), actions
 
 
 # ------------------------------------------------------------------------ games
 def game_specs() -> list[dict[str, Any]]:
     """The golden set: name, env kwargs, seed or deck, policy or actions."""
-    specs: list[dict[str, Any]] = []
     std: dict[str, Any] = {}
     always, more = VARIANTS["always"].changes(), VARIANTS["more"].changes()
-    for seed in range(6):
-        specs.append(
-            {"name": f"random_std_s{seed}", "kwargs": std, "seed": seed, "policy": "random"}
-        )
-    for seed in range(6):
-        specs.append(
-            {"name": f"pressure_std_s{seed}", "kwargs": std, "seed": seed, "policy": "pressure"}
-        )
-    for vname, kw in (("always", always), ("more", more)):
-        for seed in range(3):
-            specs.append(
-                {
-                    "name": f"random_{vname}_s{seed}",
-                    "kwargs": kw,
-                    "seed": 100 + seed,
-                    "policy": "random",
-                }
-            )
-            specs.append(
-                {
-                    "name": f"pressure_{vname}_s{seed}",
-                    "kwargs": kw,
-                    "seed": 200 + seed,
-                    "policy": "pressure",
-                }
-            )
-    for seed in range(2):
-        specs.append(
-            {
-                "name": f"random_dict_s{seed}",
-                "kwargs": {"observation_mode": "dict"},
-                "seed": 300 + seed,
-                "policy": "random",
-            }
-        )
-        specs.append(
-            {
-                "name": f"pressure_recall_s{seed}",
-                "kwargs": {"recall": True},
-                "seed": 400 + seed,
-                "policy": "pressure",
-            }
-        )
-    specs.append(
-        {
-            "name": "pressure_dict_recall_more",
-            "kwargs": {"observation_mode": "dict", "recall": True, **more},
-            "seed": 500,
-            "policy": "pressure",
-        }
-    )
-    for seed, kw in ((800, std), (801, always)):
-        specs.append({"name": f"threaten_{seed}", "kwargs": kw, "seed": seed, "policy": "threaten"})
-    specs.append({"name": "cautious_std", "kwargs": std, "seed": 802, "policy": "cautious"})
-    for i, kw in enumerate((std, always, more, std)):
-        specs.append(
+    variants = (("always", always), ("more", more))
+    seeded: list[tuple[str, dict[str, Any], int, str]] = [
+        *((f"{p}_std_s{s}", std, s, p) for p in ("random", "pressure") for s in range(6)),
+        *(
+            (f"{p}_{v}_s{s}", kw, base + s, p)
+            for v, kw in variants
+            for s in range(3)
+            for p, base in (("random", 100), ("pressure", 200))
+        ),
+        *((f"random_dict_s{s}", {"observation_mode": "dict"}, 300 + s, "random") for s in range(2)),
+        *((f"pressure_recall_s{s}", {"recall": True}, 400 + s, "pressure") for s in range(2)),
+        (
+            "pressure_dict_recall_more",
+            {"observation_mode": "dict", "recall": True, **more},
+            500,
+            "pressure",
+        ),
+        ("threaten_800", std, 800, "threaten"),
+        ("threaten_801", always, 801, "threaten"),
+        ("cautious_std", std, 802, "cautious"),
+    ]
+    joker_top = ("JK", "5H", "JK", "KS", "6H", "7D", "8D", "9D", "JH", "AC", "2C")
+    exhausted, exhausting = exhaust_deck()
+    return [
+        *({"name": n, "kwargs": kw, "seed": seed, "policy": p} for n, kw, seed, p in seeded),
+        *(
             {
                 "name": f"won_phrase_on_top_{i}",
                 "kwargs": kw,
                 "deck": phrase_on_top(600 + i),
                 "policy": "threaten",
             }
-        )
-    for name, kw in (("joker_in_bonus_std", std), ("joker_in_bonus_more", more)):
-        deck = ["JK", "5H", "JK", "KS", "6H", "7D", "8D", "9D", "JH", "AC", "2C"]
-        deck += [c for c in PACK if c not in deck]
-        specs.append(
+            for i, kw in enumerate((std, always, more, std))
+        ),
+        *(
             {
-                "name": name,
+                "name": f"joker_in_bonus_{v}",
                 "kwargs": kw,
-                "deck": deck,
+                "deck": _deck(*joker_top),
                 "actions": [IRON, BONUS],
                 "policy": "cautious",
             }
-        )
-    deck = ["JK", "5H", "KD", "JK", "6H"]
-    deck += [c for c in PACK if c not in deck]
-    specs.append(
+            for v, kw in (("std", std), ("more", more))
+        ),
         {
             "name": "joker_declined",
             "kwargs": std,
-            "deck": deck,
+            "deck": _deck("JK", "5H", "KD", "JK", "6H"),
             "actions": [THREATEN, STOP, THREATEN, IRON, IRON, STOP, STOP],
             "policy": "cautious",
-        }
-    )
-    deck, actions = exhaust_deck()
-    specs.append({"name": "deck_exhausted_rack", "kwargs": std, "deck": deck, "actions": actions})
-    specs.append(
+        },
+        {"name": "deck_exhausted_rack", "kwargs": std, "deck": exhausted, "actions": exhausting},
         {
             "name": "illegal_after_play",
             "kwargs": {"loss_reward": -1.0},
             "seed": 700,
             "policy": "pressure",
             "illegal_at": 5,
-        }
-    )
-    specs.append({"name": "illegal_first_step", "kwargs": std, "seed": 701, "actions": [STOP]})
-    return specs
+        },
+        {"name": "illegal_first_step", "kwargs": std, "seed": 701, "actions": [STOP]},
+    ]
 
 
 class GoldenPlayer(Agent):

@@ -375,6 +375,13 @@ def report(
     }
 
 
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A markdown table (``| a | b |`` lines, ``| --- |`` under the header), ending in a newline."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
 def format_table(results: Sequence[AgentResult]) -> str:
     """A plain-text table: win rate with its 95% interval, outcomes, mean turns, time."""
     headers = ["agent", "episodes", "win rate", "95% CI", *OUTCOMES, "mean turns", "seconds"]

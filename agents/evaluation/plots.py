@@ -5,11 +5,22 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 from agents.atomic import atomic_target
 from agents.evaluation.arena import AgentResult
 
 PERCENT = 100.0
+
+
+def pyplot() -> ModuleType:
+    """``matplotlib.pyplot`` on the Agg backend (files only, no display), imported on use."""
+    import matplotlib  # noqa: PLC0415 (optional dependency, loaded on use)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415 (after choosing the Agg backend)
+
+    return plt
 
 
 def plot_win_rates(
@@ -21,10 +32,7 @@ def plot_win_rates(
     """
     if not results:
         raise ValueError("no results to plot")
-    import matplotlib  # noqa: PLC0415 (optional dependency, loaded on use)
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415 (after choosing the Agg backend)
+    plt = pyplot()
 
     names = [r.agent for r in results]
     rates = [PERCENT * r.win_rate for r in results]

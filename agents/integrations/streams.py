@@ -45,17 +45,12 @@ class TrainingDealsVector(gym.vector.VectorWrapper):
         seed: int | list[int | None] | None = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[Any, dict[str, Any]]:
-        n = self.env.num_envs
-        if isinstance(seed, (int, np.integer)):
-            seeds: list[int | None] | None = [
-                stream_seed(DealStream.TRAINING, int(seed), i) for i in range(n)
-            ]
-        elif seed is not None:
-            seeds = [
+        if isinstance(seed, (int, np.integer)):  # each game seeded from it
+            seed = [int(seed)] * self.env.num_envs
+        chosen: Any = None  # the native vector env takes a list of seeds, one per game
+        if seed is not None:
+            chosen = [
                 None if s is None else stream_seed(DealStream.TRAINING, int(s), i)
                 for i, s in enumerate(seed)
             ]
-        else:
-            seeds = None
-        chosen: Any = seeds  # the native vector env takes a list of seeds, one per game
         return self.env.reset(seed=chosen, options=options)

@@ -174,10 +174,6 @@ class EnvConfig(_Section):
     illegal_reward: Number = DEFAULT_ILLEGAL_REWARD
     max_illegal_actions: Count = Field(default=DEFAULT_MAX_ILLEGAL, ge=1)
 
-    def kwargs(self) -> dict[str, Any]:
-        """The env keyword arguments (the real game: no curriculum options)."""
-        return self.model_dump()
-
 
 class ShapingConfig(_Section):
     """Potential-based reward shaping, training only (see :mod:`agents.learning.shaping`)."""
@@ -418,11 +414,12 @@ class Config(_Section):
         return plain
 
     def env_kwargs(self) -> dict[str, Any]:
-        return self.env.kwargs()
+        """The env keyword arguments (the real game: no curriculum options)."""
+        return self.env.model_dump()
 
     def stage_env_kwargs(self, timesteps: int) -> dict[str, Any]:
         """Env kwargs in force after ``timesteps`` (the curriculum, then the real game)."""
-        kwargs = self.env.kwargs()
+        kwargs = self.env_kwargs()
         for stage in self.curriculum:
             if timesteps < stage.until_fraction * self.training.total_timesteps:
                 kwargs.update({key: getattr(stage, key) for key in CURRICULUM_KEYS})
@@ -443,27 +440,24 @@ class Config(_Section):
         _check_policy(self.policy, spec)
         _check_curriculum(self.curriculum, self.env.observation_mode)
         _check_policy_name(self.algorithm.policy, spec, self.env.observation_mode)
-        if self.imitation.enabled and self.training.normalize_obs:
-            raise _Refusal(
-                "cannot be combined with imitation (the clone is trained on raw observations)",
-                "training",
-                "normalize_obs",
-            )
-        if self.expert_iteration.rounds:
-            if self.training.normalize_obs:
+        cloned = {
+            "imitation": self.imitation.enabled,
+            "expert iteration": self.expert_iteration.rounds,
+        }
+        for phase, used in cloned.items():
+            if used and self.training.normalize_obs:
                 raise _Refusal(
-                    "cannot be combined with expert iteration (the clone is trained on raw "
-                    "observations)",
+                    f"cannot be combined with {phase} (the clone is trained on raw observations)",
                     "training",
                     "normalize_obs",
                 )
-            if spec.recurrent:
-                raise _Refusal(
-                    f"{spec.name} is recurrent: the planner's base policy decides from what "
-                    "the player knows, without the episode's memory",
-                    "expert_iteration",
-                    "rounds",
-                )
+        if self.expert_iteration.rounds and spec.recurrent:
+            raise _Refusal(
+                f"{spec.name} is recurrent: the planner's base policy decides from what "
+                "the player knows, without the episode's memory",
+                "expert_iteration",
+                "rounds",
+            )
         return self
 
 
@@ -793,25 +787,9 @@ def activation_class(name: str) -> type[Any]:
 
 def policy_kwargs(cfg: Config) -> dict[str, Any]:
     """SB3 ``policy_kwargs`` from the ``policy:`` section."""
-    pol = cfg.policy
-    arch: Any = (
-        {"pi": list(pol.net_arch.pi), "vf": list(pol.net_arch.vf)}
-        if isinstance(pol.net_arch, NetArch)
-        else list(pol.net_arch)
-    )
-    out: dict[str, Any] = {"net_arch": arch, "activation_fn": activation_class(pol.activation)}
-    for key in (
-        "ortho_init",
-        "lstm_hidden_size",
-        "n_lstm_layers",
-        "shared_lstm",
-        "enable_critic_lstm",
-        "n_quantiles",
-    ):
-        value = getattr(pol, key)
-        if value is not None:
-            out[key] = value
-    return out
+    plain = cfg.policy.model_dump(exclude_none=True)
+    arch, activation = plain.pop("net_arch"), plain.pop("activation")
+    return {"net_arch": arch, "activation_fn": activation_class(activation), **plain}
 
 
 def algorithm_kwargs(cfg: Config) -> dict[str, Any]:

@@ -31,12 +31,13 @@ rate wrecked the policy (docs/experiments.md); the gentle default gains round af
 
 from __future__ import annotations
 
+import functools
 import io
-import json
 import multiprocessing
 import signal
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from multiprocessing.pool import Pool
 from pathlib import Path
 from types import TracebackType
@@ -44,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from agents.atomic import atomic_write_bytes, atomic_write_json
+from agents.atomic import atomic_write_bytes, atomic_write_json, read_json
 from agents.learning.imitation import DAGGER_BATCH, Demonstrations, concat, student_play
 from agents.learning.provenance import TrainingError, sha256_bytes, sha256_file
 from agents.learning.sb3_agent import (
@@ -70,8 +71,6 @@ START_SHA_KEY: Final = "start_sha256"
 """The SHA-256 of ``model.zip`` before the first round."""
 POLL_SECONDS: Final = 0.5
 """How often a parallel round looks for a stop request."""
-_WORKER_AGENT: dict[str, SB3Agent] = {}
-"""A labelling process's network, loaded once per saved round (keyed by its file's path)."""
 LABELS_DIR: Final = "labels"
 """The run directory's folder of kept labels, one file a round (``keep_rounds`` > 1)."""
 HEURISTIC_ROLLOUTS: Final = "heuristic"
@@ -165,6 +164,12 @@ def _worker_init() -> None:
     torch.set_num_threads(1)
 
 
+@functools.lru_cache(maxsize=1)
+def _worker_agent(model_file: str) -> SB3Agent:
+    """A labelling process's network, loaded once per saved round (keyed by its file's path)."""
+    return load_sb3_agent(model_file)
+
+
 def _label_chunk(
     model_file: str,
     budget: str,
@@ -176,15 +181,13 @@ def _label_chunk(
     targets: str,
     soft_z: float | None,
 ) -> Demonstrations:
-    if model_file not in _WORKER_AGENT:
-        _WORKER_AGENT.clear()
-        _WORKER_AGENT[model_file] = load_sb3_agent(model_file)
-    agent = _WORKER_AGENT[model_file]
+    agent = _worker_agent(model_file)
     return label(
         agent, budget, episodes, first, gamma, episodes, compiled, rollouts, targets, soft_z
     )
 
 
+@dataclass(eq=False)
 class Labellers:
     """Processes that label a round's deals in parallel (``workers`` > 1), or this one.
 
@@ -196,25 +199,16 @@ class Labellers:
     ``targets``: hard or soft labels (:data:`SOFT_TARGETS`; ``soft_z``: :func:`label`'s).
     """
 
-    def __init__(
-        self,
-        workers: int,
-        batch: int = DAGGER_BATCH,
-        compiled: bool = COMPILED,
-        rollouts: str = HEURISTIC_ROLLOUTS,
-        targets: str = HARD_TARGETS,
-        soft_z: float | None = None,
-    ) -> None:
-        self.workers = workers
-        self.batch = batch
-        self.compiled = compiled
-        self.rollouts = rollouts
-        self.targets = targets
-        self.soft_z = soft_z
-        self._pool: Pool | None = None
-        self._folder: tempfile.TemporaryDirectory[str] | None = None
-        self._saved = 0
-        self._stopped = False
+    workers: int
+    batch: int = DAGGER_BATCH
+    compiled: bool = COMPILED
+    rollouts: str = HEURISTIC_ROLLOUTS
+    targets: str = HARD_TARGETS
+    soft_z: float | None = None
+    _pool: Pool | None = field(default=None, init=False, repr=False)
+    _folder: tempfile.TemporaryDirectory[str] | None = field(default=None, init=False, repr=False)
+    _saved: int = field(default=0, init=False, repr=False)
+    _stopped: bool = field(default=False, init=False, repr=False)
 
     def __enter__(self) -> Labellers:
         if self.workers > 1:
@@ -327,10 +321,7 @@ def forget_labels(run_root: Path, before: int) -> None:
 
 def expert_rounds(run_root: Path) -> list[dict[str, Any]]:
     """The expert-iteration rounds a run has finished (none before the phase)."""
-    path = run_root / EXPERT_FILE
-    if not path.is_file():
-        return []
-    return list(json.loads(path.read_text(encoding="utf-8"))["rounds"])
+    return list(read_json(run_root / EXPERT_FILE, {"rounds": []})["rounds"])
 
 
 def model_bytes(model: BaseAlgorithm) -> bytes:
@@ -346,7 +337,7 @@ def start_hash(run_root: Path, rounds: list[dict[str, Any]]) -> str | None:
     before any round)."""
     record, model_file = run_root / EXPERT_FILE, run_root / MODEL_FILE
     if rounds and record.is_file():
-        start = json.loads(record.read_text(encoding="utf-8")).get(START_SHA_KEY)
+        start = read_json(record, {}).get(START_SHA_KEY)
         return None if start is None else str(start)
     return sha256_file(model_file) if model_file.is_file() else None
 
@@ -373,9 +364,7 @@ def reconcile_rounds(run_root: Path) -> str | None:
     before.
     """
     record_file, model_file = run_root / EXPERT_FILE, run_root / MODEL_FILE
-    if not record_file.is_file():
-        return None
-    doc = json.loads(record_file.read_text(encoding="utf-8"))
+    doc = read_json(record_file, {})
     rounds = doc.get("rounds", [])
     if not rounds or MODEL_SHA_KEY not in rounds[-1]:
         return None  # no round, or a record from before the hashes
@@ -402,7 +391,7 @@ def check_resumable(cfg: Config, run_root: Path) -> None:
     path = run_root / EXPERT_FILE
     if not path.is_file() or not cfg.expert_iteration.rounds:
         return  # no round played, or none follows: the rounds played stay the model
-    recorded = json.loads(path.read_text(encoding="utf-8")).get("settings", {})
+    recorded = read_json(path, {}).get("settings", {})
     recorded.setdefault("rollouts", HEURISTIC_ROLLOUTS)  # records from before the options
     recorded.setdefault("keep_rounds", 1)
     recorded.setdefault("targets", HARD_TARGETS)
@@ -414,3 +403,13 @@ def check_resumable(cfg: Config, run_root: Path) -> None:
             f"{path} records other expert-iteration settings ({had}) than the config's "
             f"({wanted}); only expert_iteration.rounds may change on resume"
         )
+
+
+def prepare_resume(cfg: Config, run_root: Path, log: Callable[[str], None]) -> None:
+    """The checks and repair before a continued run writes anything: :func:`check_resumable`,
+    :func:`reconcile_rounds` (what it did logged), :func:`check_kept_labels`."""
+    check_resumable(cfg, run_root)
+    note = reconcile_rounds(run_root)
+    if note is not None:
+        log(f"{run_root}: {note}")
+    check_kept_labels(run_root, cfg.expert_iteration)

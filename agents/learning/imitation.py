@@ -60,6 +60,10 @@ OBS_PREFIX: Final = "obs/"
 """Prefix of the observation arrays' names in a saved :class:`Demonstrations` file."""
 
 
+def _quiet(_message: str) -> None:
+    """The default ``log``: progress lines are dropped."""
+
+
 @dataclass
 class Demonstrations:
     """Teacher decisions: ``obs`` (array or dict of arrays, n rows), masks, actions, returns.
@@ -337,7 +341,7 @@ def behaviour_clone(
     learning_rate: float,
     value_pretrain: bool = True,
     seed: int = 0,
-    log: Callable[[str], None] | None = None,
+    log: Callable[[str], None] = _quiet,
     anchor: float = 0.0,
     changed_weight: float = 1.0,
 ) -> dict[str, Any]:
@@ -377,8 +381,7 @@ def behaviour_clone(
                 reference, anchor, changed_weight,
             )  # fmt: skip
         losses.append(loss_sum / max(batches, 1))
-        if log is not None:
-            log(f"  imitation epoch {epoch + 1}/{epochs}: loss {losses[-1]:.4f}")
+        log(f"  imitation epoch {epoch + 1}/{epochs}: loss {losses[-1]:.4f}")
     model.policy.set_training_mode(False)
     if cloner.spec.family == "q_value":
         target: Any = model.policy
@@ -518,7 +521,7 @@ def warm_start(
     model: BaseAlgorithm,
     cfg: Config,
     teacher_factory: Callable[[str], Agent] | None = None,
-    log: Callable[[str], None] | None = None,
+    log: Callable[[str], None] = _quiet,
 ) -> dict[str, Any]:
     """Collect ``cfg.imitation`` teacher episodes and clone them into ``model``."""
     im = cfg.imitation
@@ -527,8 +530,7 @@ def warm_start(
     t0 = time.perf_counter()
     gamma = float(cfg.algorithm.hyperparameters.get("gamma", 0.99))
     win, lose = cfg.env.win_reward, cfg.env.loss_reward
-    if log is not None:
-        log(f"imitation: {im.teacher!r} plays {im.episodes} deals (win {win}, loss {lose})")
+    log(f"imitation: {im.teacher!r} plays {im.episodes} deals (win {win}, loss {lose})")
     first = stream_seed(DealStream.IMITATION, im.seed)
     demos = collect_demonstrations(teacher, cfg.env_kwargs(), im.episodes, first, gamma)
     t1 = time.perf_counter()
@@ -550,11 +552,10 @@ def warm_start(
         collect_seconds=round(t1 - t0, 2),
         clone_seconds=round(time.perf_counter() - t1, 2),
     )
-    if log is not None:
-        log(
-            f"imitation: {len(demos)} decisions, teacher won {demos.wins}/{demos.episodes}; "
-            f"accuracy {stats['accuracy_before']:.3f} -> {stats['accuracy_after']:.3f}"
-        )
+    log(
+        f"imitation: {len(demos)} decisions, teacher won {demos.wins}/{demos.episodes}; "
+        f"accuracy {stats['accuracy_before']:.3f} -> {stats['accuracy_after']:.3f}"
+    )
     rounds = []
     for r in range(im.dagger_rounds):
         t2 = time.perf_counter()
@@ -571,11 +572,10 @@ def warm_start(
             student_win_rate=extra.wins / extra.episodes, seconds=round(time.perf_counter() - t2, 2)
         )
         rounds.append(round_stats)
-        if log is not None:
-            log(
-                f"dagger round {r + 1}/{im.dagger_rounds}: student won "
-                f"{extra.wins}/{extra.episodes}; {len(demos)} decisions, "
-                f"accuracy {round_stats['accuracy_after']:.3f}"
-            )
+        log(
+            f"dagger round {r + 1}/{im.dagger_rounds}: student won "
+            f"{extra.wins}/{extra.episodes}; {len(demos)} decisions, "
+            f"accuracy {round_stats['accuracy_after']:.3f}"
+        )
     stats["dagger_rounds"] = rounds
     return stats

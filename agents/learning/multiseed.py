@@ -63,25 +63,19 @@ def parse_seeds(text: str) -> list[int]:
         if not item.strip():
             raise ValueError(f"--seeds {text!r}: empty item between commas")
         match = _RANGE.match(item)
-        if match:
-            a, b = int(match.group(1)), int(match.group(2))
-            if a < 0:
-                raise ValueError(f"--seeds {text!r}: seeds must be >= 0, got {a}")
-            if b < a:
-                raise ValueError(f"--seeds {text!r}: range {item.strip()!r} goes backwards")
-            if b - a + 1 > MAX_SEEDS:
-                raise ValueError(f"--seeds {text!r}: more than {MAX_SEEDS} seeds")
-            part = list(range(a, b + 1))
-        else:
-            try:
-                value = int(item.strip())
-            except ValueError:
-                raise ValueError(
-                    f"--seeds {text!r}: {item.strip()!r} is not a seed or a range A-B"
-                ) from None
-            if value < 0:
-                raise ValueError(f"--seeds {text!r}: seeds must be >= 0, got {value}")
-            part = [value]
+        try:  # a single seed is the range value-value
+            a, b = (int(match[1]), int(match[2])) if match else (int(item.strip()),) * 2
+        except ValueError:
+            raise ValueError(
+                f"--seeds {text!r}: {item.strip()!r} is not a seed or a range A-B"
+            ) from None
+        if a < 0:
+            raise ValueError(f"--seeds {text!r}: seeds must be >= 0, got {a}")
+        if b < a:
+            raise ValueError(f"--seeds {text!r}: range {item.strip()!r} goes backwards")
+        if b - a + 1 > MAX_SEEDS:
+            raise ValueError(f"--seeds {text!r}: more than {MAX_SEEDS} seeds")
+        part = list(range(a, b + 1))
         for s in part:
             if s in seeds:
                 raise ValueError(f"--seeds {text!r}: seed {s} is given twice")

@@ -20,13 +20,7 @@ import stable_baselines3
 import torch
 
 import coldiron_env
-from agents.gitinfo import git_commit, git_dirty, utc_now
-
-__all__ = [
-    "META_FILE", "SHA256_KEY", "FileChanged", "TrainingError", "check_hashes", "file_hashes",
-    "git_commit", "git_dirty", "library_versions", "provenance", "sha256_bytes", "sha256_file",
-    "utc_now",
-]  # fmt: skip
+from agents.gitinfo import git_commit, git_dirty
 
 META_FILE: Final = "meta.json"
 SHA256_KEY: Final = "sha256"

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-import json
 import os
 import pickle
 import shutil
@@ -57,9 +56,16 @@ from stable_baselines3.common.vec_env import (
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvWrapper
 
 import coldiron_env
-from agents.atomic import atomic_save, atomic_write_bytes, atomic_write_json, atomic_write_text
+from agents.atomic import (
+    atomic_save,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    read_json,
+)
 from agents.evaluation.arena import AgentResult
 from agents.evaluation.lockstep import play_lockstep
+from agents.gitinfo import utc_now
 from agents.learning.config import (
     Config,
     ExpertIterationConfig,
@@ -74,26 +80,18 @@ from agents.learning.config import (
 from agents.learning.expert_iteration import (
     EXPERT_FILE,
     Labellers,
-    check_kept_labels,
-    check_resumable,
     commit_round,
     expert_rounds,
     forget_labels,
     kept_rounds,
     labels_file,
     model_bytes,
-    reconcile_rounds,
+    prepare_resume,
     start_hash,
 )
 from agents.learning.imitation import Demonstrations, accuracy, behaviour_clone, concat
-from agents.learning.provenance import (
-    META_FILE,
-    SHA256_KEY,
-    TrainingError,
-    file_hashes,
-    provenance,
-    utc_now,
-)
+from agents.learning.multiseed import run_status
+from agents.learning.provenance import META_FILE, SHA256_KEY, TrainingError, file_hashes, provenance
 from agents.learning.sb3_agent import (
     CONFIG_FILE,
     MODEL_FILE,
@@ -126,6 +124,8 @@ STATUS_RUNNING: Final = "running"
 REPLAY_FILE: Final = "replay_buffer.pkl"
 TB_DIR: Final = "tb"
 TB_RUN_NAME: Final = "run"
+UNRECORDED: Final = frozenset({"agent", "seconds", "won_bits"})
+"""The keys of ``AgentResult.to_dict`` an evaluation record leaves out (``evaluations.json``)."""
 
 
 # ---------------------------------------------------------------- envs
@@ -314,57 +314,34 @@ def eval_seeds(cfg: Config) -> list[int]:
 
 
 # ---------------------------------------------------------------- run directory
+class _InRun:
+    """A :class:`RunDir` attribute: the path of the file or folder ``name`` in the run."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, run: RunDir, owner: type[RunDir] | None = None) -> Path:
+        return run.root / self.name
+
+
 @dataclass
 class RunDir:
     """Paths of one run directory (layout: ``docs/run_directory.md``)."""
 
     root: Path
-
-    @property
-    def config(self) -> Path:
-        return self.root / CONFIG_FILE
-
-    @property
-    def meta(self) -> Path:
-        return self.root / META_FILE
-
-    @property
-    def model(self) -> Path:
-        return self.root / MODEL_FILE
-
-    @property
-    def best_model(self) -> Path:
-        return self.root / BEST_MODEL_FILE
-
-    @property
-    def normalizer(self) -> Path:
-        return self.root / VECNORMALIZE_FILE
-
-    @property
-    def eval_csv(self) -> Path:
-        return self.root / EVAL_CSV
-
-    @property
-    def eval_json(self) -> Path:
-        return self.root / EVAL_JSON
-
-    @property
-    def curve(self) -> Path:
-        return self.root / CURVE_FILE
-
-    @property
-    def checkpoint(self) -> Path:
-        return self.root / CHECKPOINT_DIR
-
-    @property
-    def tensorboard(self) -> Path:
-        return self.root / TB_DIR
+    config = _InRun(CONFIG_FILE)
+    meta = _InRun(META_FILE)
+    model = _InRun(MODEL_FILE)
+    best_model = _InRun(BEST_MODEL_FILE)
+    normalizer = _InRun(VECNORMALIZE_FILE)
+    eval_csv = _InRun(EVAL_CSV)
+    eval_json = _InRun(EVAL_JSON)
+    curve = _InRun(CURVE_FILE)
+    checkpoint = _InRun(CHECKPOINT_DIR)
+    tensorboard = _InRun(TB_DIR)
 
     def load_history(self) -> list[dict[str, Any]]:
-        if not self.eval_json.is_file():
-            return []
-        data = json.loads(self.eval_json.read_text(encoding="utf-8"))
-        return list(data.get("evaluations", []))
+        return list(read_json(self.eval_json, {}).get("evaluations", []))
 
 
 @contextlib.contextmanager
@@ -494,17 +471,10 @@ class RunCallback(BaseCallback):
         normalizer = model.get_vec_normalize_env()
         t0 = time.perf_counter()
         result = evaluate_model(model, self.cfg.env_kwargs(), self.seeds, normalizer)
-        low, high = result.interval
+        figures = {k: v for k, v in result.to_dict().items() if k not in UNRECORDED}
         record = {
             "timesteps": int(model.num_timesteps),
-            "episodes": result.episodes,
-            "wins": result.wins,
-            "win_rate": result.win_rate,
-            "ci_low": low,
-            "ci_high": high,
-            "outcomes": result.outcomes,
-            "mean_turns": result.mean_turns,
-            "mean_steps": result.mean_steps,
+            **figures,
             "eval_seconds": round(time.perf_counter() - t0, 3),
             "time": utc_now(),
         }
@@ -516,8 +486,8 @@ class RunCallback(BaseCallback):
             atomic_save(self.run.best_model, model.save)
         if self.logger is not None:
             self.logger.record("eval/win_rate", result.win_rate)
-            self.logger.record("eval/ci_low", low)
-            self.logger.record("eval/ci_high", high)
+            self.logger.record("eval/ci_low", record["ci_low"])
+            self.logger.record("eval/ci_high", record["ci_high"])
             self.logger.record("eval/mean_turns", result.mean_turns)
         return record
 
@@ -600,12 +570,17 @@ def tidy_checkpoints(run: RunDir) -> list[str]:
         stale_slot = entry.name.startswith(CHECKPOINT_SLOT) and entry.resolve() != current
         half_written = entry.name.startswith(".") and entry.name.endswith(".tmp")  # atomic_target
         if entry.name.startswith(STAGING_PREFIX) or stale_slot or half_written:
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
+            _remove(entry)
             removed.append(entry.name)
     return sorted(removed)
+
+
+def _remove(entry: Path) -> None:
+    """Delete a file, a link (not what it points at) or a folder with its contents."""
+    if entry.is_dir() and not entry.is_symlink():
+        shutil.rmtree(entry)
+    else:
+        entry.unlink()
 
 
 def save_final(model: BaseAlgorithm, run: RunDir) -> None:
@@ -958,7 +933,7 @@ def distill(
     run_dir = RunDir(out)
     if settings.rounds < 1:
         raise TrainingError(f"rounds must be at least 1, got {settings.rounds}")
-    meta = json.loads(run_dir.meta.read_text(encoding="utf-8")) if run_dir.meta.is_file() else {}
+    meta = read_json(run_dir.meta, {})
     if meta and (meta.get("start") != start or "rounds" in meta):  # "rounds": an older layout
         raise TrainingError(
             f"{out} holds another distillation (of {meta.get('start')!r}); choose another "
@@ -983,11 +958,7 @@ def distill(
     elif len(expert_rounds(out)) < settings.rounds:  # a rerun continuing: its command kept
         resumed = {"time": utc_now(), "command": sys.argv, "rounds": settings.rounds}
         meta.setdefault("resumes", []).append(resumed)
-    check_resumable(cfg, out)
-    note = reconcile_rounds(out)
-    if note is not None:
-        log(f"{out}: {note}")
-    check_kept_labels(out, cfg.expert_iteration)
+    prepare_resume(cfg, out, log)
     meta.pop(SHA256_KEY, None)  # the files change from here
     meta["status"] = STATUS_RUNNING
     atomic_write_json(run_dir.meta, meta)
@@ -1023,13 +994,8 @@ def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
     removed = tidy_checkpoints(run)
     if removed:
         log(f"{run.root}: removed what a hard stop left half-written: {', '.join(removed)}")
-    check_resumable(cfg, run.root)
-    note = reconcile_rounds(run.root)
-    if note is not None:
-        log(f"{run.root}: {note}")
-    check_kept_labels(run.root, cfg.expert_iteration)
-    state = run.checkpoint / STATE_FILE
-    trained = int(json.loads(state.read_text()).get("timesteps", 0)) if state.is_file() else 0
+    prepare_resume(cfg, run.root, log)
+    trained = int(read_json(run.checkpoint / STATE_FILE, {}).get("timesteps", 0))
     rounds = len(expert_rounds(run.root))
     if rounds and steps_to_train(cfg, trained) > 0:
         raise TrainingError(
@@ -1037,7 +1003,7 @@ def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
             f"cannot continue after them (total_timesteps {cfg.training.total_timesteps:,} > "
             f"{trained:,} trained)"
         )
-    meta = json.loads(run.meta.read_text()) if run.meta.is_file() else {}
+    meta = read_json(run.meta, {})
     if meta.pop(SHA256_KEY, None) is not None:  # the files change from here
         atomic_write_json(run.meta, meta)
     atomic_write_text(run.config, dump_config(cfg))
@@ -1120,19 +1086,12 @@ def _clear_unstarted(run: RunDir) -> None:
             "did not write; move them away to start the run over"
         )
     for entry in run.root.iterdir():
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
+        _remove(entry)
 
 
 def _stopped_before_training(run: RunDir) -> bool:
     """A run directory left by a stop before learning began: no checkpoint yet (the first
     is written before the status becomes ``running``; a hard kill can land in between)."""
-    if (run.checkpoint / STATE_FILE).is_file() or not run.meta.is_file():
+    if (run.checkpoint / STATE_FILE).is_file():
         return False
-    try:
-        status = json.loads(run.meta.read_text(encoding="utf-8")).get("status")
-    except (OSError, ValueError):
-        return False
-    return status in (STATUS_STARTING, STATUS_RUNNING)
+    return run_status(run.root) in (STATUS_STARTING, STATUS_RUNNING)

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 from agents.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from agents.evaluation.plots import pyplot
 from agents.learning.config import ConfigError, config_from_dict, dump_config
 from agents.learning.provenance import META_FILE, TrainingError
 from agents.learning.search_space import (
@@ -176,11 +177,10 @@ def make_storage(url: str) -> optuna.storages.RDBStorage:
 
     SQLite gets a long lock timeout: several processes write the same file.
     """
-    engine_kwargs: dict[str, Any]
-    if url.startswith("sqlite"):
-        engine_kwargs = {"connect_args": {"timeout": SQLITE_TIMEOUT_SECONDS}}
-    else:
-        engine_kwargs = {"pool_pre_ping": True}
+    sqlite = url.startswith("sqlite")
+    engine_kwargs: dict[str, Any] = (
+        {"connect_args": {"timeout": SQLITE_TIMEOUT_SECONDS}} if sqlite else {"pool_pre_ping": True}
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         try:
@@ -758,10 +758,7 @@ def plot_study(study: optuna.Study, out: Path) -> str | None:
 
     Returns the reason importances are missing, if they are.
     """
-    import matplotlib  # noqa: PLC0415 (loaded on use)
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415 (after choosing the Agg backend)
+    plt = pyplot()  # the Agg backend chosen before Optuna's plots import pyplot
     from optuna.visualization import matplotlib as plots  # noqa: PLC0415
 
     _, reason = _importances(study)

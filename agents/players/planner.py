@@ -76,7 +76,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -143,25 +143,22 @@ class PlannerConfig:
     """The heuristic used as base policy and rollout policy."""
 
     def __post_init__(self) -> None:
+        def refuse(name: str, rule: str) -> NoReturn:
+            raise ValueError(f"PlannerConfig.{name} must be {rule}, got {getattr(self, name)!r}")
+
         for name in ("samples", "batch", "min_samples", "racks"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"PlannerConfig.{name} must be a positive integer, got {value!r}")
+                refuse(name, "a positive integer")
         for name in ("z", "stop_z", "drop_z"):
             if not getattr(self, name) > 0:
-                raise ValueError(
-                    f"PlannerConfig.{name} must be positive, got {getattr(self, name)!r}"
-                )
+                refuse(name, "positive")
         if isinstance(self.plan_from_turn, bool) or not isinstance(self.plan_from_turn, int):
-            raise ValueError(
-                f"PlannerConfig.plan_from_turn must be an integer, got {self.plan_from_turn!r}"
-            )
+            refuse("plan_from_turn", "an integer")
         if self.min_discordant < 0:
-            raise ValueError(
-                f"PlannerConfig.min_discordant must be >= 0, got {self.min_discordant}"
-            )
+            refuse("min_discordant", ">= 0")
         if self.time_limit is not None and not self.time_limit > 0:
-            raise ValueError(f"PlannerConfig.time_limit must be positive, got {self.time_limit!r}")
+            refuse("time_limit", "positive")
 
 
 PLANNER_DEFAULT: Final = PlannerConfig()
@@ -182,8 +179,7 @@ HINT_SAMPLES: Final = 200
 # --------------------------------------------------------------------------- analysis
 def hopeless(kn: Knowledge) -> bool:
     """True when a ``turn``-phase position can no longer be won, whatever the order."""
-    need, _ = knowledge_need(kn)
-    return need >= IMPOSSIBLE or need > _keep_bound(kn)
+    return why_hopeless(kn) is not None
 
 
 def _keep_bound(kn: Knowledge) -> int:

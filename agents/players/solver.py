@@ -120,11 +120,6 @@ class ClairvoyantSolver:
         self.nodes = 0
         self._budget = 0
 
-    @classmethod
-    def from_game(cls, game: Game) -> ClairvoyantSolver:
-        """A solver for ``game``'s deck (from the start of the deal)."""
-        return cls(game.deck, game.rules)
-
     # ------------------------------------------------------------ analysis
     def _analyse(self, hand: int, seen: int) -> tuple[int, int, int] | None:
         """``(canonical hand, need, useful)``, or None when the phrase is out of reach."""
@@ -167,17 +162,11 @@ class ClairvoyantSolver:
     def solve(self, max_nodes: int = 0) -> Solution:
         """Decide the deal from the start. ``max_nodes`` > 0 caps the search
         (verdict ``"unknown"`` if it runs out)."""
-        return self.solve_from(Game(self.deck, self.rules), max_nodes)
-
-    def solve_from(self, game: Game, max_nodes: int = 0) -> Solution:
-        """Decide the deal from ``game``'s position (a game in play on this deck)."""
-        if list(game.deck) != self.deck:
-            raise ValueError("the game is not played on this solver's deck")
         self.nodes = 0
         self._budget = max_nodes
         path: list[int] = []
         try:
-            found = self._search(game, path)
+            found = self._search(Game(self.deck, self.rules), path)
         except SearchBudgetExceeded:
             return Solution(UNKNOWN, (), self.nodes)
         if not found:
