@@ -12,6 +12,11 @@ expert-iteration trace, measured on this checkout and written to a record.
   steps, one labelling process) with ``play_out`` replaced by a recorder, which keeps the
   Python stack the first time the planner's rollouts run: the project's frames from
   ``train`` to ``play_out``. Its ``calls`` is the number of arrows in that chain.
+- **Growth since the issue** (``--since COMMIT``): for each commit on the main line after
+  ``COMMIT`` (``git log --first-parent``; a merge counts its branch once), the net change in
+  the lines counted without the other issues' files, summed by the issue that made it
+  (:data:`ATTRIBUTION`, else the ``Issue N:`` its subject starts with; neither:
+  ``unattributed``).
 
 The record keeps one entry per ``--label`` (a later run with the same label replaces it).
 """
@@ -20,10 +25,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import subprocess
 import sys
 import tempfile
 import traceback
-from dataclasses import fields
+from collections import Counter
 from pathlib import Path
 from typing import Any, Final
 
@@ -32,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from agents.atomic import atomic_write_json  # noqa: E402
 from agents.gitinfo import git_commit, git_dirty  # noqa: E402
-from coldiron_env.options import RuleOptions  # noqa: E402
+from coldiron_env.options import VARIANT_KEYS  # noqa: E402
 
 PRODUCTION: Final = ("coldiron_env", "agents", "scripts")
 COUNTED_APART: Final[dict[str, tuple[str, ...]]] = {
@@ -70,10 +77,60 @@ COUNTED_APART: Final[dict[str, tuple[str, ...]]] = {
         "scripts/export.py",
     ),
 }
-CURRICULUM_FIELDS: Final = ("turns", "suits_required")
+FILED_AT: Final = "8ad2cac"
+"""The commit issue 20 was filed at (agents/learning: 5,383 lines, as the issue says)."""
+HELD_OUT, ISSUE_19, ISSUE_20, ISSUE_21 = (
+    "held out in fact", "issue 19 (bound, search, expert iteration)",
+    "issue 20 (the leaner house)", "issue 21 (the mask in the observation, curricula)",
+)  # fmt: skip
+ATTRIBUTION: Final[dict[str, str]] = {
+    sha: issue
+    for issue, shas in (
+        (HELD_OUT, "a8743da 5fcf816 01b8b81"),
+        (ISSUE_21, "d6490bb 3ce3baf"),
+        (ISSUE_19, "138e8c2 ee054fa 15dfece 4126bc8 f8d9416 b1659bb cd0a10e 8092092 a6e421b "
+                   "e6aa70c e05f254 38b37e5 11047d6 9527267 a17425a 2972956 b0ea060 a4339bb "
+                   "aa161fc 3842826 007378d 8e38456"),
+        (ISSUE_20, "5f31dc2 5b652e6 ff2c123 a3fe483 a4b9674 1d272d6 cdf179c 6344e8e 277740e"),
+    )
+    for sha in shas.split()
+}  # fmt: skip
+"""Commits on the main line since :data:`FILED_AT` (their first 7 hex digits): the issue
+whose work each is (the commits before subjects named their issue)."""
+ISSUES: Final = {"19": ISSUE_19, "20": ISSUE_20, "21": ISSUE_21}
+SUBJECT_ISSUE: Final = re.compile(r"Issue (\d+)\b")
+"""A later commit's issue: its subject starts ``Issue N``."""
+UNATTRIBUTED: Final = "unattributed"
 TRACE_START: Final = "train"
 TRACE_END: Final = "play_out"
 TRACE_EPISODES: Final = 16  # enough deals that some game reaches the turn the planner plans from
+
+
+def _git_lines(*args: str) -> list[str]:
+    out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True)
+    return out.stdout.splitlines()
+
+
+def growth_since(since: str) -> dict[str, Any]:
+    """The net change since ``since`` in the lines counted without the other issues' files,
+    commit by commit on the main line and summed by :data:`ATTRIBUTION`'s issue."""
+    apart = {f for files in COUNTED_APART.values() for f in files}
+    commits: list[dict[str, Any]] = []
+    by_issue: Counter[str] = Counter()
+    main_line = _git_lines("log", "--first-parent", "--reverse", "--format=%H %s", f"{since}..HEAD")
+    for sha, _, subject in (line.partition(" ") for line in main_line):
+        net = 0
+        for row in _git_lines("diff", "--numstat", f"{sha}^1", sha, "--", *PRODUCTION):
+            added, removed, path = row.split("\t", 2)
+            if path.endswith(".py") and path not in apart and added != "-":
+                net += int(added) - int(removed)
+        if net:
+            named = SUBJECT_ISSUE.match(subject)
+            by_subject = ISSUES.get(named.group(1), UNATTRIBUTED) if named else UNATTRIBUTED
+            issue = ATTRIBUTION.get(sha[: len(FILED_AT)], by_subject)
+            commits.append({"commit": sha[: len(FILED_AT)], "issue": issue, "net_lines": net})
+            by_issue[issue] += net
+    return {"since": since, "by_issue": dict(by_issue), "commits": commits}
 
 
 def python_files() -> list[Path]:
@@ -105,9 +162,8 @@ def line_counts() -> dict[str, Any]:
 
 def rule_variant_files() -> dict[str, dict[str, int]]:
     """Per rule variant: the production files naming it, and how many times each does."""
-    variants = [f.name for f in fields(RuleOptions) if f.name not in CURRICULUM_FIELDS]
     found: dict[str, dict[str, int]] = {}
-    for name in variants:
+    for name in VARIANT_KEYS:
         found[name] = {}
         for path in python_files():
             count = path.read_text().count(name)
@@ -170,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, required=True, help="the record to write")
     parser.add_argument("--label", required=True, help="this measurement's name in the record")
     parser.add_argument("--no-trace", action="store_true", help="skip the tiny training run")
+    parser.add_argument(
+        "--since", help=f"also the growth since this commit, by issue (issue 20's: {FILED_AT})"
+    )
     args = parser.parse_args(argv)
 
     entry: dict[str, Any] = {"commit": git_commit(), "dirty": git_dirty(), **line_counts()}
@@ -181,8 +240,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_trace:
         chain = expert_iteration_trace()
         entry["expert_iteration_trace"] = {"calls": len(chain) - 1, "chain": chain}
+    if args.since:
+        entry["growth"] = growth_since(args.since)
     doc = json.loads(args.json.read_text()) if args.json.exists() else {"entries": {}}
-    doc["command"] = "python scripts/experiments/house_metrics.py --json FILE --label LABEL"
+    doc["command"] = (
+        f"python scripts/experiments/house_metrics.py --json FILE --label LABEL --since {FILED_AT}"
+    )
     doc["entries"][args.label] = entry
     atomic_write_json(args.json, doc)
     print(json.dumps({k: v for k, v in entry.items() if k != "rule_variants"}, indent=2))
