@@ -241,6 +241,7 @@ def worker_pool(workers: int) -> Pool | None:
 
 
 def close_pool(pool: Pool | None) -> None:
+    """Stop :func:`worker_pool`'s workers (whatever they are doing: a run interrupted)."""
     if pool is not None:
         pool.terminate()
         pool.join()
@@ -326,14 +327,13 @@ def table_markdown(rows: Sequence[AgentResult], seed: int, episodes: int) -> str
         low, high = r.interval
         if r.kind == "bound":
             kinds = (WINNABLE, UNWINNABLE, UNKNOWN)
-            breakdown = [f"{kind} {r.outcomes[kind]}" for kind in kinds] + [""] * 2
+            blank = [""] * (len(OUTCOMES) - len(kinds))
+            breakdown = [f"{kind} {r.outcomes[kind]}" for kind in kinds] + blank
         else:
             breakdown = [str(r.outcomes[o]) for o in OUTCOMES]
         deals = f"{r.episodes}" + ("" if r.episodes == episodes else f" (first {r.episodes})")
-        rate, interval = (
-            f"{PERCENT * r.win_rate:.2f}%",
-            f"[{PERCENT * low:.2f}%, {PERCENT * high:.2f}%]",
-        )
+        rate = f"{PERCENT * r.win_rate:.2f}%"
+        interval = f"[{PERCENT * low:.2f}%, {PERCENT * high:.2f}%]"
         body.append([r.agent, deals, rate, interval, *breakdown, f"{r.seconds / r.episodes:.4f}"])
     return markdown_table(head, body) + (
         f"\nDeals: row i of `shuffled_decks(numpy.random.default_rng({seed}), {episodes})`; "
@@ -528,7 +528,8 @@ def add_row(
     ladder.rows.append(row)
     if progress is not None:
         progress(row)
-    pair = ladder.comparisons[spec] = compare(base, row)
+    pair = compare(base, row)
+    ladder.comparisons[spec] = pair
     return base, row, pair
 
 

@@ -658,16 +658,18 @@ def house() -> str:
 def house_growth() -> str:
     """The last measurement's growth since issue 20 was filed, by the issue that made it."""
     doc = _load(HOUSE_JSON)
-    label, entry = next(
-        (label, e) for label, e in reversed(doc["entries"].items()) if "growth" in e
-    )
+    measured = [(label, e) for label, e in doc["entries"].items() if "growth" in e]
+    if not measured:
+        raise ValueError(f"{_shown(HOUSE_JSON)}: no measurement with --since (no growth)")
+    label, entry = measured[-1]
     growth = entry["growth"]
     rows = [
         [issue, f"{net:+,}", str(sum(c["issue"] == issue for c in growth["commits"]))]
         for issue, net in growth["by_issue"].items()
     ]
     rows.append(["all", f"{sum(growth['by_issue'].values()):+,}", str(len(growth["commits"]))])
-    header = ["made by", "net lines (without the other issues' files)", "commits"]
+    header = ["made by", "net lines (without the other issues' files)",
+              "commits that changed the count"]  # fmt: skip
     return markdown_table(header, rows) + (
         f"\nFrom `{growth['since']}` to `{entry['commit'][:7]}` (measurement {label!r}) in "
         f"`{_shown(HOUSE_JSON)}`: `{doc['command']}`.\n"

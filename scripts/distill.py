@@ -37,6 +37,9 @@ from agents.registry import (
 EXIT_ERROR: Final = 2
 EXIT_INTERRUPTED: Final = 130
 DEFAULT_ROUNDS: Final = 8
+SETTINGS_FLAGS: Final = ("rounds", "episodes", "budget", "epochs", "learning_rate", "workers",
+                         "rollouts", "keep_rounds", "targets", "soft_z")  # fmt: skip
+"""The flags that are ``expert_iteration`` settings, each named as its field."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,8 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--torch-threads", type=int, default=PLAY_TORCH_THREADS)
     args = parser.parse_args(argv)
     try:
-        fields = ExpertIterationConfig.model_fields
-        settings = ExpertIterationConfig(**{k: v for k, v in vars(args).items() if k in fields})
+        settings = ExpertIterationConfig(**{key: getattr(args, key) for key in SETTINGS_FLAGS})
         set_torch_threads(args.torch_threads)
         if is_builtin(args.start) or args.start in SEARCH_OVER_MODELS:
             raise TrainingError(f"{args.start!r} is not a trained network")

@@ -993,3 +993,22 @@ def test_random_games_end_within_the_bound() -> None:
                 _, _, _, _, info = env.step(a)
                 steps += 1
             assert steps <= env.max_episode_steps
+
+
+def test_each_rack_ends_on_the_cards_its_name_names() -> None:
+    """``RACK_TARGETS`` (written as a table) against the action names and the card codes,
+    read independently: rack RANK ends on that rank in every suit, rack SUIT on every
+    numbered card of that suit, anything else on nothing."""
+    from coldiron_env.actions import ACTION_NAMES, NUM_ACTIONS, RACK_TARGETS
+    from coldiron_env.cards import CARD_CODES, FIRST_COURT, SUIT_NAMES, SUITS
+
+    assert len(ACTION_NAMES) == len(RACK_TARGETS) == NUM_ACTIONS
+    for action, name in enumerate(ACTION_NAMES):
+        target = name.removeprefix("rack ") if name.startswith("rack ") else None
+        expected = 0
+        for card, code in enumerate(CARD_CODES[:FIRST_COURT]):
+            rank, suit = code[:-1], SUIT_NAMES[SUITS.index(code[-1])].lower()
+            if target in (rank, suit):
+                expected |= 1 << card
+        assert RACK_TARGETS[action] == expected, name
+        assert (expected != 0) == (target is not None), name

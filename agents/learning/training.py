@@ -320,8 +320,13 @@ class _InRun:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def __get__(self, run: RunDir, owner: type[RunDir] | None = None) -> Path:
+    def __get__(self, run: RunDir | None, owner: type[RunDir] | None = None) -> Path:
+        if run is None:
+            raise AttributeError(f"RunDir.{self.name}: a path of one run, read on a RunDir")
         return run.root / self.name
+
+    def __set__(self, run: RunDir, value: object) -> None:
+        raise AttributeError(f"RunDir paths are fixed by its root: cannot set {self.name}")
 
 
 @dataclass
