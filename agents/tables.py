@@ -672,7 +672,7 @@ def house_growth() -> str:
               "commits that changed the count"]  # fmt: skip
     return markdown_table(header, rows) + (
         f"\nFrom `{growth['since']}` to `{entry['commit'][:7]}` (measurement {label!r}) in "
-        f"`{_shown(HOUSE_JSON)}`: `{doc['command']}`.\n"
+        f"`{_shown(HOUSE_JSON)}`: `{entry['command']}`.\n"
     )
 
 

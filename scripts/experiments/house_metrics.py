@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -242,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         "--since",
         help=f"also the growth since this commit, by issue (issue 20's: {FILED_AT[:SHORT_SHA]})",
     )
-    args = parser.parse_args(argv)
+    argv_used = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(argv_used)
 
     entry: dict[str, Any] = {"commit": git_commit(), "dirty": git_dirty(), **line_counts()}
     variants = rule_variant_files()
@@ -256,9 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.since:
         entry["growth"] = growth_since(args.since)
     doc = json.loads(args.json.read_text()) if args.json.exists() else {"entries": {}}
-    doc["command"] = (
-        f"python scripts/experiments/house_metrics.py --json FILE --label LABEL --since {FILED_AT}"
-    )
+    doc["command"] = "python scripts/experiments/house_metrics.py --json FILE --label LABEL"
+    entry["command"] = shlex.join(["python", "scripts/experiments/house_metrics.py", *argv_used])
     doc["entries"][args.label] = entry
     atomic_write_json(args.json, doc)
     print(json.dumps({k: v for k, v in entry.items() if k != "rule_variants"}, indent=2))
