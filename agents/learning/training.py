@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import json
 import os
 import pickle
 import shutil
@@ -90,7 +91,6 @@ from agents.learning.expert_iteration import (
     start_hash,
 )
 from agents.learning.imitation import Demonstrations, accuracy, behaviour_clone, concat
-from agents.learning.multiseed import run_status
 from agents.learning.provenance import META_FILE, SHA256_KEY, TrainingError, file_hashes, provenance
 from agents.learning.sb3_agent import (
     CONFIG_FILE,
@@ -1097,6 +1097,10 @@ def _clear_unstarted(run: RunDir) -> None:
 def _stopped_before_training(run: RunDir) -> bool:
     """A run directory left by a stop before learning began: no checkpoint yet (the first
     is written before the status becomes ``running``; a hard kill can land in between)."""
-    if (run.checkpoint / STATE_FILE).is_file():
+    if (run.checkpoint / STATE_FILE).is_file() or not run.meta.is_file():
         return False
-    return run_status(run.root) in (STATUS_STARTING, STATUS_RUNNING)
+    try:
+        status = json.loads(run.meta.read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError):
+        return False
+    return status in (STATUS_STARTING, STATUS_RUNNING)

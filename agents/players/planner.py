@@ -79,7 +79,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
 import numpy as np
-import numpy.typing as npt
 
 from agents.players.base import Agent, KnowledgeActor
 from agents.players.heuristic import (
@@ -91,7 +90,7 @@ from agents.players.heuristic import (
     turn_choice,
 )
 from agents.players.policy_net import NetRoller, PolicyNet
-from agents.players.rollouts import COMPILED, HOPELESS, pack_params, rollout_wins
+from agents.players.rollouts import COMPILED, HOPELESS, Estimate, pack_params, rollout_wins
 from coldiron_env.actions import (
     IRON,
     LEGAL_ACTIONS,
@@ -263,32 +262,6 @@ class PlannerStats:
     def clear(self) -> None:
         self.decisions = self.planned = self.switched = self.rollouts = 0
         self.seconds = 0.0
-
-
-@dataclass
-class Estimate:
-    """Per-candidate results of one decision's rollouts (wins per sampled order)."""
-
-    candidates: list[int]
-    wins: dict[int, list[int]] = field(default_factory=dict)
-
-    @property
-    def samples(self) -> int:
-        return len(self.wins[self.candidates[0]]) if self.candidates else 0
-
-    @classmethod
-    def start(cls, candidates: Sequence[int]) -> Estimate:
-        """No rollouts yet."""
-        return cls(list(candidates), {a: [] for a in candidates})
-
-    def add(self, won: npt.NDArray[np.bool_]) -> None:
-        """More rollouts: ``won[o, c]``, sampled order ``o`` with candidate ``c`` played."""
-        for column, action in enumerate(self.candidates):
-            self.wins[action].extend(won[:, column].astype(int).tolist())
-
-    def win_chance(self, action: int) -> float:
-        results = self.wins[action]
-        return sum(results) / len(results) if results else math.nan
 
 
 @dataclass(frozen=True)

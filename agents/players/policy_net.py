@@ -27,14 +27,13 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from agents.players.rollouts import candidate_games, hopeless_games, tables
+from agents.players.rollouts import Estimate, candidate_games, hopeless_games, tables
 from agents.players.threads import one_blas_thread
 from coldiron_env.actions import LEGAL_MASKS
 from coldiron_env.batched import CODE_WON, PLAYING, SKIP, pack_rules, step_games
 from coldiron_env.observation import encode_batch, flat_size
 
 if TYPE_CHECKING:
-    from agents.players.planner import Estimate
     from coldiron_env.game import Games
     from coldiron_env.knowledge import Knowledge
     from coldiron_env.options import RuleOptions
@@ -160,8 +159,6 @@ class NetRoller:
     ) -> Estimate:
         """Roll every candidate out on ``samples`` more orders of the unseen cards (the
         rules ``kn`` carries)."""
-        from agents.players.planner import Estimate  # noqa: PLC0415 (planner imports this module)
-
         if estimate is None:
             estimate = Estimate.start(candidates)
         orders = kn.sample_order_array(rng, samples)

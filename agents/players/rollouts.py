@@ -20,8 +20,9 @@ compiled at each process's first use and not cached on disk
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import astuple
+from dataclasses import astuple, dataclass, field
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 import numpy as np
@@ -299,3 +300,29 @@ def rollout_wins(
     first, games = candidate_games(kn, orders, candidates)
     won = play_out(first, games, pack_rules(kn.rules), tables(), params)
     return np.asarray(won).reshape(orders.shape[0], len(candidates))
+
+
+@dataclass
+class Estimate:
+    """Per-candidate results of one decision's rollouts (wins per sampled order)."""
+
+    candidates: list[int]
+    wins: dict[int, list[int]] = field(default_factory=dict)
+
+    @property
+    def samples(self) -> int:
+        return len(self.wins[self.candidates[0]]) if self.candidates else 0
+
+    @classmethod
+    def start(cls, candidates: Sequence[int]) -> Estimate:
+        """No rollouts yet."""
+        return cls(list(candidates), {a: [] for a in candidates})
+
+    def add(self, won: npt.NDArray[np.bool_]) -> None:
+        """More rollouts: ``won[o, c]``, sampled order ``o`` with candidate ``c`` played."""
+        for column, action in enumerate(self.candidates):
+            self.wins[action].extend(won[:, column].astype(int).tolist())
+
+    def win_chance(self, action: int) -> float:
+        results = self.wins[action]
+        return sum(results) / len(results) if results else math.nan
