@@ -50,7 +50,10 @@ def test_growth_adds_up_and_every_commit_has_its_issue(house: ModuleType) -> Non
     assert sum(c["net_lines"] for c in growth["commits"]) == expected
     assert growth["commits"], "nothing changed the count since the issue was filed"
     unattributed = [c["commit"] for c in growth["commits"] if c["issue"] == house.UNATTRIBUTED]
-    assert not unattributed, f"commits that change the count with no issue: {unattributed}"
+    assert not unattributed, (
+        f"commits that change the count with no issue: {unattributed} (start a subject with "
+        "'Issue N:', or list the commit in house_metrics.ATTRIBUTION)"
+    )
 
 
 def test_attributions_are_main_line_commits_and_agree_with_their_subjects(
