@@ -39,7 +39,7 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -124,8 +124,12 @@ class TrainRow:
     timesteps: int
     wall_seconds: float
     env_seconds: float
-    steps_per_s: float = 0.0
-    env_share: float = 0.0
+    steps_per_s: float = field(init=False)
+    env_share: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.steps_per_s = self.timesteps / self.wall_seconds
+        self.env_share = self.env_seconds / self.wall_seconds
 
 
 # ------------------------------------------------------------------ the policy
@@ -382,13 +386,8 @@ def training_rows(budget: Budget, seed: int) -> list[TrainRow]:
         venv.close()
         vec_name = "native vector env" if kind == "native" else "DummyVecEnv"
         name = f"MaskablePPO + {vec_name} x{PPO_ENVS}"
-        rows.append(_train_row(name, int(model.num_timesteps), wall, venv.seconds))
+        rows.append(TrainRow(name, int(model.num_timesteps), wall, venv.seconds))
     return rows
-
-
-def _train_row(name: str, steps: int, wall: float, env_seconds: float) -> TrainRow:
-    """A training row with its rates: ``steps`` in ``wall`` seconds, ``env_seconds`` in the env."""
-    return TrainRow(name, steps, wall, env_seconds, steps / wall, env_seconds / wall)
 
 
 def default_config_row(budget: Budget, timed: Callable[[Any], Any]) -> TrainRow:
@@ -421,7 +420,7 @@ def default_config_row(budget: Budget, timed: Callable[[Any], Any]) -> TrainRow:
     venv.close()
     threads = cfg.training.torch_threads
     name = f"default config x{cfg.training.n_envs:,}, {threads} thread{'s' * (threads > 1)}"
-    return _train_row(name, rollouts * rollout, wall, venv.seconds)
+    return TrainRow(name, rollouts * rollout, wall, venv.seconds)
 
 
 def labelling_rows(budget: Budget, seed: int) -> list[LabelRow]:
