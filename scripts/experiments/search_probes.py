@@ -6,7 +6,8 @@
 
 An agent is a registry name (``heuristic``, ``planner-trained``, ``strongest``...) or a
 search spec ``search:MODEL:ROLLOUTS:SAMPLES:FROM_TURN``: the planner over the network
-``MODEL`` (its base policy), its rollouts played by ``heuristic`` or by the ``network``,
+``MODEL`` (its base policy), its rollouts played by ``heuristic``, by the ``network`` itself
+or by another shipped network named (``search:distilled-30:distilled:1024:18``),
 ``SAMPLES`` sampled orders a decision at most, planning from turn ``FROM_TURN``, then any
 other ``PlannerConfig`` fields as ``:NAME=VALUE`` (``:z=1.5:racks=14``). Every agent
 plays the same validation deals (``reset(seed=stream_seed(VALIDATION, SEED, k))``), split
@@ -57,16 +58,22 @@ def make(spec: str) -> Agent:
     from agents.players.planner import PlannerAgent, PlannerConfig
 
     parts = spec[len(SEARCH_PREFIX) :].split(":")
-    if len(parts) < SEARCH_FIELDS or parts[1] not in ("heuristic", "network"):
-        raise ValueError(f"{spec!r}: expected search:MODEL:heuristic|network:SAMPLES:FROM_TURN")
+    if len(parts) < SEARCH_FIELDS:
+        raise ValueError(f"{spec!r}: expected search:MODEL:ROLLOUTS:SAMPLES:FROM_TURN")
     model, rollouts, samples, from_turn = parts[0], parts[1], int(parts[2]), int(parts[3])
     extra: dict[str, Any] = {}
     for item in parts[SEARCH_FIELDS:]:
         key, _, value = item.partition("=")
         extra[key] = float(value) if "." in value else int(value)
-    network = make_agent(model)
-    if not isinstance(network, SB3Agent):
-        raise ValueError(f"{spec!r}: {model!r} is not a trained network")
+
+    def trained(name: str) -> SB3Agent:
+        agent = make_agent(name)
+        if not isinstance(agent, SB3Agent):
+            raise ValueError(f"{spec!r}: {name!r} is not a trained network")
+        return agent
+
+    network = trained(model)
+    roller = network if rollouts in ("heuristic", "network") else trained(rollouts)
     batch = min(STATS_BATCH, samples)
     config = PlannerConfig(
         samples=samples, batch=batch, min_samples=batch, plan_from_turn=from_turn, **extra
@@ -75,7 +82,7 @@ def make(spec: str) -> Agent:
         config,
         name=spec,
         base=KnowledgePolicy(network),
-        rollout_policy=policy_net(network) if rollouts == "network" else None,
+        rollout_policy=None if rollouts == "heuristic" else policy_net(roller),
     )
 
 
