@@ -9,6 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from agents.learning.sb3_agent import SB3Agent, policy_net
+from agents.players.planner import PlannerAgent
+from agents.players.policy_net import PolicyNet
+from agents.registry import make_agent
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = "scripts/experiments/search_probes.py"
 EPISODES = 40
@@ -61,3 +68,34 @@ def test_git_dirty_leaves_out_only_the_record_being_filled(tmp_path: Path) -> No
     (tmp_path / "code.py").write_text("1\n")
     assert git_dirty(ignore=record, root=tmp_path) is True
     assert git_dirty(ignore=Path("/elsewhere/record.json"), root=tmp_path) is True
+
+
+def test_the_rollouts_may_be_played_by_another_network() -> None:
+    """``search:MODEL:OTHER:...``: MODEL proposes, the network OTHER plays the rollouts."""
+    sys.path.insert(0, str(ROOT / "scripts" / "experiments"))
+    from search_probes import make
+
+    def rollout_net(spec: str) -> PolicyNet | None:
+        planner = make(spec)
+        assert isinstance(planner, PlannerAgent)
+        assert planner.base is not None and planner.base.name == "distilled-30"
+        return planner.rollout_policy
+
+    def weights(net: PolicyNet | None) -> list[list[float]]:
+        assert net is not None
+        return [w.ravel().tolist() for w in net.weights]
+
+    def shipped(name: str) -> PolicyNet:
+        agent = make_agent(name)
+        assert isinstance(agent, SB3Agent)
+        return policy_net(agent)
+
+    distilled, distilled_30 = shipped("distilled"), shipped("distilled-30")
+    assert weights(distilled) != weights(distilled_30)  # the checks below can fail
+    assert weights(rollout_net("search:distilled-30:distilled:64:18")) == weights(distilled)
+    assert weights(rollout_net("search:distilled-30:network:64:18")) == weights(distilled_30)
+    assert rollout_net("search:distilled-30:heuristic:64:18") is None
+    with pytest.raises(ValueError, match="'random' is not a trained network"):
+        make("search:distilled-30:random:64:18")
+    with pytest.raises(ValueError, match="unknown agent 'nobody'"):
+        make("search:distilled-30:nobody:64:18")

@@ -90,9 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         },
     )
     shutil.copy2(start / META_FILE, args.out / "start_meta.json")
-    print(
-        f"{status}: {model.num_timesteps - before:,} steps trained in {time.perf_counter() - began:.0f} s"
-    )
+    seconds = time.perf_counter() - began
+    print(f"{status}: {model.num_timesteps - before:,} steps trained in {seconds:.0f} s")
     return 0
 
 
