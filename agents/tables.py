@@ -774,7 +774,3 @@ def refresh(path: Path, check: bool = False) -> list[str]:
     if changed and not check:
         atomic_write_text(path, new)
     return changed
-
-
-def tables_in(path: Path) -> list[str]:
-    return [m["name"] for m in BLOCK.finditer(path.read_text(encoding="utf-8"))]

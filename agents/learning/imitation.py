@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from agents.atomic import atomic_write_bytes
 from agents.evaluation.lockstep import Episode, Move, play_lockstep, stack_observations
 from agents.learning.algorithms import algorithm_of
-from agents.learning.sb3_agent import MaskedPolicy
+from agents.learning.sb3_agent import MaskedPolicy, q_values, zero_lstm_states
 from agents.players.base import Agent
 from agents.players.roster import make_player
 from coldiron_env.dealer import DealStream, stream_seed
@@ -301,10 +301,7 @@ class _Cloner:
         """(logits or Q-values (n, 19), values (n,) or None) for flat rows."""
         obs_t = self.tensor(obs)
         if self.spec.family == "q_value":
-            if hasattr(self.policy, "quantile_net"):
-                quantiles = self.policy.quantile_net(obs_t)
-                return quantiles.mean(dim=1), None
-            return self.policy.q_net(obs_t), None
+            return q_values(self.policy, obs_t), None
         dist = self.policy.get_distribution(obs_t)
         return dist.distribution.logits, self.policy.predict_values(obs_t).flatten()
 
@@ -499,9 +496,7 @@ def _recurrent_epoch(
             valid[i, : lengths[e]] = True
         flat_rows = rows.reshape(-1)  # seq-major: episode 0's steps, then episode 1's...
         obs_t, _ = policy.obs_to_tensor(_rows(demos.obs, flat_rows))
-        shape = policy.lstm_hidden_state_shape
-        zeros = th.zeros((shape[0], len(eps), shape[2]), device=device)
-        states = (zeros, zeros.clone())
+        states = zero_lstm_states(policy, len(eps))
         no_starts = th.zeros(len(flat_rows), device=device)
         dist, _ = policy.get_distribution(obs_t, states, no_starts)
         logits = dist.distribution.logits

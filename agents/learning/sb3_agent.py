@@ -63,6 +63,22 @@ class ModelLoadError(ValueError):
     """A model file that is missing, corrupt or incompatible (the message names it)."""
 
 
+def q_values(policy: Any, obs_t: Any) -> th.Tensor:
+    """A DQN's Q-values, or a QR-DQN's (the mean of its quantiles), shape (n, 19)."""
+    if hasattr(policy, "quantile_net"):
+        q: th.Tensor = policy.quantile_net(obs_t).mean(dim=1)
+    else:
+        q = policy.q_net(obs_t)
+    return q
+
+
+def zero_lstm_states(policy: Any, n: int) -> tuple[th.Tensor, th.Tensor]:
+    """A recurrent policy's LSTM state at the start of ``n`` episodes."""
+    shape = policy.lstm_hidden_state_shape
+    zeros = th.zeros((shape[0], n, shape[2]), device=policy.device)
+    return zeros, zeros.clone()
+
+
 class MaskedPolicy:
     """Deterministic best-legal-action play of an SB3 model, for a batch of envs.
 
@@ -88,9 +104,7 @@ class MaskedPolicy:
         with th.no_grad():
             obs_t, _ = policy.obs_to_tensor(obs)
             if self.spec.family == "q_value":
-                if hasattr(policy, "quantile_net"):
-                    return policy.quantile_net(obs_t).mean(dim=1)
-                return policy.q_net(obs_t)
+                return q_values(policy, obs_t)
             if self.spec.recurrent:
                 n = (
                     obs_t.shape[0]
@@ -98,9 +112,7 @@ class MaskedPolicy:
                     else next(iter(obs_t.values())).shape[0]
                 )
                 if self._lstm_states is None or self._lstm_states[0].shape[1] != n:
-                    shape = policy.lstm_hidden_state_shape
-                    zeros = th.zeros((shape[0], n, shape[2]), device=policy.device)
-                    self._lstm_states = (zeros, zeros.clone())
+                    self._lstm_states = zero_lstm_states(policy, n)
                 starts = np.zeros(n) if episode_starts is None else episode_starts
                 starts_t = th.as_tensor(starts, dtype=th.float32, device=policy.device)
                 dist, self._lstm_states = policy.get_distribution(

@@ -371,16 +371,11 @@ def open_study(
             study = optuna.load_study(
                 study_name=study_name, storage=storage, sampler=sampler, pruner=pruner
             )
-    if len(study.directions) != 1:
+    if study.directions != [optuna.study.StudyDirection.MAXIMIZE]:
         raise TuneError(
             f"study {study_name!r} in {redact(storage_url)} has {len(study.directions)} "
-            "objectives: not a win-rate study; use --study NEW_NAME"
-        )
-    direction = study.direction
-    if direction != optuna.study.StudyDirection.MAXIMIZE:
-        raise TuneError(
-            f"study {study_name!r} in {redact(storage_url)} does not maximise: "
-            "not a win-rate study; use --study NEW_NAME"
+            f"objective(s) ({', '.join(d.name.lower() for d in study.directions)}): not a "
+            "win-rate study (one objective, maximised); use --study NEW_NAME"
         )
     fingerprint = tcfg.fingerprint()
     stored = study.user_attrs.get(FINGERPRINT_ATTR)

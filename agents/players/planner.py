@@ -251,17 +251,10 @@ def candidate_actions(
 # --------------------------------------------------------------------------- rollouts
 @dataclass
 class PlannerStats:
-    """Counters over the decisions of a planner (reset only by :meth:`clear`)."""
+    """Counters over a planner's decisions: those it planned, those where it switched."""
 
-    decisions: int = 0
     planned: int = 0
     switched: int = 0
-    rollouts: int = 0
-    seconds: float = 0.0
-
-    def clear(self) -> None:
-        self.decisions = self.planned = self.switched = self.rollouts = 0
-        self.seconds = 0.0
 
 
 @dataclass(frozen=True)
@@ -467,7 +460,6 @@ class PlannerAgent(Agent):
     def choose(self, kn: Knowledge) -> int:
         """The planner's action for knowledge ``kn``."""
         start = time.perf_counter()
-        self.stats.decisions += 1
         config = self.config
         base = decide(kn, config.params) if self.base is None else self.base.act_knowledge(kn)
         if len(LEGAL_ACTIONS[kn.phase]) == 1 or kn.turn < config.plan_from_turn:
@@ -485,7 +477,6 @@ class PlannerAgent(Agent):
         while done < config.samples:
             batch = min(config.batch, config.samples - done)
             estimate = roller.estimate(kn, alive, self._rng, batch, estimate)
-            self.stats.rollouts += batch * len(alive)
             done += batch
             base_wins = estimate.wins[base]
             keep = [base]
@@ -526,7 +517,6 @@ class PlannerAgent(Agent):
                     {a: paired(estimate.wins[base], estimate.wins[a])[:2] for a in alive[1:]},
                 )
             )
-        self.stats.seconds += time.perf_counter() - start
         return choice
 
 
