@@ -185,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
     against = args.against or next(iter(doc["agents"]))
+    doc["agents"][against].pop("paired", None)  # paired with another agent on a run before
     for spec, entry in doc["agents"].items():
         if spec != against:
             entry["paired"] = paired(doc["agents"][against], entry)
