@@ -15,7 +15,6 @@ A stop (Ctrl-C) saves what was trained so far, marked ``interrupted``.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Final
 ROOT: Final = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from agents.atomic import atomic_write_json, atomic_write_text  # noqa: E402
+from agents.atomic import atomic_save, atomic_write_json, atomic_write_text  # noqa: E402
 from agents.gitinfo import utc_now  # noqa: E402
 from agents.learning.config import config_from_dict, dump_config, load_config  # noqa: E402
 from agents.learning.provenance import META_FILE, file_hashes, provenance  # noqa: E402
@@ -70,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         model.learn(total_timesteps=args.steps, reset_num_timesteps=False, progress_bar=False)
     except KeyboardInterrupt:
         status = "interrupted"
-    model.save(args.out / MODEL_FILE)
+    atomic_save(args.out / MODEL_FILE, model.save)
     atomic_write_text(args.out / CONFIG_FILE, dump_config(cfg))
     atomic_write_json(
         args.out / META_FILE,
@@ -89,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             "sha256": file_hashes(args.out, [MODEL_FILE, CONFIG_FILE]),
         },
     )
-    shutil.copy2(start / META_FILE, args.out / "start_meta.json")
+    atomic_write_text(args.out / "start_meta.json", (start / META_FILE).read_text())
     seconds = time.perf_counter() - began
     print(f"{status}: {model.num_timesteps - before:,} steps trained in {seconds:.0f} s")
     return 0
