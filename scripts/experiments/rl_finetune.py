@@ -1,7 +1,7 @@
 """PPO again after expert iteration: does RL improve a network the planner has taught?
 
     .venv/bin/python scripts/experiments/rl_finetune.py --start distilled --seed 8 \\
-        --steps 12000000 --learning-rate 2e-5 --out runs/rl-after-distilled
+        --steps 12000000 --learning-rate 3e-5 --out runs/rl-after-distilled
 
 The start network (a shipped name or a run directory) is loaded with its own config
 (``config.yaml``: the observation, the PPO settings) and trained ``--steps`` more steps of
@@ -26,7 +26,12 @@ sys.path.insert(0, str(ROOT))
 from agents.atomic import atomic_save, atomic_write_json, atomic_write_text  # noqa: E402
 from agents.gitinfo import utc_now  # noqa: E402
 from agents.learning.config import config_from_dict, dump_config, load_config  # noqa: E402
-from agents.learning.provenance import META_FILE, file_hashes, provenance  # noqa: E402
+from agents.learning.provenance import (  # noqa: E402
+    META_FILE,
+    check_hashes,
+    file_hashes,
+    provenance,
+)
 from agents.learning.sb3_agent import CONFIG_FILE, MODEL_FILE  # noqa: E402
 from agents.learning.training import make_training_env  # noqa: E402
 from agents.registry import SHIPPED_MODELS  # noqa: E402
@@ -37,13 +42,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start", default="distilled", help="a shipped name or a run directory")
     parser.add_argument("--seed", type=int, required=True, help="training-stream seed")
     parser.add_argument("--steps", type=int, default=12_000_000)
-    parser.add_argument("--learning-rate", type=float, default=2e-5)
+    parser.add_argument("--learning-rate", type=float, default=3e-5)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     start = SHIPPED_MODELS.get(args.start, Path(args.start))
     if args.out.exists() and any(args.out.iterdir()):
         raise SystemExit(f"{args.out}: exists and is not empty")
-    data = load_config(start / CONFIG_FILE).to_dict()
+    try:
+        check_hashes(start, [MODEL_FILE, CONFIG_FILE])  # a shipped model's pins, as loading checks
+        data = load_config(start / CONFIG_FILE).to_dict()
+    except (OSError, ValueError) as err:
+        raise SystemExit(f"--start {args.start}: {err}") from None
     data["seed"] = args.seed
     data["training"]["total_timesteps"] = args.steps
     data["algorithm"]["hyperparameters"]["learning_rate"] = args.learning_rate
