@@ -4,6 +4,7 @@ writes, what it refuses."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -87,6 +88,6 @@ def test_a_used_out_or_a_tampered_start_is_refused(tmp_path: Path) -> None:
     config = start / CONFIG_FILE
     config.write_text(config.read_text().replace("seed: 0", "seed: 1", 1))
     out = tmp_path / "out"
-    with pytest.raises(SystemExit, match=f"--start {start}: .*{CONFIG_FILE}"):
+    with pytest.raises(SystemExit, match=f"--start {re.escape(str(start))}: .*{CONFIG_FILE}"):
         finetune.main(["--start", str(start), "--seed", "1", "--steps", "1", "--out", str(out)])
     assert not out.exists(), "nothing is written before the check"
