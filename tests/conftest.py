@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,3 +30,17 @@ def _looks_logged_apart(tmp_path_factory: pytest.TempPathFactory,
     from agents.evaluation.looks import LOOK_LOG_VARIABLE
 
     monkeypatch.setenv(LOOK_LOG_VARIABLE, str(tmp_path_factory.mktemp("looks") / "looks.jsonl"))
+
+
+@pytest.fixture
+def audit(tmp_path: Path) -> Iterator[Path]:
+    """A deal audit (``coldiron_env.dealer.set_audit``) in a fresh folder for the test: every
+    deck any env deals, in any process, with the seed that shuffled it."""
+    from coldiron_env.dealer import AUDIT_VARIABLE, set_audit
+
+    folder = tmp_path / "audit"
+    folder.mkdir()
+    set_audit(folder)
+    assert os.environ[AUDIT_VARIABLE] == str(folder)  # what subprocesses read
+    yield folder
+    set_audit(None)

@@ -166,3 +166,8 @@ def check_curriculum_refusals(env: Any) -> None:
         env.set_env_kwargs({"colour": "red"})
     with pytest.raises(ValueError, match="turns"):
         env.set_env_kwargs({"turns": 0})
+
+
+def network_weights(agent: Any) -> np.ndarray:
+    """Every weight of an SB3 agent's policy (``agents.learning.sb3_agent.SB3Agent``), flat."""
+    return np.concatenate([p.detach().numpy().ravel() for p in agent.model.policy.parameters()])

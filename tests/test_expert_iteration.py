@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import load_file
+from helpers import load_file, network_weights
 
 pytest.importorskip("sb3_contrib")
 
@@ -31,10 +31,6 @@ ROOT = Path(__file__).resolve().parent.parent
 distill_main = load_file(ROOT / "scripts" / "distill.py", "_script_distill").main
 TRAINED = SHIPPED_MODELS["trained"]
 TINY = {"rounds": 2, "episodes": 6, "budget": "planner-small"}
-
-
-def _params(agent: SB3Agent) -> np.ndarray:
-    return np.concatenate([p.detach().numpy().ravel() for p in agent.model.policy.parameters()])
 
 
 @pytest.mark.parametrize(
@@ -88,7 +84,7 @@ def _distill(out: Path, seed: int = 0) -> Any:
 
 def test_a_run_writes_a_loadable_run_directory_round_by_round(tmp_path: Path) -> None:
     out = tmp_path / "distilled"
-    before = _params(make_agent("trained"))  # type: ignore[arg-type]
+    before = network_weights(make_agent("trained"))
     result = _distill(out)
     assert (len(result.expert_rounds), result.interrupted) == (2, False)
     meta = json.loads((out / META_FILE).read_text())
@@ -101,7 +97,7 @@ def test_a_run_writes_a_loadable_run_directory_round_by_round(tmp_path: Path) ->
     assert all(r["episodes"] == TINY["episodes"] and r["decisions"] > 0 for r in record["rounds"])
     distilled = make_agent(str(out))  # evaluate.py, ladder.py and play.py load it so
     assert isinstance(distilled, SB3Agent)
-    assert not np.array_equal(_params(distilled), before), "cloning changed nothing"
+    assert not np.array_equal(network_weights(distilled), before), "cloning changed nothing"
     assert distilled.env_kwargs == make_agent("trained").env_kwargs  # type: ignore[attr-defined]
 
 
@@ -238,7 +234,7 @@ def test_a_run_on_soft_labels_keeps_them_and_resumes_as_an_unbroken_run(tmp_path
     resumed = _distill_soft(out, 3)
     assert [r["cloned_on"] for r in resumed.expert_rounds] == cloned_on
     assert np.array_equal(
-        _params(load_sb3_agent(out)), _params(load_sb3_agent(tmp_path / "straight"))
+        network_weights(load_sb3_agent(out)), network_weights(load_sb3_agent(tmp_path / "straight"))
     ), "the continued run ends with the unbroken run's network"
     recorded = json.loads((out / ei.EXPERT_FILE).read_text())["settings"]
     assert recorded["targets"] == "soft"
@@ -295,7 +291,7 @@ def test_a_training_run_ends_with_its_rounds_and_resumes_inside_them(
     starts: list[tuple[int, np.ndarray]] = []
 
     def round_(self: ei.Labellers, agent: SB3Agent, *rest: Any) -> Any:
-        starts.append((len(starts), _params(agent)))
+        starts.append((len(starts), network_weights(agent)))
         if len(starts) == 2:
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the round is labelled
         return real(self, agent, *rest)
@@ -303,8 +299,8 @@ def test_a_training_run_ends_with_its_rounds_and_resumes_inside_them(
     monkeypatch.setattr(ei.Labellers, "label", round_)
     first = train(cfg, out, log=lambda _: None)
     assert first.interrupted and [r["round"] for r in first.expert_rounds] == [0]
-    after_round_1 = _params(load_sb3_agent(out))
-    rl_end = _params(load_sb3_agent(out / "checkpoint" / "model.zip"))
+    after_round_1 = network_weights(load_sb3_agent(out))
+    rl_end = network_weights(load_sb3_agent(out / "checkpoint" / "model.zip"))
     assert not np.array_equal(after_round_1, rl_end), "model.zip is round 1's network"
     assert np.array_equal(starts[0][1], rl_end), "round 1 starts from the end of RL"
     assert json.loads((out / "meta.json").read_text())["status"] == "interrupted"
@@ -318,7 +314,7 @@ def test_a_training_run_ends_with_its_rounds_and_resumes_inside_them(
     meta = json.loads((out / "meta.json").read_text())
     assert meta["status"] == "completed" and meta["expert_iteration_rounds"] == 2
     assert [r["command"] for r in meta["resumes"]] == [sys.argv], "the resuming command kept"
-    assert not np.array_equal(_params(load_sb3_agent(out)), after_round_1)
+    assert not np.array_equal(network_weights(load_sb3_agent(out)), after_round_1)
 
     other = cfg.model_copy(deep=True)
     other.expert_iteration.episodes = 4
@@ -397,7 +393,7 @@ def test_kept_labels_are_cloned_on_and_survive_an_interruption(
         {k: v for k, v in r.items() if k not in timing} for r in straight.expert_rounds
     ]
     assert np.array_equal(
-        _params(load_sb3_agent(out)), _params(load_sb3_agent(tmp_path / "straight"))
+        network_weights(load_sb3_agent(out)), network_weights(load_sb3_agent(tmp_path / "straight"))
     ), "the continued run ends with the unbroken run's network"
     meta = json.loads((out / META_FILE).read_text())
     assert [r["rounds"] for r in meta["resumes"]] == [3], "the continuing command is kept"

@@ -12,8 +12,6 @@ shuffled it.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +23,9 @@ from agents.evaluation.arena import deal_decks
 from agents.learning.config import config_from_dict
 from agents.learning.training import train
 from coldiron_env.dealer import (
-    AUDIT_VARIABLE,
     STREAM_SPAN,
     DealStream,
     read_audit,
-    set_audit,
 )
 
 RUN_SEED = 2026
@@ -75,16 +71,6 @@ def tiny(algorithm: str, vec_env: str, **sections: Any) -> dict[str, Any]:
         data["policy"]["lstm_hidden_size"] = 8
     data.update(sections)
     return data
-
-
-@pytest.fixture
-def audit(tmp_path: Path) -> Iterator[Path]:
-    folder = tmp_path / "audit"
-    folder.mkdir()
-    set_audit(folder)
-    assert os.environ[AUDIT_VARIABLE] == str(folder)  # what subprocesses read
-    yield folder
-    set_audit(None)
 
 
 def test_the_audit_sees_an_evaluation_deal_as_one(audit: Path) -> None:

@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import load_file, streams_of
+from helpers import load_file, network_weights, streams_of
 
 pytest.importorskip("sb3_contrib")
 
@@ -20,25 +19,12 @@ from agents.learning.config import load_config
 from agents.learning.provenance import META_FILE, file_hashes
 from agents.learning.sb3_agent import CONFIG_FILE, MODEL_FILE, SB3Agent
 from agents.registry import SHIPPED_MODELS, make_agent
-from coldiron_env.dealer import DealStream, read_audit, set_audit
+from coldiron_env.dealer import DealStream, read_audit
 
 ROOT = Path(__file__).resolve().parent.parent
 finetune = load_file(ROOT / "scripts" / "experiments" / "rl_finetune.py", "_script_rl_finetune")
 SEED = 3
 LEARNING_RATE = 1e-4
-
-
-def _params(agent: SB3Agent) -> np.ndarray:
-    return np.concatenate([p.detach().numpy().ravel() for p in agent.model.policy.parameters()])
-
-
-@pytest.fixture
-def audit(tmp_path: Path) -> Iterator[Path]:
-    folder = tmp_path / "audit"
-    folder.mkdir()
-    set_audit(folder)
-    yield folder
-    set_audit(None)
 
 
 @pytest.mark.slow
@@ -72,7 +58,9 @@ def test_a_run_deals_training_deals_and_writes_a_loadable_run(audit: Path, tmp_p
     assert again.model.learning_rate == LEARNING_RATE
     start = make_agent("trained")
     assert isinstance(start, SB3Agent)
-    assert not np.array_equal(_params(again), _params(start)), "training changed nothing"
+    assert not np.array_equal(network_weights(again), network_weights(start)), (
+        "training changed nothing"
+    )
 
 
 def test_a_used_out_or_a_tampered_start_is_refused(tmp_path: Path) -> None:
