@@ -42,21 +42,24 @@ def observed_states(games: int = 40) -> tuple[np.ndarray, np.ndarray]:
 
 def test_the_ensemble_plays_the_best_legal_action_of_the_summed_scores() -> None:
     obs, masks = observed_states()
-    members = [make_agent(name) for name in MEMBERS]
-    logits = []
-    for member in members:
+    members: list[SB3Agent] = []
+    for name in MEMBERS:
+        member = make_agent(name)
         assert isinstance(member, SB3Agent)
-        logits.append(member.policy.scores(obs).numpy())
+        members.append(member)
+    logits = [member.policy.scores(obs).numpy() for member in members]
     legal = masks.astype(bool)
 
     def softmax(x: np.ndarray) -> np.ndarray:
         x = np.where(legal, x, -np.inf)
         e = np.exp(x - x.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
+        probabilities: np.ndarray = e / e.sum(axis=1, keepdims=True)
+        return probabilities
 
     def log_softmax(x: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore"):
-            return np.log(softmax(x))
+            logs: np.ndarray = np.log(softmax(x))
+        return logs
 
     for mode, combine in (("prob", softmax), ("logit", log_softmax)):
         agent = ensemble.EnsembleAgent(f"{mode}:{','.join(MEMBERS)}")
