@@ -2,9 +2,9 @@
 
 A spec is a built-in player's name (:data:`BUILTIN_AGENTS`), the name of a
 model shipped with the package (:data:`SHIPPED_MODELS`: ``trained``, ``distilled``: the
-strongest trained network, and ``distilled-30``, its start), or a path to a trained
-model: a run directory (this project's or rl-zoo3's) or a ``.zip`` file, loaded by
-:func:`agents.learning.sb3_agent.load_sb3_agent`; an ``.onnx`` file written by
+strongest trained network, ``distilled-20`` and ``distilled-30``, its forerunners), or a
+path to a trained model: a run directory (this project's or rl-zoo3's) or a ``.zip`` file,
+loaded by :func:`agents.learning.sb3_agent.load_sb3_agent`; an ``.onnx`` file written by
 ``scripts/export.py`` (:mod:`agents.integrations.onnx_policy`, onnxruntime only); or
 an RLlib checkpoint directory (:mod:`agents.integrations.rllib`). Each loader is
 imported only when needed, so the built-in players work without the training stack.
@@ -63,6 +63,7 @@ MODELS_DIR: Final = Path(__file__).resolve().parent / "models"
 SHIPPED_MODELS: Final[dict[str, Path]] = {
     "trained": MODELS_DIR / "trained",
     "distilled": MODELS_DIR / "distilled",
+    "distilled-20": MODELS_DIR / "distilled-20",
     "distilled-30": MODELS_DIR / "distilled-30",
 }
 """Names of the trained models in the package -> their run directories (``docs/models.md``)."""
@@ -86,16 +87,20 @@ class SearchOverModel:
 SEARCH_OVER_MODELS: Final[dict[str, SearchOverModel]] = {
     "planner-trained": SearchOverModel("trained", "planner", network_rollouts=False),
     "strongest-z2": SearchOverModel("distilled-30", "planner", network_rollouts=True),
-    "strongest": SearchOverModel(
+    "strongest-d30": SearchOverModel(
         "distilled-30", "planner", network_rollouts=True, overrides=(("z", 1.0),)
+    ),
+    "strongest": SearchOverModel(
+        "distilled", "planner", network_rollouts=True, overrides=(("z", 1.0),)
     ),
 }
 """Search over the shipped networks, by name: ``planner-trained`` (heuristic rollouts, 1,024
 sampled orders a decision from turn 18); ``strongest-z2`` (``distilled-30`` proposes and
-plays the rollouts; ``strongest`` until 2026-12-02); ``strongest`` (the same, leaving the
-network's choice at a paired z of 1 instead of 2: chosen on validation deals,
-docs/records/search_probes_501.json). Both search over ``distilled-30``, the network they
-were chosen and measured with (``distilled`` until 2026-12-02)."""
+plays the rollouts; ``strongest`` until 2026-12-02); ``strongest-d30`` (the same, leaving
+the network's choice at a paired z of 1 instead of 2: ``strongest`` until 2026-12-03);
+``strongest`` (the same search over ``distilled``, the wide network; each chosen on
+validation deals, docs/records/search_probes_501.json). A search keeps the network it was
+chosen and measured with (``distilled-30`` was ``distilled`` until 2026-12-02)."""
 PLAY_TORCH_THREADS: Final = 1
 """Torch threads for playing trained models: on a busy 2-core machine two threads made
 evaluation ten times slower (10,000 deals in 60 s against 3.4 s)."""

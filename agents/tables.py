@@ -69,16 +69,14 @@ RESULT_ROWS: Final = (
     ("heuristic", "`heuristic` (hand-written, perfect memory)", "--agent heuristic"),
     ("trained", "**`trained`** (the default config, seed 0, trained at commit d741df9)",
      "--agent trained"),
-    ("distilled-30", "`distilled-30` (`trained` + {rounds} rounds of expert iteration)",
-     "--agent distilled-30"),
-    ("distilled", "`distilled` (`distilled-30` + {rounds} rounds labelled by search with the "
-     "network's rollouts)", "--agent distilled"),
+    ("distilled", "`distilled` (the default recipe with a 512 x 512 network + {rounds} rounds "
+     "labelled by search with the network's rollouts)", "--agent distilled"),
     ("planner-small", "`planner-small` (rollouts of `heuristic`, 256 orders a decision)",
      "--agent planner-small"),
     ("planner", "`planner` (rollouts of `heuristic`, 1,024 orders a decision)", "--agent planner"),
     ("planner-trained", "`planner-trained` (the planner over `trained`)",
      "--agent planner-trained"),
-    ("strongest", "`strongest` (the planner over `distilled-30`, its rollouts played by it)",
+    ("strongest", "`strongest` (the planner over `distilled`, its rollouts played by it)",
      "--agent strongest"),
 )  # fmt: skip
 """The README's results rows: ladder label, what it is (``{rounds}``: the shipped model's
