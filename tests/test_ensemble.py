@@ -86,6 +86,19 @@ def test_a_bad_ensemble_is_refused_by_name(spec: str, named: str) -> None:
         ensemble.EnsembleAgent(spec)
 
 
+def test_members_that_see_different_observations_are_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    blind = make_agent("trained")
+    assert isinstance(blind, SB3Agent)
+    blind.env_kwargs = {**blind.env_kwargs, "counting": False}
+    monkeypatch.setattr(
+        ensemble, "make_agent", lambda name: blind if name == "blind" else make_agent(name)
+    )
+    with pytest.raises(ValueError, match=r"'blind' sees .* members must share one observation"):
+        ensemble.EnsembleAgent("prob:distilled,blind")
+
+
 class FixedScores:
     """A member whose action scores are the logs of given probabilities, whatever it sees."""
 

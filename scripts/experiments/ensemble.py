@@ -76,6 +76,11 @@ class EnsembleAgent(Agent):
             member = make_agent(name)
             if not isinstance(member, SB3Agent) or member.policy.spec.recurrent:
                 raise ValueError(f"--ensemble {spec!r}: {name!r} is not a memoryless network")
+            if members and member.env_kwargs != members[0].env_kwargs:
+                raise ValueError(
+                    f"--ensemble {spec!r}: {name!r} sees {member.env_kwargs}, the first member "
+                    f"{members[0].env_kwargs}: members must share one observation"
+                )
             members.append(member)
         self.name = f"ensemble-{mode}:{names}"
         self.members = names.split(",")
