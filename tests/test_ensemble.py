@@ -67,6 +67,8 @@ def test_the_ensemble_plays_the_best_legal_action_of_the_summed_scores() -> None
         total = np.where(legal, sum(combine(x) for x in logits), -np.inf)
         assert legal[np.arange(len(chosen)), chosen].all()
         assert np.array_equal(chosen, total.argmax(axis=1)), mode
+        one_by_one = [agent.act(obs[i], masks[i]) for i in range(0, len(obs), 25)]
+        assert one_by_one == chosen[::25].tolist(), "one game at a time plays as the batch"
 
     alone = ensemble.EnsembleAgent(f"prob:{MEMBERS[1]}").batch_policy.act(obs, masks)
     assert np.array_equal(alone, members[1].policy.act(obs, masks))

@@ -35,6 +35,7 @@ from agents.evaluation.arena import (  # noqa: E402
     paired_lines,
     report,
 )
+from agents.evaluation.lockstep import stack_observations  # noqa: E402
 from agents.learning.sb3_agent import MaskedPolicy, SB3Agent  # noqa: E402
 from agents.players.base import Agent  # noqa: E402
 from agents.registry import make_agent, set_torch_threads  # noqa: E402
@@ -71,8 +72,9 @@ class EnsembleAgent(Agent):
         mode, _, names = spec.partition(":")
         if mode not in MODES or not names:
             raise ValueError(f"--ensemble {spec!r}: expected MODE:A,B,... with MODE in {MODES}")
+        self.members = names.split(",")
         members: list[SB3Agent] = []
-        for name in names.split(","):
+        for name in self.members:
             member = make_agent(name)
             if not isinstance(member, SB3Agent) or member.policy.spec.recurrent:
                 raise ValueError(f"--ensemble {spec!r}: {name!r} is not a memoryless network")
@@ -83,7 +85,6 @@ class EnsembleAgent(Agent):
                 )
             members.append(member)
         self.name = f"ensemble-{mode}:{names}"
-        self.members = names.split(",")
         self.env_kwargs = dict(members[0].env_kwargs)
         self.batch_policy = EnsemblePolicy([m.policy for m in members], mode)
 
@@ -91,7 +92,8 @@ class EnsembleAgent(Agent):
         """Memoryless: nothing to reset."""
 
     def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
-        return int(self.batch_policy.act(np.asarray(obs)[None], np.asarray(action_mask)[None])[0])
+        batch = stack_observations([obs])  # flat or dict, as evaluation stacks them
+        return int(self.batch_policy.act(batch, np.asarray(action_mask)[None])[0])
 
 
 def main(argv: list[str] | None = None) -> int:
