@@ -99,3 +99,24 @@ def test_the_rollouts_may_be_played_by_another_network() -> None:
         make("search:distilled-30:random:64:18")
     with pytest.raises(ValueError, match="unknown agent 'nobody'"):
         make("search:distilled-30:nobody:64:18")
+
+
+def test_a_named_field_overrides_what_the_spec_implies() -> None:
+    """The spec sets the batch and ``min_samples`` from ``SAMPLES``; ``:min_samples=N`` wins."""
+    sys.path.insert(0, str(ROOT / "scripts" / "experiments"))
+    from search_probes import make
+
+    def config(spec: str) -> tuple[int, int, int, float]:
+        planner = make(spec)
+        assert isinstance(planner, PlannerAgent)
+        c = planner.config
+        return c.samples, c.batch, c.min_samples, c.z
+
+    assert config("search:distilled:network:1024:18") == (1024, 64, 64, 2.0)
+    assert config("search:distilled:network:1024:18:z=1.0:min_samples=256") == (
+        1024,
+        64,
+        256,
+        1.0,
+    )
+    assert config("search:distilled:network:32:18") == (32, 32, 32, 2.0)

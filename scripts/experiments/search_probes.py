@@ -75,9 +75,10 @@ def make(spec: str) -> Agent:
     network = trained(model)
     roller = network if rollouts in ("heuristic", "network") else trained(rollouts)
     batch = min(STATS_BATCH, samples)
+    fields: dict[str, Any] = {"batch": batch, "min_samples": batch}
     config = PlannerConfig(
-        samples=samples, batch=batch, min_samples=batch, plan_from_turn=from_turn, **extra
-    )
+        **{**fields, **extra, "samples": samples, "plan_from_turn": from_turn}
+    )  # a :NAME=VALUE overrides the batch and min_samples the spec implies
     return PlannerAgent(
         config,
         name=spec,
