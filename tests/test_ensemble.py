@@ -122,3 +122,14 @@ def test_probabilities_and_log_probabilities_choose_differently_where_they_shoul
     obs = np.zeros((1, 1), dtype=np.float32)
     assert ensemble.EnsemblePolicy(members, "prob").act(obs, masks).tolist() == [0]
     assert ensemble.EnsemblePolicy(members, "logit").act(obs, masks).tolist() == [1]
+
+
+@pytest.mark.parametrize("mode", ensemble.MODES)
+def test_a_mask_without_a_legal_action_is_refused(mode: str) -> None:
+    """As a single network refuses it: no argmax over nothing but minus infinities."""
+    members = [FixedScores([0.5, 0.5]), FixedScores([0.1, 0.9])]
+    masks = np.array([[True, False], [False, False]])
+    obs = np.zeros((2, 1), dtype=np.float32)
+    with pytest.raises(ValueError, match="no legal action"):
+        ensemble.EnsemblePolicy(members, mode).act(obs, masks)
+    assert ensemble.EnsemblePolicy(members, mode).act(obs[:1], masks[:1]).tolist() == [0]

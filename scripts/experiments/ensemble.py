@@ -57,6 +57,8 @@ class EnsemblePolicy:
         self, obs: Any, masks: np.ndarray, episode_starts: np.ndarray | None = None
     ) -> np.ndarray:
         legal = th.as_tensor(np.asarray(masks, dtype=bool))
+        if not bool(legal.any(dim=1).all()):
+            raise ValueError("an action mask has no legal action")  # as MaskedPolicy.act
         total = th.zeros(legal.shape)
         for member in self.members:
             scores = th.where(legal, member.scores(obs), -th.inf)
