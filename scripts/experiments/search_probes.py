@@ -175,8 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.agent:
         if spec in doc["agents"]:
             continue
+        code = {"commit": git_commit(), "dirty": git_dirty(ignore=args.json)}  # what ran
         entry = probe(spec, args.seed, args.episodes, args.workers)
-        entry.update(commit=git_commit(), dirty=git_dirty(ignore=args.json), date=utc_now())
+        entry.update(code, date=utc_now())
         doc["agents"][spec] = entry
         atomic_write_json(args.json, doc)
         print(
