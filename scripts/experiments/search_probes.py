@@ -9,7 +9,8 @@ search spec ``search:MODEL:ROLLOUTS:SAMPLES:FROM_TURN``: the planner over the ne
 ``MODEL`` (its base policy), its rollouts played by ``heuristic``, by the ``network`` itself
 or by another shipped network named (``search:distilled-30:distilled:1024:18``),
 ``SAMPLES`` sampled orders a decision at most, planning from turn ``FROM_TURN``, then any
-other ``PlannerConfig`` fields as ``:NAME=VALUE`` (``:z=1.5:racks=14``). Every agent
+other ``PlannerConfig`` fields as ``:NAME=VALUE`` (``:z=1.5:racks=14:min_samples=256``;
+``SAMPLES`` and ``FROM_TURN`` only by their place, any other name refused). Every agent
 plays the same validation deals (``reset(seed=stream_seed(VALIDATION, SEED, k))``), split
 over ``--workers`` processes (each agent is reset with the evaluation's per-deal seeds, so
 the result does not depend on the split). The record keeps, per agent, its win rate with
@@ -20,6 +21,7 @@ per game and per decision; an existing record gains the agents it does not hold 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
 import sys
@@ -62,8 +64,12 @@ def make(spec: str) -> Agent:
         raise ValueError(f"{spec!r}: expected search:MODEL:ROLLOUTS:SAMPLES:FROM_TURN")
     model, rollouts, samples, from_turn = parts[0], parts[1], int(parts[2]), int(parts[3])
     extra: dict[str, Any] = {}
+    positional = {"samples", "plan_from_turn", "params"}
+    named = {f.name for f in dataclasses.fields(PlannerConfig)} - positional
     for item in parts[SEARCH_FIELDS:]:
         key, _, value = item.partition("=")
+        if key not in named:  # SAMPLES, FROM_TURN by their place; params is not a number
+            raise ValueError(f"{spec!r}: {key!r} is not one of {', '.join(sorted(named))}")
         extra[key] = float(value) if "." in value else int(value)
 
     def trained(name: str) -> SB3Agent:
