@@ -123,3 +123,5 @@ def test_a_named_field_overrides_what_the_spec_implies() -> None:
     for bad in ("samples=2048", "plan_from_turn=16", "params=1", "zz=1.0"):  # not silently dropped
         with pytest.raises(ValueError, match=f"'{bad.partition('=')[0]}' is not one of"):
             make(f"search:distilled:network:1024:18:{bad}")
+    with pytest.raises(ValueError, match="z='high' is not a number"):
+        make("search:distilled:network:1024:18:z=high")

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from agents.players.base import Agent
+from agents.players.base import Agent, legal_rows
 from coldiron_env.actions import NUM_ACTIONS
 from coldiron_env.env import ColdIronEnv
 
@@ -159,9 +159,7 @@ class OnnxPolicy:
                 f"{self.path.name}: action mask batch of shape {mask.shape}, expected "
                 f"({observation.shape[0]}, {NUM_ACTIONS})"
             )
-        legal = (mask != 0).astype(MASK_DTYPE)
-        if not bool(legal.any(axis=1).all()):
-            raise ValueError("an action mask has no legal action")
+        legal = legal_rows(mask).astype(MASK_DTYPE)
         feed = {OBSERVATION_INPUT: np.ascontiguousarray(observation), MASK_INPUT: legal}
         actions: np.ndarray = self.session.run([ACTION_OUTPUT], feed)[0]
         return actions

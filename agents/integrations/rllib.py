@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import numpy as np
 
 from agents.atomic import atomic_write_json
-from agents.players.base import Agent
+from agents.players.base import Agent, legal_rows
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -461,9 +461,7 @@ class RLlibPolicy:
     def act(
         self, obs: Any, masks: np.ndarray, episode_starts: np.ndarray | None = None
     ) -> np.ndarray:
-        legal = np.asarray(masks, dtype=bool)
-        if legal.ndim != 2 or not legal.any(axis=1).all():
-            raise ValueError("an action mask has no legal action (or is not a batch of masks)")
+        legal = legal_rows(masks)
         scores = self.scores(obs, legal)
         masked = np.where(legal, scores, ILLEGAL_SCORE)
         best: np.ndarray = masked.argmax(axis=1)

@@ -32,7 +32,7 @@ import yaml
 
 from agents.learning.algorithms import AlgorithmSpec, algorithm_of, get_algorithm
 from agents.learning.provenance import FileChanged, check_hashes
-from agents.players.base import Agent
+from agents.players.base import Agent, legal_rows
 from agents.players.policy_net import PolicyNet
 from coldiron_env import ENV_ID
 from coldiron_env.actions import ENV_MASKS
@@ -125,9 +125,7 @@ class MaskedPolicy:
         self, obs: Any, masks: np.ndarray, episode_starts: np.ndarray | None = None
     ) -> np.ndarray:
         scores = self.scores(obs, episode_starts)
-        legal = th.as_tensor(np.asarray(masks, dtype=bool), device=scores.device)
-        if not bool(legal.any(dim=1).all()):
-            raise ValueError("an action mask has no legal action")
+        legal = th.as_tensor(legal_rows(masks), device=scores.device)
         masked = th.where(legal, scores, th.full_like(scores, -th.inf))
         return masked.argmax(dim=1).cpu().numpy()
 

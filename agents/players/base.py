@@ -18,11 +18,14 @@ before every episode.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 import numpy as np
 
 from coldiron_env.knowledge import Knowledge
+
+MASK_BATCH_NDIM: Final = 2
+"""A batch of action masks: one row a game, one column an action."""
 
 
 class Agent(ABC):
@@ -51,3 +54,12 @@ class KnowledgeActor(Protocol):
     """
 
     def act_knowledge(self, kn: Knowledge) -> int: ...
+
+
+def legal_rows(masks: Any) -> np.ndarray:
+    """A batch of action masks as booleans, one row a game; ``ValueError`` when it is not a
+    batch or a row has no legal action (what every batched policy's ``act`` refuses)."""
+    legal = np.asarray(masks, dtype=bool)
+    if legal.ndim != MASK_BATCH_NDIM or not legal.any(axis=1).all():
+        raise ValueError("an action mask has no legal action (or is not a batch of masks)")
+    return legal

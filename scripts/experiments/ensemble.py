@@ -37,7 +37,7 @@ from agents.evaluation.arena import (  # noqa: E402
 )
 from agents.evaluation.lockstep import stack_observations  # noqa: E402
 from agents.learning.sb3_agent import MaskedPolicy, SB3Agent  # noqa: E402
-from agents.players.base import Agent  # noqa: E402
+from agents.players.base import Agent, legal_rows  # noqa: E402
 from agents.registry import make_agent, set_torch_threads  # noqa: E402
 
 MODES: Final = ("prob", "logit")
@@ -56,9 +56,7 @@ class EnsemblePolicy:
     def act(
         self, obs: Any, masks: np.ndarray, episode_starts: np.ndarray | None = None
     ) -> np.ndarray:
-        legal = th.as_tensor(np.asarray(masks, dtype=bool))
-        if not bool(legal.any(dim=1).all()):
-            raise ValueError("an action mask has no legal action")  # as MaskedPolicy.act
+        legal = th.as_tensor(legal_rows(masks))
         total = th.zeros(legal.shape)
         for member in self.members:
             scores = th.where(legal, member.scores(obs), -th.inf)

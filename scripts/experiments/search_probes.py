@@ -64,13 +64,16 @@ def make(spec: str) -> Agent:
         raise ValueError(f"{spec!r}: expected search:MODEL:ROLLOUTS:SAMPLES:FROM_TURN")
     model, rollouts, samples, from_turn = parts[0], parts[1], int(parts[2]), int(parts[3])
     extra: dict[str, Any] = {}
-    positional = {"samples", "plan_from_turn", "params"}
-    named = {f.name for f in dataclasses.fields(PlannerConfig)} - positional
+    set_by_place = {"samples", "plan_from_turn"}  # params: the heuristic's, not a number
+    named = {f.name for f in dataclasses.fields(PlannerConfig)} - set_by_place - {"params"}
     for item in parts[SEARCH_FIELDS:]:
         key, _, value = item.partition("=")
-        if key not in named:  # SAMPLES, FROM_TURN by their place; params is not a number
+        if key not in named:
             raise ValueError(f"{spec!r}: {key!r} is not one of {', '.join(sorted(named))}")
-        extra[key] = float(value) if "." in value else int(value)
+        try:
+            extra[key] = float(value) if "." in value else int(value)
+        except ValueError:
+            raise ValueError(f"{spec!r}: {key}={value!r} is not a number") from None
 
     def trained(name: str) -> SB3Agent:
         agent = make_agent(name)
@@ -81,10 +84,8 @@ def make(spec: str) -> Agent:
     network = trained(model)
     roller = network if rollouts in ("heuristic", "network") else trained(rollouts)
     batch = min(STATS_BATCH, samples)
-    fields: dict[str, Any] = {"batch": batch, "min_samples": batch}
-    config = PlannerConfig(
-        **{**fields, **extra, "samples": samples, "plan_from_turn": from_turn}
-    )  # a :NAME=VALUE overrides the batch and min_samples the spec implies
+    implied = {"batch": batch, "min_samples": batch}  # a :NAME=VALUE overrides these
+    config = PlannerConfig(samples=samples, plan_from_turn=from_turn, **{**implied, **extra})
     return PlannerAgent(
         config,
         name=spec,
