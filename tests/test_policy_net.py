@@ -3,6 +3,7 @@ move by move: agents/players/policy_net.py (the rollouts of the ``strongest`` pl
 
 from __future__ import annotations
 
+import sys
 from functools import cache
 
 import numpy as np
@@ -170,3 +171,30 @@ def test_one_blas_thread_limits_blas_inside_and_restores_it_after() -> None:
     with one_blas_thread():
         assert blas_threads() == [1] * len(before)
     assert blas_threads() == before
+
+
+def test_blas_controller_is_kept_until_a_module_is_imported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import types
+
+    from agents.players import threads
+
+    made: list[object] = []
+    real = threadpoolctl.ThreadpoolController
+
+    def counting() -> object:
+        made.append(real())
+        return made[-1]
+
+    monkeypatch.setattr(threadpoolctl, "ThreadpoolController", counting)
+    monkeypatch.setattr(threads, "_CONTROLLER", {})
+    for _ in range(3):
+        with threads.one_blas_thread():
+            pass
+    assert len(made) == 1  # found once, then kept
+    monkeypatch.setitem(sys.modules, "_coldiron_test_new_module", types.ModuleType("x"))
+    with threads.one_blas_thread():
+        pass
+    assert len(made) == 2  # a module imported since: the libraries are found again
