@@ -24,7 +24,7 @@ from coldiron_env.actions import (
 from coldiron_env.cards import CARD_CODES, DECK_SIZE, hand_codes
 from coldiron_env.dealer import Dealer
 from coldiron_env.game import WON, Game, GameOverError, IllegalActionError, max_decisions
-from coldiron_env.options import CURRICULUM_KEYS, RuleOptions
+from coldiron_env.options import CURRICULUM_KEYS, RuleOptions, plain
 from coldiron_env.picture import draw_table
 from coldiron_env.render import render_text
 
@@ -208,6 +208,18 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         suits_required: int = 4,
         mask_in_observation: bool = False,
     ) -> None:
+        # a NumPy scalar (a sweep's value) is taken as the Python value it holds
+        recall, counting, mask_in_observation = (
+            plain(recall),
+            plain(counting),
+            plain(mask_in_observation),
+        )
+        win_reward, loss_reward, illegal_reward, max_illegal_actions = (
+            plain(win_reward),
+            plain(loss_reward),
+            plain(illegal_reward),
+            plain(max_illegal_actions),
+        )
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode must be None or one of {self.metadata['render_modes']}, "
@@ -287,6 +299,8 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
+        if options is not None and not isinstance(options, Mapping):
+            raise ValueError(f"reset options must be a dict, got {options!r}")
         super().reset(seed=seed)
         codes = None
         if options:

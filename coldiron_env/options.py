@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any, Final
 
+import numpy as np
+
 from coldiron_env.cards import NUM_SUITS
 
 if TYPE_CHECKING:
@@ -50,6 +52,8 @@ class RuleOptions:
     suits_required: int = NUM_SUITS
 
     def __post_init__(self) -> None:
+        for name in RULE_KEYS:  # a NumPy scalar (a sweep's value) as the Python value it holds
+            object.__setattr__(self, name, plain(getattr(self, name)))
         for name in VARIANT_KEYS:
             value = getattr(self, name)
             if not isinstance(value, bool):
@@ -84,6 +88,12 @@ class RuleOptions:
     def from_kwargs(cls, env_kwargs: Mapping[str, Any]) -> RuleOptions:
         """The rules of an env's keyword arguments (the other options are ignored)."""
         return cls(**{k: v for k, v in env_kwargs.items() if k in RULE_KEYS})
+
+
+def plain(value: Any) -> Any:
+    """A NumPy scalar as the Python bool, int or float it holds (``np.float32(1.0)`` -> 1.0);
+    anything else unchanged, for the options' own type checks."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _check_int(name: str, value: object, low: int, high: int) -> None:

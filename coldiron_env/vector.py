@@ -275,19 +275,19 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             raise GameOverError("step() called before reset()")
         action = self._check_actions(actions)
         restarting = self._pending_reset
+        legal = LEGAL_MASKS[self._games.phase, action] | restarting
+        if self.illegal_action == "raise" and not legal.all():  # before anything changes
+            i = int(np.flatnonzero(~legal)[0])
+            raise IllegalActionError(
+                f"env {i}: {describe_illegal(int(action[i]), int(self._games.phase[i]))}"
+            )
         if restarting.any():  # NEXT_STEP: these games ended last step; their action is ignored
             again = np.flatnonzero(restarting)
             self._start(again, self._deal(again))
             action = np.where(restarting, SKIP, action)
-        legal = LEGAL_MASKS[self._games.phase, np.minimum(action, NUM_ACTIONS - 1)] | restarting
         penalized: Bools | None = None
         limit: Bools | None = None
         if not legal.all():
-            if self.illegal_action == "raise":
-                i = int(np.flatnonzero(~legal)[0])
-                raise IllegalActionError(
-                    f"env {i}: {describe_illegal(int(action[i]), int(self._games.phase[i]))}"
-                )
             if self.illegal_action == "penalize":  # nothing happens, until the limit
                 penalized = ~legal
                 self._illegal_count += penalized
@@ -407,10 +407,10 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
 
     def _deck_option(self, options: dict[str, Any] | None) -> list[list[int] | None]:
         n = self.num_envs
+        if options is not None and not isinstance(options, Mapping):
+            raise ValueError(f"reset options must be a dict, got {options!r}")
         if not options:
             return [None] * n
-        if not isinstance(options, dict):
-            raise ValueError(f"options must be a dict, got {type(options).__name__}")
         unknown = sorted(set(options) - set(RESET_OPTION_KEYS))
         if unknown:
             raise ValueError(f"unknown reset option(s) {unknown}; known: {list(RESET_OPTION_KEYS)}")

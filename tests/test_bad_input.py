@@ -250,3 +250,34 @@ def test_bad_illegal_action_options_are_refused_by_name(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         ColdIronEnv(**kwargs)
+
+
+def test_numpy_scalar_options_are_taken_as_the_values_they_hold() -> None:
+    """A sweep's values are often NumPy scalars: each is the Python value it holds, and a
+    value of the wrong kind is still refused by name."""
+    env = ColdIronEnv(
+        win_reward=np.float32(2.0),
+        loss_reward=np.int64(-1),
+        recall=np.bool_(True),
+        max_illegal_actions=np.int64(3),
+        turns=np.int64(20),
+        bonus_always=np.bool_(True),
+    )
+    assert (env.win_reward, env.loss_reward, env.max_illegal_actions) == (2.0, -1, 3)
+    assert type(env.win_reward) is float and type(env.rules.turns) is int
+    assert env.recall is True and env.rules.bonus_always is True
+    _, info = env.reset(seed=0)
+    assert info["turn"] == 1
+    with pytest.raises(ValueError, match="recall must be a bool, got 1.0"):
+        ColdIronEnv(recall=np.float32(1.0))
+    with pytest.raises(ValueError, match="rule option 'turns' must be an int, got 20.0"):
+        ColdIronEnv(turns=np.float64(20.0))
+
+
+@pytest.mark.parametrize("options", ["deck", [], ("deck",)])
+def test_reset_options_that_are_not_a_dict_are_refused(options: Any) -> None:
+    from coldiron_env.vector import ColdIronVectorEnv
+
+    for env in (ColdIronEnv(), ColdIronVectorEnv(2)):
+        with pytest.raises(ValueError, match="reset options must be a dict, got"):
+            env.reset(seed=0, options=options)

@@ -570,6 +570,35 @@ def test_illegal_actions_end_or_raise() -> None:
         ColdIronVectorEnv(1).step(np.array([0]))
 
 
+def test_a_raised_illegal_action_leaves_next_step_deals_alone() -> None:
+    """Under NEXT_STEP a step that raises must not deal the games waiting for their new deal:
+    after the error the games are those of a run that never stepped illegally."""
+
+    def finished_first_game(rng_seed: int) -> tuple[ColdIronVectorEnv, Any]:
+        envs = ColdIronVectorEnv(2, illegal_action="raise", autoreset_mode="NEXT_STEP")
+        envs.reset(seed=rng_seed)
+        mask = envs.action_masks()
+        terminated = np.zeros(2, dtype=np.bool_)
+        while not terminated[0]:  # both play their first legal action until game 0 ends
+            first = [int(np.flatnonzero(row)[0]) for row in mask]
+            _, _, terminated, _, _ = envs.step(np.array(first))
+            assert not terminated[1], "game 1 must outlive game 0 for this test"
+            mask = envs.action_masks()
+        return envs, mask
+
+    envs, mask = finished_first_game(0)
+    plain, _ = finished_first_game(0)
+    illegal = int(np.flatnonzero(~mask[1])[0])
+    with pytest.raises(IllegalActionError, match="env 1"):
+        envs.step(np.array([THREATEN, illegal]))
+    legal = int(np.flatnonzero(mask[1])[0])
+    after = envs.step(np.array([THREATEN, legal]))
+    expected = plain.step(np.array([THREATEN, legal]))
+    assert envs.deck_ids(0) == plain.deck_ids(0)  # game 0's new deal is the next, not the one after
+    np.testing.assert_array_equal(after[0], expected[0])
+    np.testing.assert_array_equal(after[1], expected[1])
+
+
 def test_state_memory_is_linear_in_num_envs() -> None:
     sizes = [ColdIronVectorEnv(n, recall=True).state_nbytes() for n in (64, 128, 256)]
     per_env = (sizes[1] - sizes[0]) / 64
