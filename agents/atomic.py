@@ -7,13 +7,24 @@ the new one. Every writer of the project goes through this module.
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
+
+
+def _umask() -> int:
+    mask = os.umask(0)  # read by setting it: once, at import
+    os.umask(mask)
+    return mask
+
+
+FILE_MODE: Final = 0o666 & ~_umask()
+"""What ``open`` would give a new file under this process's umask (0644 under 022)."""
 
 
 @contextlib.contextmanager
@@ -24,8 +35,14 @@ def atomic_target(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterato
     ``suffix`` (e.g. ``.png``) so that the writer picks the right format.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(target))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    except OSError as err:  # named by the file asked for, not the temporary one
+        raise type(err)(err.errno, err.strerror, str(target)) from None
+    os.fchmod(fd, FILE_MODE)  # mkstemp's 0600 would make every record private
     os.close(fd)
     try:
         yield Path(tmp)

@@ -125,7 +125,7 @@ ACTION_LABELS: Final[tuple[str, ...]] = (
 """Long names used by the text view."""
 
 _ALIASES: Final[dict[str, int]] = {
-    **{name: a for a, name in enumerate(ACTION_NAMES)},
+    **{name.lower(): a for a, name in enumerate(ACTION_NAMES)},  # "rack A" typed as shown
     "threat": THREATEN,
     "apply the iron": IRON,
     "rest and lament": REST,

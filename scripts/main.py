@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.evaluation.arena import REPORT_SEED
+from coldiron_env.dealer import check_evaluation_seed
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -70,6 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
+    try:  # before training, not after it
+        check_evaluation_seed(args.seed)
+    except ValueError as err:
+        parser.error(f"--seed: {err}")
+    if args.record is not None and args.record.is_dir():
+        parser.error(f"--record {args.record}: is a directory, not a file")
 
     from agents.learning.config import ConfigError, apply_overrides, load_config
     from agents.learning.provenance import TrainingError
@@ -159,6 +166,12 @@ def main_job_record(
     pair = pairs[name]
     dlow, dhigh = pair["difference_ci95"]
     load_after = os.getloadavg()
+    episodes = rates[name].episodes
+    deals = (
+        f"the report seed's {episodes:,} deals"
+        if args.seed == REPORT_SEED
+        else f"{episodes:,} evaluation deals of seed {args.seed}"
+    )
     return {
         "command": ".venv/bin/python scripts/main.py " + " ".join(sys.argv[1:]),
         "config": config_file,
@@ -180,7 +193,7 @@ def main_job_record(
             f"({meta.get('timesteps', 0):,} RL steps, {meta.get('expert_iteration_rounds', 0)} "
             "rounds of expert iteration)",
             "peak memory (largest process)": f"{peak / 1024 / 1024:.2f} GiB",
-            f"`{name}` on the report seed's {rates[name].episodes:,} deals": (
+            f"`{name}` on {deals}": (
                 f"{100 * rates[name].win_rate:.2f}% [{100 * low:.2f}%, {100 * high:.2f}%]"
             ),
             "`heuristic` on the same deals": (
@@ -189,7 +202,9 @@ def main_job_record(
             "the two Wilson intervals": (
                 f"apart by {100 * (low - hhigh):.2f} points"
                 if low > hhigh
-                else f"overlap by {100 * (hhigh - low):.2f} points"
+                else f"apart by {100 * (hlow - high):.2f} points, below `heuristic`'s"
+                if high < hlow
+                else f"overlap by {100 * (min(high, hhigh) - max(low, hlow)):.2f} points"
             ),
             "paired with `heuristic`": (
                 f"{100 * pair['difference']:+.2f} points [{100 * dlow:+.2f}, {100 * dhigh:+.2f}], "

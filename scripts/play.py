@@ -57,6 +57,8 @@ def read_deck(spec: str) -> list[str]:
     path = Path(spec)
     text = path.read_text() if path.is_file() else spec
     codes = text.replace(",", " ").split()
+    if len(codes) == 1:
+        raise UserError(f"--deck {spec!r}: no such file, and not 54 card codes")
     try:
         parse_deck(codes)
     except ValueError as err:
@@ -298,6 +300,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.delay is not None and args.delay < 0:
         parser.error(f"--delay must be >= 0, got {args.delay}")
+    if args.seed is not None and args.seed < 0:
+        parser.error(f"--seed must be >= 0, got {args.seed}")
+    if args.picture is not None and args.picture.is_dir():
+        parser.error(f"--picture {args.picture}: is a directory, not a file")
     if args.load is not None and (args.deck is not None or args.seed is not None):
         parser.error("--load replays its own deal: do not combine it with --deck or --seed")
 
@@ -320,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
             out(f"picture written to {args.picture}")
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # the final picture's file
+        print(f"error: {err.filename}: {err.strerror}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -268,9 +272,9 @@ def test_numpy_scalar_options_are_taken_as_the_values_they_hold() -> None:
     assert env.recall is True and env.rules.bonus_always is True
     _, info = env.reset(seed=0)
     assert info["turn"] == 1
-    with pytest.raises(ValueError, match="recall must be a bool, got 1.0"):
+    with pytest.raises(ValueError, match=r"recall must be a bool, got 1\.0"):
         ColdIronEnv(recall=np.float32(1.0))
-    with pytest.raises(ValueError, match="rule option 'turns' must be an int, got 20.0"):
+    with pytest.raises(ValueError, match=r"rule option 'turns' must be an int, got 20\.0"):
         ColdIronEnv(turns=np.float64(20.0))
 
 
@@ -281,3 +285,26 @@ def test_reset_options_that_are_not_a_dict_are_refused(options: Any) -> None:
     for env in (ColdIronEnv(), ColdIronVectorEnv(2)):
         with pytest.raises(ValueError, match="reset options must be a dict, got"):
             env.reset(seed=0, options=options)
+
+
+def test_atomic_writes_name_the_file_asked_for_and_follow_the_umask(tmp_path: Path) -> None:
+    from agents.atomic import atomic_write_json
+
+    with pytest.raises(IsADirectoryError, match=re.escape(str(tmp_path))) as err:
+        atomic_write_json(tmp_path, {})
+    assert err.value.filename == str(tmp_path)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(OSError) as err2:  # a folder that cannot be made: a file is in the way
+        atomic_write_json(blocker / "out.json", {})
+    assert err2.value.filename == str(blocker / "out.json")
+    old = os.umask(0o022)
+    try:
+        # the module reads the umask once, at import: a fresh interpreter under 022
+        code = "from agents.atomic import atomic_write_json; atomic_write_json('a.json', {})"
+        subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True, env={
+            **os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})  # fmt: skip
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o644
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left

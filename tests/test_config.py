@@ -384,3 +384,13 @@ def test_the_planner_budgets_of_the_schema_are_the_registered_ones(tmp_path: Pat
     assert {ExpertIterationConfig(budget=name).budget for name in BUDGETS} == set(BUDGETS)
     err = refused(tmp_path, minimal(expert_iteration={"budget": "planner-tiny"}))
     assert err.key == "expert_iteration.budget" and str(sorted(BUDGETS)) in err.reason
+
+
+def test_a_misspelt_teacher_is_refused_before_training(tmp_path: Path) -> None:
+    data = minimal()
+    data["imitation"] = {"enabled": True, "teacher": "heuristc"}
+    err = refused(tmp_path, data)
+    assert err.key == "imitation.teacher"
+    assert "'heuristc'" in err.reason and "heuristic" in err.reason
+    data["imitation"] = {"enabled": False, "teacher": "heuristc"}  # not used: not checked
+    config_from_dict(data)

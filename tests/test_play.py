@@ -167,3 +167,28 @@ def test_watching_pauses_after_each_move_and_quits_on_q(tmp_path: Path) -> None:
     first = resumed.stdout.index("heuristic plays:")
     assert resumed.stdout[:first].strip() == loaded.strip()  # shown once, nothing replayed
     assert "Game over" in resumed.stdout
+
+
+def test_every_action_name_as_shown_is_accepted_in_any_case() -> None:
+    from coldiron_env.actions import ACTION_NAMES, parse_action
+
+    for action, name in enumerate(ACTION_NAMES):
+        assert parse_action(name) == action
+        assert parse_action(name.upper()) == action
+        assert parse_action(f"  {name.title()} ") == action
+    with pytest.raises(ValueError, match="unknown action 'rack Z'"):
+        parse_action("rack Z")
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--seed", "-5"], "--seed must be >= 0, got -5"),
+        (["--deck", "nope.txt"], "--deck 'nope.txt': no such file"),
+        (["--picture", "."], "is a directory"),
+    ],
+)
+def test_bad_arguments_are_refused_by_name_before_the_game(args: list[str], named: str) -> None:
+    result = play(args, "quit\n")
+    assert result.returncode == 2
+    assert named in result.stderr and "Traceback" not in result.stderr

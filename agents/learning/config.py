@@ -332,8 +332,11 @@ class ImitationConfig(_Section):
 
     @model_validator(mode="after")
     def _names_a_teacher(self) -> ImitationConfig:
-        if self.enabled and not self.teacher.strip():
-            raise _Refusal("must name a teacher agent", "teacher")
+        from agents.players.roster import BUILTIN_AGENTS  # noqa: PLC0415 (as _planner_budget)
+
+        if self.enabled and self.teacher not in BUILTIN_AGENTS:
+            known = ", ".join(BUILTIN_AGENTS)
+            raise _Refusal(f"must be a built-in player ({known}), got {self.teacher!r}", "teacher")
         return self
 
 
