@@ -25,11 +25,13 @@ from agents.evaluation.arena import (
     REPORT_SEED,
     AgentResult,
     check_env_kwargs,
+    deal_decks,
     evaluate,
     format_paired,
     format_table,
     paired_lines,
     report,
+    validation_decks,
 )
 from agents.learning.multiseed import (
     expand_seed_root,
@@ -131,10 +133,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.episodes <= 0:
             raise ValueError(f"--episodes must be positive, got {args.episodes}")
+        try:  # the seed before any model is loaded
+            (validation_decks if args.deals == "validation" else deal_decks)(args.seed, 1)
+        except ValueError as err:
+            raise ValueError(f"--seed {args.seed}: {err}") from None
         env_kwargs = parse_env_kwargs(args.env_kwarg)
         set_torch_threads(args.torch_threads)
         agents = []
         specs = [run for spec in args.agent for run in expand_seed_root(spec)]
+        twice = sorted({spec for spec in specs if specs.count(spec) > 1})
+        if twice:
+            raise ValueError(f"--agent {', '.join(twice)}: given more than once")
         for twins in twin_seed_groups(specs):
             print(
                 f"warning: {twins} are runs of one config with a repeated seed: "

@@ -279,6 +279,8 @@ def test_overrides_are_validated() -> None:
     assert cfg.training.total_timesteps == 1000  # the original is untouched
     with pytest.raises(ConfigError, match=r"training\.total_timesteps"):
         apply_overrides(cfg, timesteps=0)
+    with pytest.raises(ConfigError, match=r"^c\.yaml with --seed 99999999: seed: "):
+        apply_overrides(cfg, seed=99_999_999, file="c.yaml")  # the flag named, not only the file
 
 
 def test_policy_kwargs_structured() -> None:

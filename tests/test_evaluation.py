@@ -225,3 +225,13 @@ def test_trained_models_play_on_one_torch_thread_unless_told() -> None:
         assert cli.main(["--agent", "threaten", "--episodes", "3", "--torch-threads", "0"]) == 2
     finally:
         torch.set_num_threads(previous)
+
+
+def test_cli_refuses_a_bad_seed_before_loading_and_an_agent_given_twice(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-model.zip")
+    proc = run_cli("--agent", missing, "--seed", "-3", cwd=tmp_path)  # the seed is read first
+    assert proc.returncode == 2 and "--seed -3" in proc.stderr and missing not in proc.stderr
+    proc = run_cli("--agent", "heuristic", "--agent", "random", "--agent", "heuristic",
+                   "--deals", "validation", "--seed", "3", cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2 and "--agent heuristic: given more than once" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -756,11 +756,15 @@ def apply_overrides(
 ) -> Config:
     """A copy of ``cfg`` with command-line overrides applied and validated again."""
     data = cfg.to_dict()
+    flags = []
     if timesteps is not None:
         data["training"]["total_timesteps"] = timesteps
+        flags.append(f"--timesteps {timesteps}")
     if seed is not None:
         data["seed"] = seed
-    return config_from_dict(data, file)
+        flags.append(f"--seed {seed}")
+    where = f"{file or '<config>'} with {' '.join(flags)}" if flags else file
+    return config_from_dict(data, where)  # an error names the flag, not only the file
 
 
 def dump_config(cfg: Config) -> str:
