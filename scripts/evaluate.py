@@ -224,7 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.plot:
             from agents.evaluation.plots import plot_win_rates
 
-            path = plot_win_rates(results, args.plot)
+            deals = f"{args.episodes:,} {args.deals} deals (seed {args.seed})"
+            title = f"Cold Iron win rate on {deals}, Wilson 95% interval"
+            path = plot_win_rates(results, args.plot, title)
             print(f"plot: {path}")
     except OSError as err:
         print(f"error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)

@@ -110,6 +110,11 @@ class Session:
             raise UserError(f"cannot read saved game {str(path)!r}: {err}") from None
         if not isinstance(data, dict):
             raise UserError(f"saved game {str(path)!r}: expected a JSON object")
+        if data.get("version", SAVE_VERSION) != SAVE_VERSION:
+            raise UserError(
+                f"saved game {str(path)!r}: version {data['version']!r}; this play.py reads "
+                f"version {SAVE_VERSION}"
+            )
         for key in ("deck", "env_kwargs", "actions"):
             if key not in data:
                 raise UserError(f"saved game {str(path)!r}: missing key {key!r}")

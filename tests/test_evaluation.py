@@ -235,3 +235,16 @@ def test_cli_refuses_a_bad_seed_before_loading_and_an_agent_given_twice(tmp_path
                    "--deals", "validation", "--seed", "3", cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 2 and "--agent heuristic: given more than once" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_cli_plot_title_names_the_deals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agents.evaluation import plots
+
+    titles: list[str | None] = []
+    monkeypatch.setattr(
+        plots, "plot_win_rates", lambda results, path, title=None: titles.append(title) or path
+    )
+    cli = load_file(REPO / "scripts" / "evaluate.py", "coldiron_evaluate_cli_plot")
+    args = ["--agent", "threaten", "--episodes", "3", "--deals", "validation", "--seed", "5"]
+    assert cli.main([*args, "--plot", str(tmp_path / "p.png")]) == 0
+    assert titles == ["Cold Iron win rate on 3 validation deals (seed 5), Wilson 95% interval"]

@@ -91,6 +91,9 @@ def test_load_refuses_a_corrupt_save(tmp_path: Path) -> None:
     result = play(["--load", str(save)], "")
     assert result.returncode == 2
     assert "action 0 ('stop') is not legal" in result.stderr
+    save.write_text(json.dumps({"version": 99, "deck": WIN_DECK, "env_kwargs": {}, "actions": []}))
+    result = play(["--load", str(save)], "")
+    assert result.returncode == 2 and "version 99" in result.stderr
 
 
 def test_hint_without_planner_says_so() -> None:
