@@ -57,7 +57,7 @@ def read_deck(spec: str) -> list[str]:
     path = Path(spec)
     text = path.read_text() if path.is_file() else spec
     codes = text.replace(",", " ").split()
-    if len(codes) == 1:
+    if len(codes) == 1 and not path.is_file():
         raise UserError(f"--deck {spec!r}: no such file, and not 54 card codes")
     try:
         parse_deck(codes)
