@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from agents.atomic import atomic_write_json
@@ -128,6 +129,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def distinct(labels: list[str], specs: list[str]) -> list[str]:
+    """``labels``, each one shared by two models (rl-zoo3 names every model after the env)
+    replaced by the shortest end of its spec's path that no other spec's path ends with."""
+    out = list(labels)
+    parts = [Path(spec).with_suffix("").parts for spec in specs]
+    for i, label in enumerate(labels):
+        if labels.count(label) > 1:
+            k = next(
+                (k for k in range(1, len(parts[i]) + 1)
+                 if all(parts[i][-k:] != other[-k:] for j, other in enumerate(parts) if j != i)),
+                len(parts[i]),
+            )  # fmt: skip
+            out[i] = "/".join(parts[i][-k:])
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -154,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
             agent = make_agent(spec)
             label = spec if spec in agent_names() else run_label(spec, agent.name)
             agents.append((label, agent))
+        labels = distinct([label for label, _ in agents], specs)
+        agents = [(label, agent) for label, (_, agent) in zip(labels, agents, strict=True)]
         for run, status in unfinished_runs(specs):
             state = f"status {status}" if status else "no meta.json"
             print(

@@ -248,3 +248,12 @@ def test_cli_plot_title_names_the_deals(tmp_path: Path, monkeypatch: pytest.Monk
     args = ["--agent", "threaten", "--episodes", "3", "--deals", "validation", "--seed", "5"]
     assert cli.main([*args, "--plot", str(tmp_path / "p.png")]) == 0
     assert titles == ["Cold Iron win rate on 3 validation deals (seed 5), Wilson 95% interval"]
+
+
+def test_models_of_one_name_are_labelled_by_the_end_of_their_paths() -> None:
+    """rl-zoo3 names every model after the env: two of them must not share a table row's name."""
+    cli = load_file(REPO / "scripts" / "evaluate.py", "coldiron_evaluate_cli_labels")
+    specs = ["z/dqn/env_1/env.zip", "z/ppo/env_1/env.zip", "heuristic", "y/ppo/env_1/env.zip"]
+    labels = cli.distinct(["env", "env", "heuristic", "env"], specs)
+    assert labels == ["dqn/env_1/env", "z/ppo/env_1/env", "heuristic", "y/ppo/env_1/env"]
+    assert cli.distinct(["a", "b"], ["x/a.zip", "x/b.zip"]) == ["a", "b"]  # unique: unchanged

@@ -586,3 +586,26 @@ def test_only_the_training_envs_follow_the_curriculum(tmp_path: Path) -> None:
     for dealt in evaluation.eval_env.get_attr("dealt"):
         evaluated.update(dealt)
     assert set(evaluated) == {(24, 4)} and evaluated.total() >= EVAL_EPISODES, evaluated
+
+
+def test_a_zoo_runs_normalizer_and_models_are_found_where_rl_zoo3_puts_them(
+    tmp_path: Path,
+) -> None:
+    """rl-zoo3 writes ``ENV_N/ENV.zip`` and keeps ``vecnormalize.pkl`` in ``ENV_N/ENV/``: the
+    model plays with it (and ONNX export folds it in); the run folder names its models."""
+    import pickle
+
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    from agents.learning.sb3_agent import load_sb3_agent
+
+    zip_path = _write_zoo_run(tmp_path, "ppo_mask", "{counting: true}")
+    env = DummyVecEnv([lambda: ColdIronEnv(counting=True)])
+    MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=64, seed=0).save(zip_path)
+    stats = VecNormalize(env, norm_reward=False)
+    (zip_path.parent / zip_path.stem / "vecnormalize.pkl").write_bytes(pickle.dumps(stats))
+    agent = load_sb3_agent(zip_path)
+    assert agent.policy.obs_normalizer is not None
+    with pytest.raises(ModelLoadError, match=r"pass one of the models in it: coldiron-ColdIron"):
+        load_sb3_agent(zip_path.parent)

@@ -324,6 +324,9 @@ def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
     zip_path = given / MODEL_FILE if given.is_dir() else given
     if not zip_path.is_file():
         what = "run directory has no model" if given.is_dir() else "no such model file"
+        others = sorted(p.name for p in given.glob("*.zip")) if given.is_dir() else []
+        if others:  # an rl-zoo3 run folder: its models are named after the env
+            what += f"; pass one of the models in it: {', '.join(others)}"
         raise ModelLoadError(f"{zip_path}: {what}")
     try:  # the files this load reads, where meta.json records them
         check_hashes(zip_path.parent, (zip_path.name, CONFIG_FILE, VECNORMALIZE_FILE))
@@ -368,6 +371,8 @@ def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
 
     normalizer = None
     norm_path = zip_path.parent / VECNORMALIZE_FILE
+    if not norm_path.is_file():  # rl-zoo3 keeps it in the folder named after the zip (ENV/)
+        norm_path = zip_path.parent / zip_path.stem / VECNORMALIZE_FILE
     if norm_path.is_file():
         try:
             with norm_path.open("rb") as fh:
