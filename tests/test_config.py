@@ -396,3 +396,15 @@ def test_a_misspelt_teacher_is_refused_before_training(tmp_path: Path) -> None:
     assert "'heuristc'" in err.reason and "heuristic" in err.reason
     data["imitation"] = {"enabled": False, "teacher": "heuristc"}  # not used: not checked
     config_from_dict(data)
+
+
+def test_a_key_given_twice_is_refused_with_its_line(tmp_path: Path) -> None:
+    text = (ROOT / "configs" / "ppo.yaml").read_text()
+    path = tmp_path / "twice.yaml"
+    path.write_text(text + "\nname: other\n")  # PyYAML alone keeps the last, silently
+    with pytest.raises(ConfigError, match=r"twice\.yaml: <file>: invalid YAML: key 'name' appears "
+                       r"twice(.|\n)*line \d+"):  # fmt: skip
+        load_config(path)
+    path.write_text(text.replace("training:", "training:\n  n_envs: 8\n  n_envs: 16", 1))
+    with pytest.raises(ConfigError, match="key 'n_envs' appears twice"):
+        load_config(path)

@@ -245,6 +245,45 @@ def test_interrupt_then_resume_continues_the_run(name: str, tmp_path: Path) -> N
     assert agent.model.num_timesteps == meta["timesteps"]
 
 
+@pytest.mark.slow
+def test_a_resume_that_would_change_the_run_is_refused_before_it_writes(tmp_path: Path) -> None:
+    """A config.yaml edited beyond the budgets, a lowered budget, a finished run, an --out that
+    is a file: each refused naming the problem, the run's files as they were."""
+    from agents.learning.config import apply_overrides, dump_config
+    from agents.learning.provenance import TrainingError
+
+    cfg = tiny(load_config(ROOT / "configs" / "maskable_ppo.yaml"), steps=512,
+               expert_iteration__rounds=0)  # fmt: skip
+    out = tmp_path / "run"
+    first = train(cfg, out, extra_callbacks=[InterruptAt(200)], log=lambda _: None)
+    assert first.interrupted
+
+    def files() -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in (out / "meta.json", out / "config.yaml")}
+
+    before = files()
+    edited = config_from_dict({**cfg.to_dict(), "policy": {**cfg.to_dict()["policy"],
+                                                          "net_arch": [64, 64]}})  # fmt: skip
+    (out / "config.yaml").write_text(dump_config(edited))
+    with pytest.raises(TrainingError, match=r"config.yaml: changed since the run began "
+                       r"\(policy.net_arch: \{'pi': \[256, 256\].* -> \[64, 64\]\)"):  # fmt: skip
+        train(edited, resume=out, log=lambda _: None)
+    (out / "config.yaml").write_bytes(before["config.yaml"])
+    lowered = apply_overrides(cfg, timesteps=first.timesteps - 64)
+    with pytest.raises(TrainingError, match=r"is not above the .* timesteps already trained"):
+        train(lowered, resume=out, log=lambda _: None)
+    assert files() == before, "nothing written by a refused resume"
+    more_rounds = apply_overrides(cfg, timesteps=1024)  # raising the budget is allowed
+    assert not train(more_rounds, resume=out, log=lambda _: None).interrupted
+    done = files()
+    with pytest.raises(TrainingError, match="already completed"):
+        train(more_rounds, resume=out, log=lambda _: None)
+    assert files() == done
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(TrainingError, match="names a file, not a directory"):
+        train(cfg, tmp_path / "a-file", log=lambda _: None)
+
+
 # ---------------------------------------------------------------- shaping
 def test_shaping_terms_telescope_and_vanish_at_terminal() -> None:
     venv = StreamSeededVecEnv(build_vec_env("dummy", 2, {}), DealStream.TRAINING)

@@ -708,7 +708,19 @@ def config_error(exc: ValidationError, file: str | None, *prefix: str) -> Config
 
 # ---------------------------------------------------------------- YAML loading
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that also reads ``3e-4`` as a float (YAML 1.2; PyYAML needs a dot)."""
+    """SafeLoader that also reads ``3e-4`` as a float (YAML 1.2; PyYAML needs a dot) and
+    refuses a key given twice in one mapping (PyYAML keeps the last, silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 _Loader.add_implicit_resolver(

@@ -121,6 +121,15 @@ STATE_FILE: Final = "state.json"
 STATUS_STARTING: Final = "starting"
 """``meta.json`` status until learning begins (the imitation warm start runs before it)."""
 STATUS_RUNNING: Final = "running"
+STATUS_COMPLETED: Final = "completed"
+RECIPE_KEY: Final = "recipe"
+"""``meta.json``'s copy of the resolved config as the run began, which a resume holds its
+``config.yaml`` to (:func:`check_recipe`)."""
+RESUME_MAY_CHANGE: Final = frozenset(
+    {"training.total_timesteps", "expert_iteration.rounds", "training.progress_bar",
+     "training.torch_threads"}
+)  # fmt: skip
+"""The config keys a resumed run may change: its budgets, and how it runs, not what it learns."""
 REPLAY_FILE: Final = "replay_buffer.pkl"
 TB_DIR: Final = "tb"
 TB_RUN_NAME: Final = "run"
@@ -654,6 +663,8 @@ def prepare_run_dir(cfg: Config, out: Path | None, config_file: str | None) -> R
     if out is None:
         stem = cfg.name or (Path(config_file).stem if config_file else cfg.algorithm.name)
         out = Path("runs") / f"{stem}-{datetime.now():%Y%m%d-%H%M%S}"
+    if out.exists() and not out.is_dir():
+        raise TrainingError(f"{out}: --out names a file, not a directory")
     if out.exists() and any(out.iterdir()):
         raise TrainingError(
             f"{out}: output directory exists and is not empty (use --resume {out} to continue it)"
@@ -981,6 +992,7 @@ def _start(
     run = prepare_run_dir(cfg, out, config_file)
     meta = {
         "config_file": config_file,
+        RECIPE_KEY: cfg.to_dict(),
         "algorithm": cfg.algorithm.name,
         "seed": cfg.seed,
         **provenance(),
@@ -995,20 +1007,34 @@ def _start(
 def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
     """A run continued: what a hard stop left half-made mended, the config checked and
     saved, the env and model loaded from the checkpoint, the evaluation history trimmed to
-    the checkpoint's."""
+    the checkpoint's. Refused before anything is written: a config that changed more than
+    :data:`RESUME_MAY_CHANGE`, a budget below the steps trained, a run with nothing left."""
+    meta = read_json(run.meta, {})
+    check_recipe(cfg, run, meta.get(RECIPE_KEY))
+    trained = int(read_json(run.checkpoint / STATE_FILE, {}).get("timesteps", 0))
+    rounds = len(expert_rounds(run.root))
+    if steps_to_train(cfg, trained) == 0:
+        if trained < load_config(run.config).training.total_timesteps:  # RL not done
+            raise TrainingError(
+                f"{run.root}: --timesteps {cfg.training.total_timesteps:,} is not above the "
+                f"{trained:,} timesteps already trained: a budget may be raised, not lowered"
+            )
+        if meta.get("status") == STATUS_COMPLETED and rounds >= cfg.expert_iteration.rounds:
+            raise TrainingError(
+                f"{run.root}: already completed ({trained:,} timesteps, {rounds} round(s) of "
+                "expert iteration): nothing to resume; raise --timesteps or "
+                "expert_iteration.rounds to train it further"
+            )
     removed = tidy_checkpoints(run)
     if removed:
         log(f"{run.root}: removed what a hard stop left half-written: {', '.join(removed)}")
     prepare_resume(cfg, run.root, log)
-    trained = int(read_json(run.checkpoint / STATE_FILE, {}).get("timesteps", 0))
-    rounds = len(expert_rounds(run.root))
     if rounds and steps_to_train(cfg, trained) > 0:
         raise TrainingError(
             f"{run.root}: RL ended and {rounds} round(s) of expert iteration followed; RL "
             f"cannot continue after them (total_timesteps {cfg.training.total_timesteps:,} > "
             f"{trained:,} trained)"
         )
-    meta = read_json(run.meta, {})
     if meta.pop(SHA256_KEY, None) is not None:  # the files change from here
         atomic_write_json(run.meta, meta)
     atomic_write_text(run.config, dump_config(cfg))
@@ -1044,6 +1070,36 @@ def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
     return Run(run, cfg, meta, log, model, venv, RunState(kept, best), resumed=True)
 
 
+def _changes(had: dict[str, Any], now: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``dotted.key -> (before, after)`` where two config trees differ (into dicts both hold)."""
+    out: dict[str, Any] = {}
+    for key in sorted(had.keys() | now.keys()):
+        a, b = had.get(key), now.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out.update(_changes(a, b, f"{prefix}{key}."))
+        elif a != b:
+            out[f"{prefix}{key}"] = (a, b)
+    return out
+
+
+def check_recipe(cfg: Config, run: RunDir, recipe: dict[str, Any] | None) -> None:
+    """Refuse to resume ``run`` with a config that differs from the one it began with
+    (``recipe``, kept in ``meta.json``) beyond :data:`RESUME_MAY_CHANGE`: the checkpoint
+    would be trained on under a config.yaml that does not describe it. Runs made before the
+    recipe was kept are not checked."""
+    if recipe is None:
+        return
+    changed = {
+        k: v for k, v in _changes(recipe, cfg.to_dict()).items() if k not in RESUME_MAY_CHANGE
+    }
+    if changed:
+        what = "; ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in changed.items())
+        raise TrainingError(
+            f"{run.config}: changed since the run began ({what}); a resumed run keeps its "
+            f"recipe: only {', '.join(sorted(RESUME_MAY_CHANGE))} may change"
+        )
+
+
 def _finish(run: Run, stopped: bool, t_start: float) -> TrainResult:
     """The run's end (or stop): its env closed, ``meta.json`` completed with the SHA-256 of
     the files a loader checks."""
@@ -1055,7 +1111,7 @@ def _finish(run: Run, stopped: bool, t_start: float) -> TrainResult:
     wall = time.perf_counter() - t_start
     rounds = expert_rounds(run.dir.root)
     run.meta.update(
-        status="interrupted" if stopped else "completed",
+        status="interrupted" if stopped else STATUS_COMPLETED,
         end_time=utc_now(),
         timesteps=int(model.num_timesteps),
         wall_seconds=round(wall + float(run.meta.get("wall_seconds", 0.0)), 1),
