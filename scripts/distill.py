@@ -45,7 +45,9 @@ SETTINGS_FLAGS: Final = ("rounds", "episodes", "budget", "epochs", "learning_rat
 def main(argv: list[str] | None = None) -> int:
     defaults = ExpertIterationConfig()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--start", default="trained", help="the network: a name, run dir or zip")
+    parser.add_argument(
+        "--start", default="trained", help="the network: a name, run dir or zip (default trained)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="run directory to write")
     parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
     parser.add_argument("--episodes", type=int, default=defaults.episodes, help="deals a round")
@@ -98,7 +100,12 @@ def main(argv: list[str] | None = None) -> int:
             log=lambda line: print(line, flush=True),
         )
     except ValidationError as exc:
-        print(f"error: {config_error(exc, 'the command line')}", file=sys.stderr)
+        error = config_error(exc, "the command line")
+        flag = error.key.split(".")[0]
+        if flag in SETTINGS_FLAGS:  # named by the flag that set it
+            print(f"error: --{flag.replace('_', '-')}: {error.reason}", file=sys.stderr)
+        else:
+            print(f"error: {error}", file=sys.stderr)
         return EXIT_ERROR
     except (TrainingError, ValueError) as exc:  # ModelLoadError, ConfigError among them
         print(f"error: {exc}", file=sys.stderr)

@@ -138,7 +138,15 @@ def test_the_script_refuses_what_is_not_a_network(tmp_path: Path) -> None:
          "--episodes", "0"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
-    assert proc.returncode == 2 and "episodes" in proc.stderr
+    assert proc.returncode == 2 and "error: --episodes: " in proc.stderr  # the flag, named
+    run = tmp_path / "run"  # a training run's folder is not a distillation to continue
+    run.mkdir()
+    (run / META_FILE).write_text(json.dumps({"algorithm": "maskable_ppo", "seed": 0}))
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "distill.py"), "--out", str(run)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "holds a run that is not a distillation" in proc.stderr
 
 
 # ---------------------------------------------------------------- labelling on both cores

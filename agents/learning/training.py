@@ -951,9 +951,13 @@ def distill(
         raise TrainingError(f"rounds must be at least 1, got {settings.rounds}")
     meta = read_json(run_dir.meta, {})
     if meta and (meta.get("start") != start or "rounds" in meta):  # "rounds": an older layout
+        what = (
+            f"another distillation (of {meta['start']!r})"
+            if "start" in meta
+            else "a run that is not a distillation"
+        )
         raise TrainingError(
-            f"{out} holds another distillation (of {meta.get('start')!r}); choose another "
-            "--out or rerun with the same arguments to continue"
+            f"{out} holds {what}; choose another --out or rerun with the same arguments to continue"
         )
     path = out if meta else Path(start) if start_path is None else start_path
     if not path.exists():
