@@ -37,14 +37,14 @@ def atomic_target(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterato
     target = Path(path)
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(target))
+    target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
     except OSError as err:  # named by the file asked for, not the temporary one
         raise type(err)(err.errno, err.strerror, str(target)) from None
-    os.fchmod(fd, FILE_MODE)  # mkstemp's 0600 would make every record private
     os.close(fd)
     try:
+        os.chmod(tmp, FILE_MODE)  # mkstemp's 0600 would make every record private
         yield Path(tmp)
         os.replace(tmp, target)
     except BaseException:

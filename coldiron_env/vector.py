@@ -104,7 +104,7 @@ from coldiron_env.game import (
     describe_illegal,
 )
 from coldiron_env.observation import encode_batch, with_mask
-from coldiron_env.options import CURRICULUM_KEYS
+from coldiron_env.options import CURRICULUM_KEYS, plain
 
 Bools = npt.NDArray[np.bool_]
 AnyArray = npt.NDArray[Any]
@@ -175,6 +175,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
                 f"render_mode must be None for the native vector env, got {render_mode!r}; "
                 "render single games with ColdIronEnv"
             )
+        max_episode_steps = plain(max_episode_steps)
         if max_episode_steps is not None and (
             isinstance(max_episode_steps, bool)
             or not isinstance(max_episode_steps, int)

@@ -133,7 +133,7 @@ def distinct(labels: list[str], specs: list[str]) -> list[str]:
     """``labels``, each one shared by two models (rl-zoo3 names every model after the env)
     replaced by the shortest end of its spec's path that no other spec's path ends with."""
     out = list(labels)
-    parts = [Path(spec).with_suffix("").parts for spec in specs]
+    parts = [Path(spec.removesuffix(".zip")).parts for spec in specs]
     for i, label in enumerate(labels):
         if labels.count(label) > 1:
             k = next(
@@ -142,7 +142,9 @@ def distinct(labels: list[str], specs: list[str]) -> list[str]:
                 len(parts[i]),
             )  # fmt: skip
             out[i] = "/".join(parts[i][-k:])
-    return out
+    return [
+        spec if out.count(label) > 1 else label for label, spec in zip(out, specs, strict=True)
+    ]  # still shared (a shortened label equal to another's own): the specs as given
 
 
 def main(argv: list[str] | None = None) -> int:

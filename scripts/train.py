@@ -123,6 +123,7 @@ def train_several(
     """``--seeds``: one run per seed, then the mean win rate across seeds."""
     from datetime import datetime
 
+    from agents.learning.config import ConfigError
     from agents.learning.multiseed import aggregate_results, format_aggregates, train_seeds
     from agents.learning.provenance import TrainingError
 
@@ -130,7 +131,7 @@ def train_several(
     root = out or Path("runs") / f"{stem}-seeds-{datetime.now():%Y%m%d-%H%M%S}"
     try:
         results = train_seeds(cfg, seeds, root, config_file=config_file)
-    except TrainingError as exc:
+    except (TrainingError, ConfigError) as exc:  # ConfigError: a seed the config refuses
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     print(f"run directories: {root}/seed-N for seeds {seeds}")

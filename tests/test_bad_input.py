@@ -297,14 +297,14 @@ def test_atomic_writes_name_the_file_asked_for_and_follow_the_umask(tmp_path: Pa
     blocker.write_text("")
     with pytest.raises(OSError) as err2:  # a folder that cannot be made: a file is in the way
         atomic_write_json(blocker / "out.json", {})
-    assert err2.value.filename == str(blocker / "out.json")
-    old = os.umask(0o022)
+    assert err2.value.filename == str(blocker)  # the file in the way
+    old = os.umask(0o027)
     try:
-        # the module reads the umask once, at import: a fresh interpreter under 022
+        # the module reads the umask once, at import: a fresh interpreter under 027
         code = "from agents.atomic import atomic_write_json; atomic_write_json('a.json', {})"
         subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True, env={
             **os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})  # fmt: skip
     finally:
         os.umask(old)
-    assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o640
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left

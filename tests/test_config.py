@@ -408,3 +408,14 @@ def test_a_key_given_twice_is_refused_with_its_line(tmp_path: Path) -> None:
     path.write_text(text.replace("training:", "training:\n  n_envs: 8\n  n_envs: 16", 1))
     with pytest.raises(ConfigError, match="key 'n_envs' appears twice"):
         load_config(path)
+
+
+def test_yaml_merge_keys_still_load_and_a_list_as_a_key_is_refused(tmp_path: Path) -> None:
+    from agents.learning.config import read_yaml
+
+    path = tmp_path / "merge.yaml"
+    path.write_text("a: &x {k: 1, m: 2}\nb:\n  <<: *x\n  k: 3\n")  # a merged key overridden
+    assert read_yaml(path) == {"a": {"k": 1, "m": 2}, "b": {"k": 3, "m": 2}}
+    path.write_text("a: 1\n[1, 2]: 3\n")
+    with pytest.raises(ConfigError, match=r"key \[1, 2\] cannot be a key"):
+        read_yaml(path)

@@ -257,3 +257,7 @@ def test_models_of_one_name_are_labelled_by_the_end_of_their_paths() -> None:
     labels = cli.distinct(["env", "env", "heuristic", "env"], specs)
     assert labels == ["dqn/env_1/env", "z/ppo/env_1/env", "heuristic", "y/ppo/env_1/env"]
     assert cli.distinct(["a", "b"], ["x/a.zip", "x/b.zip"]) == ["a", "b"]  # unique: unchanged
+    dotted = cli.distinct(["lr0.001", "lr0.001"], ["a/lr0.001", "b/lr0.001"])
+    assert dotted == ["a/lr0.001", "b/lr0.001"]  # only .zip is taken off
+    shared = cli.distinct(["m", "m", "a/m"], ["a/m.zip", "b/m.zip", "x"])
+    assert len(set(shared)) == 3 and shared[1] == "b/m"  # a shortened label never repeats one

@@ -273,7 +273,11 @@ def test_a_resume_that_would_change_the_run_is_refused_before_it_writes(tmp_path
     with pytest.raises(TrainingError, match=r"is not above the .* timesteps already trained"):
         train(lowered, resume=out, log=lambda _: None)
     assert files() == before, "nothing written by a refused resume"
+    meta = json.loads(before["meta.json"])
+    del meta["recipe"]["expert_iteration"]["keep_rounds"]  # a field added since the run began
+    (out / "meta.json").write_text(json.dumps(meta))
     more_rounds = apply_overrides(cfg, timesteps=1024)  # raising the budget is allowed
+    more_rounds.expert_iteration.workers = 2  # and how it runs
     assert not train(more_rounds, resume=out, log=lambda _: None).interrupted
     done = files()
     with pytest.raises(TrainingError, match="already completed"):

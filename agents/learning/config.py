@@ -714,13 +714,24 @@ class _Loader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
+            if key_node.tag == MERGE_TAG:  # "<<: *anchor": its keys may be overridden
+                continue
+            key = self.construct_object(key_node, deep=True)  # a key in full, for the message
+            try:
+                twice = key in seen
+                seen.add(key)
+            except TypeError:  # a list or mapping as a key
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} cannot be a key", key_node.start_mark
+                ) from None
+            if twice:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"key {key!r} appears twice", key_node.start_mark
                 )
-            seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+
+MERGE_TAG: Final = "tag:yaml.org,2002:merge"
 
 
 _Loader.add_implicit_resolver(

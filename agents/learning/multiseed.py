@@ -367,7 +367,7 @@ def train_seeds(
     out_root.mkdir(parents=True, exist_ok=True)
     results: list[Any] = []
     for i, seed in enumerate(seeds):
-        seed_cfg = apply_overrides(cfg, seed=seed, file=config_file)
+        seed_cfg = apply_overrides(cfg, seed=seed, file=f"{config_file} (--seeds)")
         run_dir = seed_run_dir(out_root, seed)
         meta_path = run_dir / META_FILE
         status = run_status(run_dir)

@@ -126,10 +126,12 @@ RECIPE_KEY: Final = "recipe"
 """``meta.json``'s copy of the resolved config as the run began, which a resume holds its
 ``config.yaml`` to (:func:`check_recipe`)."""
 RESUME_MAY_CHANGE: Final = frozenset(
-    {"training.total_timesteps", "expert_iteration.rounds", "training.progress_bar",
-     "training.torch_threads"}
+    {"training.total_timesteps", "expert_iteration.rounds",  # the budgets
+     "training.progress_bar", "training.torch_threads", "training.device", "training.vec_env",
+     "training.log_interval", "expert_iteration.workers"}  # how it runs, not what it learns
 )  # fmt: skip
-"""The config keys a resumed run may change: its budgets, and how it runs, not what it learns."""
+"""The config keys a resumed run may change (``vec_env``: the native and SB3's vector envs
+play the same games; ``workers``: the labels do not depend on it)."""
 REPLAY_FILE: Final = "replay_buffer.pkl"
 TB_DIR: Final = "tb"
 TB_RUN_NAME: Final = "run"
@@ -1090,9 +1092,13 @@ def check_recipe(cfg: Config, run: RunDir, recipe: dict[str, Any] | None) -> Non
     """Refuse to resume ``run`` with a config that differs from the one it began with
     (``recipe``, kept in ``meta.json``) beyond :data:`RESUME_MAY_CHANGE`: the checkpoint
     would be trained on under a config.yaml that does not describe it. Runs made before the
-    recipe was kept are not checked."""
+    recipe was kept, or whose recipe no longer validates, are not checked."""
     if recipe is None:
         return
+    try:  # fields added since the run began take their defaults, as config.yaml's do
+        recipe = config_from_dict(recipe).to_dict()
+    except ValueError:
+        return  # a recipe this version cannot read: nothing to hold config.yaml to
     changed = {
         k: v for k, v in _changes(recipe, cfg.to_dict()).items() if k not in RESUME_MAY_CHANGE
     }

@@ -37,10 +37,12 @@ def blas_controller() -> Any:
     except ImportError:
         return None
     modules = len(sys.modules)
-    if modules not in _CONTROLLER:
+    controller = _CONTROLLER.get(modules)
+    if controller is None:
+        controller = ThreadpoolController()
         _CONTROLLER.clear()
-        _CONTROLLER[modules] = ThreadpoolController()
-    return _CONTROLLER[modules]
+        _CONTROLLER[modules] = controller
+    return controller
 
 
 @contextlib.contextmanager
