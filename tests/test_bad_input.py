@@ -272,6 +272,10 @@ def test_numpy_scalar_options_are_taken_as_the_values_they_hold() -> None:
     assert env.recall is True and env.rules.bonus_always is True
     _, info = env.reset(seed=0)
     assert info["turn"] == 1
+    from coldiron_env.vector import ColdIronVectorEnv
+
+    vector = ColdIronVectorEnv(2, max_episode_steps=np.int64(100), win_reward=np.float32(2.0))
+    assert vector.max_episode_steps == 100 and vector.win_reward == 2.0
     with pytest.raises(ValueError, match=r"recall must be a bool, got 1\.0"):
         ColdIronEnv(recall=np.float32(1.0))
     with pytest.raises(ValueError, match=r"rule option 'turns' must be an int, got 20\.0"):
