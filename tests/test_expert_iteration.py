@@ -36,14 +36,14 @@ TINY = {"rounds": 2, "episodes": 6, "budget": "planner-small"}
 @pytest.mark.parametrize(
     ("args", "named"),
     [
-        (["--rounds", "0"], "rounds"),
-        (["--episodes", "0"], "episodes"),
-        (["--budget", "planner-huge"], "budget"),
-        (["--learning-rate", "0"], "learning_rate"),
+        (["--rounds", "0"], "--rounds"),
+        (["--episodes", "0"], "--episodes"),
+        (["--budget", "planner-huge"], "--budget"),
+        (["--learning-rate", "0"], "--learning-rate"),
         (["--seed", "-1"], "seed"),
-        (["--keep-rounds", "0"], "keep_rounds"),
-        (["--targets", "fuzzy"], "targets"),
-        (["--targets", "soft", "--soft-z", "-1"], "soft_z"),
+        (["--keep-rounds", "0"], "--keep-rounds"),
+        (["--targets", "fuzzy"], "--targets"),
+        (["--targets", "soft", "--soft-z", "-1"], "--soft-z"),  # named by their flags
     ],
 )
 def test_bad_settings_are_refused_by_name(

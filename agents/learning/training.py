@@ -950,7 +950,7 @@ def distill(
     t_start = time.perf_counter()
     run_dir = RunDir(out)
     if settings.rounds < 1:
-        raise TrainingError(f"rounds must be at least 1, got {settings.rounds}")
+        raise TrainingError(f"--rounds must be at least 1, got {settings.rounds}")
     meta = read_json(run_dir.meta, {})
     if meta and (meta.get("start") != start or "rounds" in meta):  # "rounds": an older layout
         what = (
