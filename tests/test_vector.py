@@ -599,6 +599,17 @@ def test_a_raised_illegal_action_leaves_next_step_deals_alone() -> None:
     np.testing.assert_array_equal(after[1], expected[1])
 
 
+@pytest.mark.parametrize("options", ["deck", [], ("deck",)])
+def test_reset_options_that_are_not_a_dict_are_refused(options: Any) -> None:
+    with pytest.raises(ValueError, match="reset options must be a dict, got"):
+        ColdIronVectorEnv(2).reset(seed=0, options=options)
+
+
+def test_numpy_scalar_options_are_taken_as_the_values_they_hold() -> None:
+    envs = ColdIronVectorEnv(2, max_episode_steps=np.int64(100), win_reward=np.float32(2.0))
+    assert envs.max_episode_steps == 100 and envs.win_reward == 2.0
+
+
 def test_state_memory_is_linear_in_num_envs() -> None:
     sizes = [ColdIronVectorEnv(n, recall=True).state_nbytes() for n in (64, 128, 256)]
     per_env = (sizes[1] - sizes[0]) / 64
