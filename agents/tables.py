@@ -157,7 +157,10 @@ def results() -> str:
         )
     header = ["player", "win rate", "95% interval",
               f"paired with `{BASELINE}` (points, 95%; McNemar)", "how"]  # fmt: skip
-    note = f"\n{doc['episodes']:,} deals of report seed {doc['seed']}.\n"
+    note = (
+        f"\n{doc['episodes']:,} deals of report seed {doc['seed']}; in bold, the network the "
+        "default config trains (the best player is the strongest search, `strongest`).\n"
+    )
     return markdown_table(header, out) + note
 
 
@@ -201,7 +204,8 @@ def headline() -> str:
     label, best = _best_player()
     return (
         f"**A player who sees only what a player sees wins at most {_pct(bound['mean'])} of "
-        f"deals; the best player here wins {_pct(best['win_rate'])} (`{label}`).** The ceiling "
+        f"deals (at most {_pct(bound['ci_high'])} at the 95% level); the best player here "
+        f"wins {_pct(best['win_rate'])} (`{label}`).** The ceiling "
         f"is an information-relaxation bound, valid for every such player by construction, "
         f"on {bound['episodes']:,} deals of report seed {bound['seed']} (95% interval "
         f"{_interval(bound['ci_low'], bound['ci_high'])}); the best player's interval is "

@@ -3,8 +3,10 @@
     .venv/bin/python scripts/evaluate.py --agent heuristic --agent threaten --agent runs/ppo \\
         --episodes 20000 --json eval.json --plot eval.png
 
-An agent is a built-in name (random, threaten, heuristic), a run directory or a
-``.zip`` model; a ``train.py --seeds`` output folder stands for its ``seed-N`` runs.
+An agent is a name (a built-in player such as heuristic or planner, a shipped model such
+as distilled, a search such as strongest: the list under --agent), a run directory, a
+``.zip`` or ``.onnx`` model; a ``train.py --seeds`` output folder stands for its ``seed-N``
+runs.
 Run directories that are seeds of one config are also reported together: the mean
 of their win rates with a Student-t 95% interval across seeds (agents/learning/multiseed.py).
 
