@@ -37,6 +37,17 @@ DEFAULT_MAX_ILLEGAL: Final = 10
 RESET_OPTION_KEYS: Final = ("deck",)
 
 
+def reset_deck_option(options: Any) -> Any:
+    """The ``deck`` of ``reset``'s ``options`` (None without one), the options checked: a
+    dict of :data:`RESET_OPTION_KEYS` (the single env's and the vector env's ``reset``)."""
+    if options is not None and not isinstance(options, Mapping):
+        raise ValueError(f"reset options must be a dict, got {options!r}")
+    unknown = sorted(set(options or ()) - set(RESET_OPTION_KEYS))
+    if unknown:
+        raise ValueError(f"unknown reset option(s) {unknown}; known: {list(RESET_OPTION_KEYS)}")
+    return (options or {}).get("deck")
+
+
 class ColdIronEnv(gym.Env[Any, np.int64]):
     """
     Cold Iron, a solo card game by Matthew Hartley: over 24 turns (6pm to
@@ -299,17 +310,8 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        if options is not None and not isinstance(options, Mapping):
-            raise ValueError(f"reset options must be a dict, got {options!r}")
+        codes = reset_deck_option(options)
         super().reset(seed=seed)
-        codes = None
-        if options:
-            unknown = sorted(set(options) - set(RESET_OPTION_KEYS))
-            if unknown:
-                raise ValueError(
-                    f"unknown reset option(s) {unknown}; known: {list(RESET_OPTION_KEYS)}"
-                )
-            codes = options.get("deck")
         if self._next_rules is not self.rules:  # a curriculum's new stage
             self._apply_rules(self._next_rules)
         self.game.reset(self._dealer.deal(self.np_random, codes))

@@ -94,7 +94,7 @@ from coldiron_env.cards import (
     parse_deck,
 )
 from coldiron_env.dealer import SHUFFLE_BATCH, audit_deals, auditing, relabel_jokers
-from coldiron_env.env import RESET_OPTION_KEYS, ColdIronEnv, check_curriculum
+from coldiron_env.env import ColdIronEnv, check_curriculum, reset_deck_option
 from coldiron_env.game import (
     I8,
     I64,
@@ -408,14 +408,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
 
     def _deck_option(self, options: dict[str, Any] | None) -> list[list[int] | None]:
         n = self.num_envs
-        if options is not None and not isinstance(options, Mapping):
-            raise ValueError(f"reset options must be a dict, got {options!r}")
-        if not options:
-            return [None] * n
-        unknown = sorted(set(options) - set(RESET_OPTION_KEYS))
-        if unknown:
-            raise ValueError(f"unknown reset option(s) {unknown}; known: {list(RESET_OPTION_KEYS)}")
-        decks = options.get("deck")
+        decks = reset_deck_option(options)
         if decks is None:
             return [None] * n
         if isinstance(decks, (str, bytes)) or not isinstance(decks, Iterable):
