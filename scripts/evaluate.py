@@ -215,8 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted: no results written", file=sys.stderr)
         return 130
-    except ValueError as err:  # a seed outside the deal set's range
-        print(f"error: --seed {args.seed}: {err}", file=sys.stderr)
+    except ValueError as err:  # the seed was checked above: an agent's or env's refusal
+        print(f"error: {err}", file=sys.stderr)
         return EXIT_ERROR
     print(format_table(results))
     pairs = paired_lines(results, args.against)
