@@ -79,8 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             "train it with: .venv/bin/python scripts/train.py "
             f"--config {result.files['best_config']}"
         )
-    if result.interrupted:
-        print("interrupted: rerun the same command to continue the study", file=sys.stderr)
+    if result.interrupted:  # tune() has said so, and how to continue
         return EXIT_INTERRUPTED
     return 0
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import logging
 import math
 import os
 import pwd
@@ -602,10 +603,26 @@ def test_interrupted_search_keeps_finished_trials_and_continues(
     cfg = write_config(tmp_path / "t.yaml")
     out = tmp_path / "out"
     logs: list[str] = []
-    result = tune(cfg, 2, out=out, log=logs.append)
+    optuna_records: list[logging.LogRecord] = []
+
+    class Catcher(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            optuna_records.append(record)
+
+    catcher = Catcher()
+    optuna_log = logging.getLogger("optuna")
+    optuna_log.addHandler(catcher)
+    try:
+        result = tune(cfg, 2, out=out, log=logs.append)
+    finally:
+        optuna_log.removeHandler(catcher)
     assert result.interrupted and result.finished == 1
     assert not any("--resume" in m for m in logs), "a trial is never resumed: no such hint"
     assert any("rerun the command to continue" in m for m in logs)
+    # the stop is said once, as a stop: not as Optuna's failure with a stack trace
+    assert any("trial 1 stopped (not counted)" in m for m in logs), logs
+    said = [r.getMessage() for r in optuna_records]
+    assert not any(m.startswith("Trial 1 failed") for m in said), said
     trials = optuna.load_study(study_name="tiny", storage=default_storage_url(out)).get_trials()
     assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.FAIL]
     stopped = Path(trials[1].user_attrs["run_dir"])
@@ -782,6 +799,27 @@ def test_an_output_folder_of_another_study_is_refused(tmp_path: Path) -> None:
     with pytest.raises(TuneError, match="is not in"):
         tune(cfg, 1, out=out, storage=url, log=lambda _m: None)
     assert optuna.get_all_study_names(url) == []
+
+
+def test_a_refused_storage_names_a_folder_and_leaves_no_output_folder(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "t.yaml")
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    out = tmp_path / "new-out"
+    with pytest.raises(TuneError, match=r"a-folder is a folder, not a database file"):
+        tune(cfg, 1, out=out, storage=f"sqlite:///{folder}", log=lambda _m: None)
+    assert not out.exists()  # the search never started: nothing left behind
+    # a study of another kind in the storage: refused, and the new --out removed too
+    url = default_storage_url(tmp_path)
+    optuna.create_study(study_name="tiny", storage=url, direction="minimize")
+    with pytest.raises(TuneError, match=r"objective"):
+        tune(cfg, 1, out=out, storage=url, log=lambda _m: None)
+    assert not out.exists()
+    kept = tmp_path / "kept"  # an --out that was there before is never removed
+    kept.mkdir()
+    with pytest.raises(TuneError, match=r"objective"):
+        tune(cfg, 1, out=kept, storage=url, log=lambda _m: None)
+    assert kept.is_dir()
 
 
 @pytest.mark.slow

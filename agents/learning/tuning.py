@@ -38,10 +38,12 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import math
 import multiprocessing
 import os
 import re
+import shutil
 import signal
 import socket
 import sys
@@ -178,6 +180,12 @@ def make_storage(url: str) -> optuna.storages.RDBStorage:
     SQLite gets a long lock timeout: several processes write the same file.
     """
     sqlite = url.startswith("sqlite")
+    database = None
+    if sqlite:
+        with contextlib.suppress(Exception):  # a malformed URL is reported by the storage
+            database = make_url(url).database
+    if database and Path(database).is_dir():  # sqlite would say "unable to open database file"
+        raise TuneError(f"storage {redact(url)}: {database} is a folder, not a database file")
     engine_kwargs: dict[str, Any] = (
         {"connect_args": {"timeout": SQLITE_TIMEOUT_SECONDS}} if sqlite else {"pool_pre_ping": True}
     )
@@ -429,6 +437,31 @@ class FailureLimit:
                 )
 
 
+class StoppedTrials(logging.Filter):
+    """Drops Optuna's two warnings (one with a stack trace) about a trial stopped by Ctrl-C
+    or SIGTERM, logging one line instead: a stop is not an error (the trial saved its
+    checkpoint, is recorded ``FAIL`` and a rerun replaces it)."""
+
+    def __init__(self, worker: int, log: Callable[[str], None]) -> None:
+        super().__init__()
+        self.worker = worker
+        self.log = log
+        self.stopped: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        trial = message.split(" failed ", 1)[0]  # "Trial N"
+        if record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt):
+            self.stopped.add(trial)
+            self.log(f"[worker {self.worker}] {trial.lower()} stopped (not counted), saved")
+            return False
+        return trial not in self.stopped  # its "failed with value None" follow-up
+
+
+OPTUNA_OPTIMIZE_LOGGER: Final = "optuna.study._optimize"
+"""The logger of Optuna's trial loop (where it reports a failed trial)."""
+
+
 def run_worker(
     config_file: str,
     storage_url: str,
@@ -449,12 +482,18 @@ def run_worker(
     study, _ = open_study(tcfg, storage_url, study_name, worker, None if solo else process_nonce())
     if count_finished(study) >= n_trials:
         return  # optimize() would start a trial before any callback could stop it
-    study.optimize(
-        Objective(tcfg, out, worker, log),
-        catch=(Exception,),  # recorded as FAIL with the reason; FailureLimit stops a loop
-        callbacks=[MaxTrialsCallback(n_trials, states=FINISHED), FailureLimit(worker, log)],
-        gc_after_trial=True,
-    )
+    optuna_log = logging.getLogger(OPTUNA_OPTIMIZE_LOGGER)
+    quiet = StoppedTrials(worker, log)
+    optuna_log.addFilter(quiet)
+    try:
+        study.optimize(
+            Objective(tcfg, out, worker, log),
+            catch=(Exception,),  # recorded as FAIL with the reason; FailureLimit stops a loop
+            callbacks=[MaxTrialsCallback(n_trials, states=FINISHED), FailureLimit(worker, log)],
+            gc_after_trial=True,
+        )
+    finally:
+        optuna_log.removeFilter(quiet)
 
 
 def _worker_entry(
@@ -523,12 +562,18 @@ def tune(
     tcfg = load_tuning_config(file)
     name = study_name or tcfg.name
     out = out if out is not None else Path("runs") / f"tune-{name}"
+    made_out = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     url = storage or default_storage_url(out)
-    marker = _read_marker(out, name, url)
-    study, created = open_study(tcfg, url, name, create=marker is None)
+    try:
+        marker = _read_marker(out, name, url)
+        study, created = open_study(tcfg, url, name, create=marker is None)
+        _claim_out(out, study, url, created, marker)
+    except (TuneError, ConfigError):
+        if made_out:  # leave no folder behind for a search that never started
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     trials_dir = out / TRIALS_DIR
-    _claim_out(out, study, url, created, marker)
     before = count_finished(study)
     log(
         f"study {name!r} in {redact(url)}: {before} finished trial(s), target {n_trials}, "
