@@ -362,6 +362,8 @@ def test_a_record_from_before_the_rollouts_option_resumes_as_heuristic_rollouts(
     network.expert_iteration.rollouts = ei.NETWORK_ROLLOUTS
     with pytest.raises(TrainingError, match=r"only expert_iteration\.rounds may change"):
         ei.check_resumable(network, tmp_path)
+    with pytest.raises(TrainingError, match=r"\(rollouts: 'heuristic' -> 'network'\)"):
+        ei.check_resumable(network, tmp_path)  # the one setting changed, with both values
 
 
 def _distill_keeping(out: Path, rounds: int, keep: int) -> Any:

@@ -51,6 +51,7 @@ from agents.learning.multiseed import (
     twin_seed_groups,
     unfinished_runs,
 )
+from agents.learning.provenance import TrainingError
 from agents.learning.search_space import SamplerSpec, load_tuning_config
 from agents.learning.tuning import (
     BEST_CONFIG,
@@ -749,6 +750,25 @@ def test_train_seeds_trains_one_run_per_seed_and_skips_done_ones(tmp_path: Path)
     again = train_seeds(cfg, [0, 1], tmp_path / "seeds", log=logs.append)
     assert sum("already completed" in m for m in logs) == 2
     assert [r.history for r in again] == [r.history for r in results]
+
+
+def test_a_seed_folder_of_another_config_is_refused_naming_what_differs(tmp_path: Path) -> None:
+    from agents.learning.config import apply_overrides, dump_config
+
+    cfg = load_config(write_config(tmp_path / "t.yaml", search=None))
+    run = tmp_path / "seeds" / "seed-0"
+    run.mkdir(parents=True)
+    other = apply_overrides(cfg, timesteps=cfg.training.total_timesteps * 2, seed=0)
+    other.training.progress_bar = not cfg.training.progress_bar  # not part of the recipe
+    (run / "config.yaml").write_text(dump_config(other))
+    for status in ("completed", "interrupted"):
+        (run / "meta.json").write_text(json.dumps({"status": status}))
+        with pytest.raises(
+            TrainingError, match=r"another config \(training\.total_timesteps: "
+        ) as e:
+            train_seeds(cfg, [0], tmp_path / "seeds", log=lambda _m: None)
+        assert f"{other.training.total_timesteps} -> {cfg.training.total_timesteps}" in str(e.value)
+        assert "progress_bar" not in str(e.value)
 
 
 # ---------------------------------------------------------------- several machines

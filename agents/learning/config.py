@@ -790,6 +790,25 @@ def apply_overrides(
     return config_from_dict(data, where)  # an error names the flag, not only the file
 
 
+def config_changes(
+    had: Mapping[str, Any], now: Mapping[str, Any], prefix: str = ""
+) -> dict[str, tuple[Any, Any]]:
+    """``dotted.key -> (before, after)`` where two config trees differ (into dicts both hold)."""
+    out: dict[str, tuple[Any, Any]] = {}
+    for key in sorted(had.keys() | now.keys()):
+        a, b = had.get(key), now.get(key)
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            out.update(config_changes(a, b, f"{prefix}{key}."))
+        elif a != b:
+            out[f"{prefix}{key}"] = (a, b)
+    return out
+
+
+def describe_changes(changes: Mapping[str, tuple[Any, Any]]) -> str:
+    """:func:`config_changes` as text: ``key: before -> after; ...``."""
+    return "; ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in changes.items())
+
+
 def dump_config(cfg: Config) -> str:
     """The resolved config as YAML text (loads back to an equal config)."""
     return yaml.safe_dump(cfg.to_dict(), sort_keys=False, default_flow_style=None)

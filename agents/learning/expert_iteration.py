@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from agents.atomic import atomic_write_bytes, atomic_write_json, read_json
+from agents.learning.config import config_changes, describe_changes
 from agents.learning.imitation import DAGGER_BATCH, Demonstrations, concat, student_play
 from agents.learning.provenance import TrainingError, sha256_bytes, sha256_file
 from agents.learning.sb3_agent import (
@@ -396,12 +397,11 @@ def check_resumable(cfg: Config, run_root: Path) -> None:
     recorded.setdefault("keep_rounds", 1)
     recorded.setdefault("targets", HARD_TARGETS)
     recorded.setdefault("soft_z", None)
-    had = {k: v for k, v in recorded.items() if k != "rounds"}
-    wanted = {k: v for k, v in identity(cfg).items() if k != "rounds"}
-    if had != wanted:
+    changes = config_changes(recorded, identity(cfg))
+    if changes := {k: v for k, v in changes.items() if k != "rounds"}:
         raise TrainingError(
-            f"{path} records other expert-iteration settings ({had}) than the config's "
-            f"({wanted}); only expert_iteration.rounds may change on resume"
+            f"{path} records other expert-iteration settings than the config's "
+            f"({describe_changes(changes)}); only expert_iteration.rounds may change on resume"
         )
 
 

@@ -392,17 +392,15 @@ def train_seeds(
 
 
 def _check_same(run_dir: Path, cfg: Any) -> None:
-    from agents.learning.config import load_config  # noqa: PLC0415
+    from agents.learning.config import config_changes, describe_changes, load_config  # noqa: PLC0415
     from agents.learning.provenance import TrainingError  # noqa: PLC0415
 
-    saved = load_config(run_dir / CONFIG_FILE).to_dict()
-    wanted = cfg.to_dict()
-    for d in (saved, wanted):
-        d.get("training", {}).pop("progress_bar", None)
-    if saved != wanted:
-        diff = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
+    changes = config_changes(load_config(run_dir / CONFIG_FILE).to_dict(), cfg.to_dict())
+    changes.pop("training.progress_bar", None)
+    if changes:
         raise TrainingError(
-            f"{run_dir}: holds a run of another config (differs in {diff}); use another --out"
+            f"{run_dir}: holds a run of another config ({describe_changes(changes)}); "
+            "use another --out"
         )
 
 

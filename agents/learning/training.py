@@ -72,8 +72,10 @@ from agents.learning.config import (
     ExpertIterationConfig,
     VecEnvKind,
     algorithm_kwargs,
+    config_changes,
     config_from_dict,
     default_hyperparameter,
+    describe_changes,
     dump_config,
     load_config,
     policy_kwargs,
@@ -1076,18 +1078,6 @@ def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
     return Run(run, cfg, meta, log, model, venv, RunState(kept, best), resumed=True)
 
 
-def _changes(had: dict[str, Any], now: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``dotted.key -> (before, after)`` where two config trees differ (into dicts both hold)."""
-    out: dict[str, Any] = {}
-    for key in sorted(had.keys() | now.keys()):
-        a, b = had.get(key), now.get(key)
-        if isinstance(a, dict) and isinstance(b, dict):
-            out.update(_changes(a, b, f"{prefix}{key}."))
-        elif a != b:
-            out[f"{prefix}{key}"] = (a, b)
-    return out
-
-
 def check_recipe(cfg: Config, run: RunDir, recipe: dict[str, Any] | None) -> None:
     """Refuse to resume ``run`` with a config that differs from the one it began with
     (``recipe``, kept in ``meta.json``) beyond :data:`RESUME_MAY_CHANGE`: the checkpoint
@@ -1099,14 +1089,11 @@ def check_recipe(cfg: Config, run: RunDir, recipe: dict[str, Any] | None) -> Non
         recipe = config_from_dict(recipe).to_dict()
     except ValueError:
         return  # a recipe this version cannot read: nothing to hold config.yaml to
-    changed = {
-        k: v for k, v in _changes(recipe, cfg.to_dict()).items() if k not in RESUME_MAY_CHANGE
-    }
-    if changed:
-        what = "; ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in changed.items())
+    changed = config_changes(recipe, cfg.to_dict())
+    if changed := {k: v for k, v in changed.items() if k not in RESUME_MAY_CHANGE}:
         raise TrainingError(
-            f"{run.config}: changed since the run began ({what}); a resumed run keeps its "
-            f"recipe: only {', '.join(sorted(RESUME_MAY_CHANGE))} may change"
+            f"{run.config}: changed since the run began ({describe_changes(changed)}); a "
+            f"resumed run keeps its recipe: only {', '.join(sorted(RESUME_MAY_CHANGE))} may change"
         )
 
 
