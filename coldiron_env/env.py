@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import operator
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Final, Literal, SupportsFloat, get_args
@@ -23,7 +22,14 @@ from coldiron_env.actions import (
 )
 from coldiron_env.cards import CARD_CODES, DECK_SIZE, hand_codes
 from coldiron_env.dealer import Dealer
-from coldiron_env.game import WON, Game, GameOverError, IllegalActionError, max_decisions
+from coldiron_env.game import (
+    WON,
+    Game,
+    GameOverError,
+    IllegalActionError,
+    action_index,
+    max_decisions,
+)
 from coldiron_env.options import CURRICULUM_KEYS, RuleOptions, plain
 from coldiron_env.picture import draw_table
 from coldiron_env.render import render_text
@@ -325,18 +331,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         game = self.game
-        try:
-            if isinstance(action, (bool, np.bool_)):
-                raise TypeError
-            a = operator.index(action)
-        except TypeError:
-            raise IllegalActionError(
-                f"action must be an integer in 0..{NUM_ACTIONS - 1}, got {action!r}"
-            ) from None
-        if not 0 <= a < NUM_ACTIONS:
-            raise IllegalActionError(
-                f"action {a} is outside the action space Discrete({NUM_ACTIONS})"
-            )
+        a = action_index(action)
         if self._needs_reset or game.phase == PHASE_OVER:
             raise GameOverError("step() called before reset() or after the episode ended")
         truncated = False

@@ -16,6 +16,7 @@ each draw is a handful of integer operations.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from functools import cache
 from typing import Final, NamedTuple
@@ -98,8 +99,28 @@ def pending_bonus_source(phase: int, iron_count: int) -> int:
     return BONUS_FROM_IRON if iron_count else BONUS_FROM_THREATEN
 
 
+ALL_CARD_IDS: Final = list(range(DECK_SIZE))
+"""A deck sorted: every card id once (the two Jokers are 52 and 53)."""
+
+
 class IllegalActionError(ValueError):
     """An action that is not legal in the current phase (or not an action at all)."""
+
+
+def action_index(action: object) -> int:
+    """``action`` as an action index: an int (a NumPy integer too) in ``0..18``; a bool, a
+    float, a string or an int out of range raises :class:`IllegalActionError` naming it."""
+    try:
+        if isinstance(action, (bool, np.bool_)):
+            raise TypeError
+        a = operator.index(action)  # type: ignore[arg-type]
+    except TypeError:
+        raise IllegalActionError(
+            f"action must be an integer in 0..{NUM_ACTIONS - 1}, got {action!r}"
+        ) from None
+    if not 0 <= a < NUM_ACTIONS:
+        raise IllegalActionError(f"action {a} is outside the action space Discrete({NUM_ACTIONS})")
+    return a
 
 
 class GameOverError(RuntimeError):
@@ -157,14 +178,27 @@ class Game:
     )
 
     def __init__(self, deck: Sequence[int], rules: RuleOptions = DEFAULT_RULES) -> None:
+        if not isinstance(rules, RuleOptions):
+            raise TypeError(
+                f"rules must be a RuleOptions (e.g. RuleOptions(**options)), got {rules!r}"
+            )
         self.rules = rules
         self.reset(deck)
 
     def reset(self, deck: Sequence[int]) -> None:
-        """Start a new game on ``deck`` (54 card ids, first drawn first)."""
-        if len(deck) != DECK_SIZE:
-            raise ValueError(f"deck must hold {DECK_SIZE} card ids, got {len(deck)}")
-        self.deck = list(deck)
+        """Start a new game on ``deck`` (each card id ``0..53`` once, first drawn first)."""
+        try:
+            cards = [operator.index(card) for card in deck]
+        except TypeError:
+            raise ValueError(f"deck must hold card ids (integers), got {list(deck)!r}") from None
+        if sorted(cards) != ALL_CARD_IDS:
+            if len(cards) != DECK_SIZE:
+                raise ValueError(f"deck must hold {DECK_SIZE} card ids, got {len(cards)}")
+            wrong = sorted({c for c in cards if not 0 <= c < DECK_SIZE or cards.count(c) > 1})
+            raise ValueError(
+                f"deck must hold each card id 0..{DECK_SIZE - 1} once; {wrong} are not"
+            )
+        self.deck = cards
         self.pos = 0
         self.hand = 0
         self.discarded = 0
@@ -231,7 +265,8 @@ class Game:
         legal now (the game is unchanged) and :class:`GameOverError` after the end."""
         if self.phase == PHASE_OVER:
             raise GameOverError("the game is over; start a new one")
-        if not (0 <= action < NUM_ACTIONS and LEGAL_BITS[self.phase] >> action & 1):
+        action = action_index(action)
+        if not LEGAL_BITS[self.phase] >> action & 1:
             raise IllegalActionError(self.describe_illegal(action))
         self.steps += 1
         self.last_action = action
@@ -258,6 +293,8 @@ class Game:
         """End the game as lost by the illegal ``action`` (R18, default policy)."""
         if self.phase == PHASE_OVER:
             raise GameOverError("the game is over; start a new one")
+        if LEGAL_BITS[self.phase] >> action_index(action) & 1:
+            raise ValueError(f"action {action} is legal in phase {self.phase_name!r}: not forfeit")
         self.steps += 1
         self.last_action = action
         self.drawn = []

@@ -27,7 +27,7 @@ import numpy as np
 
 from agents.atomic import atomic_target, atomic_write_text
 from agents.evaluation.lockstep import Move, play_lockstep
-from agents.players.base import Agent
+from agents.players.base import Agent, RuleAware
 from agents.players.planner import HINT_SAMPLES, action_win_chances, why_hopeless
 from agents.registry import make_agent, set_torch_threads
 from coldiron_env.actions import ACTION_NAMES, LEGAL_ACTIONS, PHASE_TURN, parse_action
@@ -240,13 +240,18 @@ class _Quit(Exception):
 
 
 class _Resumed(Agent):
-    """``agent`` after the moves already played (a loaded game), which it is not asked."""
+    """``agent`` after the moves already played (a loaded game): it sees them played
+    (:meth:`Agent.replay`), then decides."""
 
     def __init__(self, agent: Agent, opening: list[int]) -> None:
         self.agent, self.opening = agent, list(opening)
 
     def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
-        return self.opening.pop(0) if self.opening else self.agent.act(obs, action_mask, info)
+        if not self.opening:
+            return self.agent.act(obs, action_mask, info)
+        action = self.opening.pop(0)
+        self.agent.replay(obs, action_mask, info, action)
+        return action
 
 
 def agent_loop(
@@ -257,6 +262,9 @@ def agent_loop(
     opening = len(session.actions)
     pause = delay is None
     out(render_text(session.game))
+
+    if isinstance(agent, RuleAware):
+        agent.set_rules(session.env.rules)  # a variant's flags, as evaluation tells it
 
     def seat(_game: int) -> Agent:
         agent.reset(seed)

@@ -305,3 +305,63 @@ def test_atomic_writes_name_the_file_asked_for_and_follow_the_umask(tmp_path: Pa
         os.umask(old)
     assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o640
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left
+
+
+# ---------------------------------------------------------------- the rules engine
+def test_the_engine_refuses_what_is_not_a_deck_rules_or_an_action() -> None:
+    from coldiron_env.game import Game
+    from coldiron_env.options import RuleOptions
+
+    deck = list(range(54))
+    with pytest.raises(ValueError, match=r"each card id 0\.\.53 once; \[1, 99\]"):
+        Game([99, 1, 1, *range(3, 54)])
+    with pytest.raises(ValueError, match=r"each card id 0\.\.53 once; \[-1\]"):
+        Game([-1, *range(1, 54)])
+    with pytest.raises(ValueError, match=r"must hold 54 card ids, got 53"):
+        Game(deck[:-1])
+    with pytest.raises(ValueError, match=r"card ids \(integers\)"):
+        Game([float(c) for c in deck])
+    with pytest.raises(TypeError, match=r"rules must be a RuleOptions.*bonus_always"):
+        Game(deck, {"bonus_always": True})  # type: ignore[arg-type]
+    row = np.arange(54, dtype=np.int8)  # a NumPy row of small ints plays as the list does
+    a, b = Game(row), Game(deck)  # type: ignore[arg-type]
+    for game in (a, b):
+        game.step(THREATEN)
+    assert (a.hand, a.discarded, a.pos) == (b.hand, b.discarded, b.pos)
+    assert Game(deck, RuleOptions(turns=3)).rules.turns == 3
+    game = Game(deck)
+    for action, named in [(True, "True"), ("0", "'0'"), (1.0, "1.0"), (25, "outside")]:
+        with pytest.raises(IllegalActionError, match=re.escape(named)):
+            game.step(action)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"action 0 is legal in phase 'turn': not forfeit"):
+        game.forfeit(THREATEN)
+    assert game.steps == 0 and game.phase_name == "turn"  # nothing was played
+    game.forfeit(STOP)
+    assert game.outcome == "illegal"
+
+
+def test_a_player_that_answers_no_action_is_refused_on_either_evaluation_path() -> None:
+    """What the env refuses (an action out of range, a float, a bool) is refused the same
+    way when the evaluator drives the engine for a player that decides from knowledge."""
+    from agents.evaluation.arena import deal_decks, evaluate_agent
+    from agents.players.base import Agent
+
+    class Bad(Agent):
+        def __init__(self, answer: object) -> None:
+            self.answer = answer
+
+        def act(self, obs: Any, action_mask: Any, info: Any = None) -> int:
+            return self.answer  # type: ignore[return-value]
+
+        def act_knowledge(self, kn: Any) -> int:
+            return self.answer  # type: ignore[return-value]
+
+    decks = deal_decks(0, 2)
+    for answer in (25, 0.0, True):
+        for engine in (True, False):
+            with pytest.raises(IllegalActionError):
+                evaluate_agent(Bad(answer), decks, [0, 1], use_engine=engine, use_batch=False)
+    # an action in range but illegal loses the game, on both paths (R18's default)
+    for engine in (True, False):
+        result = evaluate_agent(Bad(STOP), decks, [0, 1], use_engine=engine, use_batch=False)
+        assert result.outcomes["illegal"] == 2 and result.wins == 0

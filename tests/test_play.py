@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -195,3 +197,59 @@ def test_bad_arguments_are_refused_by_name_before_the_game(args: list[str], name
     result = play(args, "quit\n")
     assert result.returncode == 2
     assert named in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_resumed_agent_knows_the_moves_replayed_and_every_agent_plays_on(
+    tmp_path: Path,
+) -> None:
+    """A loaded game's moves are shown to the agent (``Agent.replay``): at each decision it
+    knows what a player who watched the whole game knows, and players that track the game
+    (the planner's knowledge, mcts's OpenSpiel state) play on from there."""
+    from helpers import load_file
+
+    from agents.players.heuristic import HeuristicAgent
+    from coldiron_env.knowledge import Knowledge
+
+    module = load_file(SCRIPT, "play_script_resumed")
+    first = module.Session(None, 3, {})
+    for action in (16, 16, 16, 0):  # rest x3, threaten: discards the player must remember
+        first.step(action)
+    resumed = module.Session(first.deck, None, {})
+    for action in first.actions:
+        resumed.step(action)
+    known: list[tuple[Knowledge, Knowledge]] = []
+
+    class Spy(HeuristicAgent):
+        def act(self, obs: Any, action_mask: Any, info: Any = None) -> int:
+            action = super().act(obs, action_mask, info)
+            known.append((dataclasses.replace(self.knowledge), Knowledge.from_game(resumed.game)))
+            return action
+
+    module.agent_loop(resumed, Spy(), 0.0, 0, lambda _text: None)
+    assert len(resumed.actions) > len(first.actions), "the agent played on"
+    assert [mine for mine, _ in known] == [truth for _, truth in known]
+    save = tmp_path / "game.json"
+    first.save(save)
+    for agent in ("planner-small", "mcts"):  # lost track of the discards before (a crash)
+        watched = play(["--load", str(save), "--agent", agent, "--delay", "0"], "")
+        assert watched.returncode == 0, watched.stderr[-2000:]
+        assert f"{agent} plays:" in watched.stdout and "Game over" in watched.stdout
+
+
+def test_an_agent_watched_in_a_rule_variant_is_told_the_rules() -> None:
+    from helpers import load_file
+
+    from agents.players.heuristic import HeuristicAgent
+    from coldiron_env.options import RuleOptions
+
+    module = load_file(SCRIPT, "play_script_rules")
+    told: list[RuleOptions] = []
+
+    class Spy(HeuristicAgent):
+        def set_rules(self, rules: RuleOptions) -> None:
+            told.append(rules)
+            super().set_rules(rules)
+
+    session = module.Session(None, 3, {"bonus_joker_grants_more": True, "turns": 20})
+    module.agent_loop(session, Spy(), 0.0, 0, lambda _text: None)
+    assert told and told[-1].bonus_joker_grants_more and told[-1].turns == 20

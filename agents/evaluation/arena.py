@@ -29,19 +29,19 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Protocol, runtime_checkable
+from typing import Any, Final, Literal
 
 import numpy as np
 
 from agents.evaluation.lockstep import LOCKSTEP_BATCH, BatchPolicy, Seat, play_lockstep
 from agents.evaluation.looks import record_look
 from agents.evaluation.stats import mcnemar, wilson_interval
-from agents.players.base import Agent, KnowledgeActor
-from coldiron_env.actions import LEGAL_BITS, NUM_ACTIONS, PHASE_OVER
+from agents.players.base import Agent, KnowledgeActor, RuleAware
+from coldiron_env.actions import LEGAL_BITS, PHASE_OVER
 from coldiron_env.cards import deck_codes
 from coldiron_env.dealer import DealStream, check_evaluation_seed, shuffled_decks, stream_seed
 from coldiron_env.env import ColdIronEnv
-from coldiron_env.game import OUTCOMES, Game
+from coldiron_env.game import OUTCOMES, Game, action_index
 from coldiron_env.knowledge import Knowledge
 from coldiron_env.observation import OBSERVATION_OPTIONS
 from coldiron_env.options import RULE_KEYS, RuleOptions
@@ -61,13 +61,6 @@ MAX_AGENT_SEED: Final = 2**31 - 1
 
 EpisodeCallback = Callable[[int, list[int], str, int], None]
 """``callback(deal_index, deck_ids_played, outcome, turn_at_end)`` after each episode."""
-
-
-@runtime_checkable
-class RuleAware(Protocol):
-    """An agent that must be told the game's rules (turn count, phrase) before playing."""
-
-    def set_rules(self, rules: RuleOptions) -> None: ...
 
 
 def deal_decks(seed: int, episodes: int) -> np.ndarray:
@@ -220,9 +213,10 @@ def _play_game(agent: KnowledgeActor, game: Game) -> int:
     """Play ``game`` to its end, the agent seeing what a player knows; returns the decisions."""
     steps = 0
     while game.phase != PHASE_OVER:
-        action = agent.act_knowledge(Knowledge.from_game(game))
+        # not an action at all raises, as the env does (R18); an illegal one loses the game
+        action = action_index(agent.act_knowledge(Knowledge.from_game(game)))
         steps += 1
-        if 0 <= action < NUM_ACTIONS and LEGAL_BITS[game.phase] >> action & 1:
+        if LEGAL_BITS[game.phase] >> action & 1:
             game.step(action)
         else:
             game.forfeit(action)

@@ -181,14 +181,14 @@ def _play_chunk(
             starts[:] = False
         else:
             actions = [
-                int(seat.act(o, info["action_mask"], info)) if e is None else 0
+                seat.act(o, info["action_mask"], info) if e is None else 0
                 for seat, o, info, e in zip(seats, obs, infos, ended, strict=True)
             ]
         for i, env in enumerate(envs):
             if ended[i] is not None:
                 continue
+            o, reward, terminated, truncated, info = env.step(actions[i])  # checks the action
             action = int(actions[i])
-            o, reward, terminated, truncated, info = env.step(action)
             steps[i] += 1
             if on_move is not None:
                 done = (bool(terminated), bool(truncated))

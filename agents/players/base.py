@@ -23,6 +23,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 import numpy as np
 
 from coldiron_env.knowledge import Knowledge
+from coldiron_env.options import RuleOptions
 
 MASK_BATCH_NDIM: Final = 2
 """A batch of action masks: one row a game, one column an action."""
@@ -43,6 +44,23 @@ class Agent(ABC):
     @abstractmethod
     def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
         """A legal action index for this observation and mask (``mask[a]`` true = legal)."""
+
+    def replay(
+        self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None, action: int
+    ) -> None:
+        """See a step as :meth:`act` would, where ``action`` was played already (a saved game
+        resumed): an agent with memory of the game keeps it. By default :meth:`act` is asked
+        and its choice ignored; players that keep only what they saw override it to observe
+        without deciding."""
+        self.act(obs, action_mask, info)
+
+
+@runtime_checkable
+class RuleAware(Protocol):
+    """An agent that must be told the game's rules (turn count, phrase...) before playing:
+    whoever seats it calls ``set_rules`` with the rules of the games it will play."""
+
+    def set_rules(self, rules: RuleOptions) -> None: ...
 
 
 @runtime_checkable

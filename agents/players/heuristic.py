@@ -206,6 +206,11 @@ class HeuristicAgent(Agent):
     def reset(self, seed: int | None = None) -> None:
         self.knowledge.reset()
 
+    def replay(
+        self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None, action: int
+    ) -> None:
+        self.knowledge.observe(obs, info)  # what it saw; nothing to decide
+
     def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
         self.knowledge.observe(obs, info)
         action = decide(self.knowledge, self.params)

@@ -148,12 +148,14 @@ class MCTSAgent(Agent):
         if differ:
             raise RuntimeError(f"mcts: lost track of the game (mine, env's): {differ}")
 
+    def replay(
+        self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None, action: int
+    ) -> None:
+        self._observe(info)
+        self._last_action = action  # applied with the cards its step draws, at the next one
+
     def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
-        if info is None or "drawn" not in info:
-            raise ValueError(
-                "mcts: act() needs the env's info (the cards each step drew, info['drawn'])"
-            )
-        self.observe_step(info)
+        self._observe(info)
         legal = self._state.legal_actions()
         masked = np.flatnonzero(np.asarray(action_mask)).tolist()
         if legal != masked:
@@ -161,6 +163,13 @@ class MCTSAgent(Agent):
         action = int(self._bot.step(self._state))
         self._last_action = action
         return action
+
+    def _observe(self, info: dict[str, Any] | None) -> None:
+        if info is None or "drawn" not in info:
+            raise ValueError(
+                "mcts: act() needs the env's info (the cards each step drew, info['drawn'])"
+            )
+        self.observe_step(info)
 
 
 def list_or(value: Any) -> Any:

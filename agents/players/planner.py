@@ -443,6 +443,11 @@ class PlannerAgent(Agent):
         self._rng = np.random.default_rng(DEFAULT_SEED if seed is None else seed)
         self._roller.clear()
 
+    def replay(
+        self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None, action: int
+    ) -> None:
+        self.knowledge.observe(obs, info)  # what it saw; nothing to decide
+
     def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
         self.knowledge.observe(obs, info)
         action = self.choose(self.knowledge)
