@@ -411,7 +411,10 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
 
     def action_masks(self) -> np.ndarray:
         """Legal actions as a bool array of shape (19,) (for sb3-contrib's MaskablePPO);
-        every action once the episode has ended (see ``info["action_mask"]``)."""
+        every action once the episode has ended (see ``info["action_mask"]``). Before the
+        first ``reset()`` there is no game: ``GameOverError``, as ``step()``."""
+        if self._needs_reset:
+            raise GameOverError("action_masks() called before reset()")
         mask: np.ndarray = ENV_MASKS[self.game.phase].copy()
         return mask
 

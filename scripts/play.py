@@ -319,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--picture {args.picture}: is a directory, not a file")
     if args.load is not None and (args.deck is not None or args.seed is not None):
         parser.error("--load replays its own deal: do not combine it with --deck or --seed")
+    if args.deck is not None and args.seed is not None:
+        parser.error("--deck gives the deal: do not combine it with --seed")
 
     def out(text: str) -> None:
         print(text, flush=True)

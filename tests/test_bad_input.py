@@ -365,3 +365,11 @@ def test_a_player_that_answers_no_action_is_refused_on_either_evaluation_path() 
     for engine in (True, False):
         result = evaluate_agent(Bad(STOP), decks, [0, 1], use_engine=engine, use_batch=False)
         assert result.outcomes["illegal"] == 2 and result.wins == 0
+
+
+def test_action_masks_before_the_first_reset_is_refused_as_step_is() -> None:
+    env = ColdIronEnv()
+    with pytest.raises(GameOverError, match=r"action_masks\(\) called before reset\(\)"):
+        env.action_masks()
+    env.reset(seed=0)
+    assert env.action_masks().any()

@@ -191,6 +191,7 @@ def test_every_action_name_as_shown_is_accepted_in_any_case() -> None:
         (["--seed", "-5"], "--seed must be >= 0, got -5"),
         (["--deck", "nope.txt"], "--deck 'nope.txt': no such file"),
         (["--picture", "."], "is a directory"),
+        (["--seed", "7", "--deck", " ".join(WIN_DECK)], "do not combine it with --seed"),
     ],
 )
 def test_bad_arguments_are_refused_by_name_before_the_game(args: list[str], named: str) -> None:

@@ -1,0 +1,89 @@
+"""How often the counting observation's ``hopeless`` flags a position that can still be won.
+
+    python scripts/experiments/keep_bound_gap.py --seed 8 --episodes 2000 \\
+        --json docs/records/keep_bound_gap.json
+
+``keep_bound`` (:class:`coldiron_env.analysis.Counting`, :func:`~coldiron_env.analysis.max_keeps`)
+spends at most 5 Hurt on the Iron; an application at Hurt 5 keeps its card before its Hurt
+slays and wins if the card completes the phrase (RULES.md R7, R11), one card more. This
+plays ``heuristic`` on validation deals and counts the turn decisions where the planner's
+``hopeless`` (the same bound) holds as shipped but not with that card counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from agents.atomic import atomic_write_json  # noqa: E402
+from agents.evaluation.arena import validation_decks  # noqa: E402
+from agents.gitinfo import git_commit, utc_now  # noqa: E402
+from agents.players.heuristic import decide  # noqa: E402
+from agents.players.planner import hopeless  # noqa: E402
+from coldiron_env import analysis  # noqa: E402
+from coldiron_env.actions import PHASE_OVER, PHASE_TURN  # noqa: E402
+from coldiron_env.game import Game  # noqa: E402
+from coldiron_env.knowledge import Knowledge  # noqa: E402
+from coldiron_env.options import MAX_HURT  # noqa: E402
+
+
+def hopeless_with_the_last_iron(kn: Knowledge) -> bool:
+    """``hopeless`` with the Iron's budget one Hurt larger (the slaying application's card)."""
+    names = vars(analysis)  # max_keeps reads the constant at each call
+    shipped = names["SURVIVABLE_HURT"]
+    names["SURVIVABLE_HURT"] = MAX_HURT
+    try:
+        return hopeless(kn)
+    finally:
+        names["SURVIVABLE_HURT"] = shipped
+
+
+def measure(seed: int, episodes: int) -> dict[str, Any]:
+    decisions = flagged = 0
+    games: list[int] = []
+    for index, deck in enumerate(validation_decks(seed, episodes)):
+        game = Game(deck.tolist())
+        while game.phase != PHASE_OVER:
+            kn = Knowledge.from_game(game)
+            if game.phase == PHASE_TURN:
+                decisions += 1
+                if hopeless(kn) and not hopeless_with_the_last_iron(kn):
+                    flagged += 1
+                    if not games or games[-1] != index:
+                        games.append(index)
+            game.step(decide(kn))
+    return {"decisions": decisions, "flagged": flagged, "games": games}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, required=True, help="validation seed of the deals")
+    parser.add_argument("--episodes", type=int, required=True, help="deals to play")
+    parser.add_argument("--json", type=Path, required=True, help="record to write")
+    args = parser.parse_args(argv)
+    found = measure(args.seed, args.episodes)
+    doc = {
+        "what": "turn decisions of heuristic where hopeless holds only without the last Iron",
+        "deals": "validation",
+        "seed": args.seed,
+        "episodes": args.episodes,
+        **found,
+        "commit": git_commit(),
+        "date": utc_now(),
+        "command": " ".join(["scripts/experiments/keep_bound_gap.py", *(argv or sys.argv[1:])]),
+    }
+    atomic_write_json(args.json, doc)
+    print(
+        f"{found['flagged']} of {found['decisions']} turn decisions in "
+        f"{len(found['games'])} of {args.episodes} games"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
