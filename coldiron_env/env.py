@@ -467,7 +467,7 @@ def check_curriculum(
         raise ValueError(
             f"{who} can change only {list(CURRICULUM_KEYS)} between deals, not {fixed}"
         )
-    turns = env_kwargs.get("turns")
+    turns = plain(env_kwargs.get("turns"))  # np.int64(30) too: a sweep's value
     if max_turns is not None and isinstance(turns, int) and turns > max_turns:
         raise ValueError(
             f"{who} was built with turns={max_turns} in dict mode, whose 'turn' space holds "

@@ -168,6 +168,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         backend: str = "auto",
         **kwargs: Any,
     ) -> None:
+        num_envs = plain(num_envs)  # np.int64(3) too, as the sync and async vector envs
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         if render_mode is not None:
@@ -196,7 +197,6 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         if self.backend == "auto":
             self.backend = "python"
             warnings.warn(SLOW_WARNING, RuntimeWarning, stacklevel=2)
-        self._step_games = step_games if self.backend == "numba" else step_games.py_func
         template = ColdIronEnv(**kwargs)  # validates every option, with its messages
         self._env_kwargs = template.env_kwargs()
         self.num_envs = num_envs
@@ -296,7 +296,9 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
                 action = np.where(penalized, np.where(limit, FORFEIT, SKIP), action)
             else:
                 action = np.where(legal, action, FORFEIT)
-        self._step_games(action, self._arrays, self._packed)
+        # the compiled kernel or its Python (looked up here: an attribute would not pickle)
+        kernel = step_games if self.backend == "numba" else step_games.py_func
+        kernel(action, self._arrays, self._packed)
         outcome = self._games.outcome
         terminated = outcome != PLAYING
         self._steps += ~restarting

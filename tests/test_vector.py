@@ -911,3 +911,24 @@ def test_a_dict_vector_curriculum_cannot_outgrow_its_turn_space() -> None:
     with pytest.raises(ValueError, match="would leave the observation space"):
         vec.set_env_kwargs({"turns": 24})
     vec.set_env_kwargs({"turns": 5})
+
+
+def test_numpy_scalars_size_the_env_and_are_held_to_the_dict_mode_turn_space() -> None:
+    """``num_envs=np.int64(3)`` as the sync and async vector envs take it; a NumPy ``turns``
+    beyond the dict-mode 'turn' space is refused as a Python int is (its observations would
+    leave the space); the python backend pickles (the numba one did already)."""
+    import pickle
+
+    vec = ColdIronVectorEnv(num_envs=np.int64(3))
+    assert vec.num_envs == 3 and type(vec.num_envs) is int
+    for env in (
+        ColdIronEnv(observation_mode="dict"),
+        ColdIronVectorEnv(2, observation_mode="dict"),
+    ):
+        with pytest.raises(ValueError, match=r"turns=30 would leave the observation space"):
+            env.set_env_kwargs({"turns": np.int64(30)})
+    python = ColdIronVectorEnv(2, backend="python")
+    python.reset(seed=0)
+    copy = pickle.loads(pickle.dumps(python))
+    actions = np.zeros(2, dtype=np.int64)
+    np.testing.assert_array_equal(copy.step(actions)[0], python.step(actions)[0])
