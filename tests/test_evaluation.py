@@ -7,7 +7,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -261,3 +261,23 @@ def test_models_of_one_name_are_labelled_by_the_end_of_their_paths() -> None:
     assert dotted == ["a/lr0.001", "b/lr0.001"]  # only .zip is taken off
     shared = cli.distinct(["m", "m", "a/m"], ["a/m.zip", "b/m.zip", "x"])
     assert len(set(shared)) == 3 and shared[1] == "b/m"  # a shortened label never repeats one
+
+
+def test_an_observation_option_a_network_was_not_trained_on_is_refused_by_name() -> None:
+    """``--env-kwarg counting=false`` with ``trained`` (a counting model) was dropped for the
+    model while the record said counting was off; it is refused, naming both."""
+    from agents.evaluation.arena import agent_env_kwargs
+
+    class Network(HeuristicAgent):
+        name = "net"
+        env_kwargs: ClassVar[dict[str, bool]] = {"counting": True, "recall": False}
+
+    assert agent_env_kwargs(Network(), {"turns": 20}) == {
+        "turns": 20,
+        "counting": True,
+        "recall": False,
+    }
+    assert agent_env_kwargs(Network(), {"counting": np.bool_(True)})["counting"] is True
+    with pytest.raises(ValueError, match=r"net plays on .* \(counting=True\), not counting=False"):
+        agent_env_kwargs(Network(), {"counting": False})
+    assert agent_env_kwargs(HeuristicAgent(), {"counting": False}) == {"counting": False}

@@ -44,7 +44,7 @@ from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import OUTCOMES, Game, action_index
 from coldiron_env.knowledge import Knowledge
 from coldiron_env.observation import OBSERVATION_OPTIONS
-from coldiron_env.options import RULE_KEYS, RuleOptions
+from coldiron_env.options import RULE_KEYS, RuleOptions, plain
 
 EVAL_ENV_KWARGS: Final = OBSERVATION_OPTIONS + RULE_KEYS
 """The env options an evaluation accepts; rewards and the illegal-action policy are fixed."""
@@ -292,11 +292,22 @@ def evaluate_agent(
 
 def agent_env_kwargs(agent: Agent, env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """The env options ``agent`` plays with: the evaluation's, with the observation
-    options the agent carries (a trained model's ``env_kwargs``) taking precedence."""
+    options the agent carries (a trained model's ``env_kwargs``) added. An observation
+    option the evaluation sets otherwise is refused by name: a network plays only on the
+    observation it was trained on (and a record would have said the other)."""
     out = dict(env_kwargs)
     own = getattr(agent, "env_kwargs", None)
     if isinstance(own, Mapping):
-        out.update({k: own[k] for k in OBSERVATION_OPTIONS if k in own})
+        carried = {k: own[k] for k in OBSERVATION_OPTIONS if k in own}
+        clash = {k: v for k, v in carried.items() if k in out and plain(out[k]) != v}
+        if clash:
+            asked = ", ".join(f"{k}={out[k]!r}" for k in clash)
+            kept = ", ".join(f"{k}={v!r}" for k, v in clash.items())
+            raise ValueError(
+                f"{getattr(agent, 'name', 'agent')} plays on the observation it was trained on "
+                f"({kept}), not {asked}: leave the observation options to the models"
+            )
+        out.update(carried)
     return out
 
 
