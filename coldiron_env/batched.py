@@ -199,7 +199,12 @@ def step_games(actions: I64, games: Games, rules: I64) -> None:
     """One legal action (or ``FORFEIT``, or ``SKIP``) in every game, as ``Game.step``:
     ``actions[i]`` in game ``i``; writes the outcome code into ``games.outcome``.
     ``games`` may be passed as ``tuple(games)``: numba's dispatcher types a plain tuple
-    about 4 us a call faster than a NamedTuple (the vector env's hot call)."""
+    about 4 us a call faster than a NamedTuple (the vector env's hot call).
+
+    Nothing is checked here (the hot path): the caller passes one action per game, legal
+    in its phase, and no action to a game that has ended, as the vector env and the
+    rollouts do after their own checks. Anything else is undefined: compiled, an action out
+    of range or a game past its deck reads and writes out of the arrays' bounds."""
     named = Games(*games)
     # each array read out once: numba counts a reference at every read of a tuple member
     deck, pos, hand, discarded = named.deck, named.pos, named.hand, named.discarded
