@@ -61,7 +61,13 @@ ANALYSIS_CACHE: Final = 1 << 18
 IMPOSSIBLE: Final = 99
 """The ``need`` of a suit with no live window (the phrase cannot be completed)."""
 SURVIVABLE_HURT: Final = MAX_HURT - 1
-"""The most Hurt the Changeling can take and live."""
+"""The most Hurt the Changeling can take and live: what the counting observation's
+``keep_bound`` spends on the Iron (kept as the networks were trained on it; see
+:class:`Counting`)."""
+IRON_KEEPS: Final = MAX_HURT
+"""Iron applications that can each keep a card, from Hurt 0: five the Changeling lives
+through, and a sixth whose card is kept before its Hurt slays (R11), winning if it
+completes the phrase (R7). What :func:`max_keeps` spends."""
 IRON_KEEP_GAIN: Final = IRON_APPLICATIONS_PER_TURN - 1
 """Cards a turn of three Iron applications keeps beyond the one card of any turn."""
 NUM_COURTS: Final = FIRST_JOKER - FIRST_COURT
@@ -241,12 +247,13 @@ def max_keeps(
 
     From the start of a turn (``iron_left=None``): one card a turn
     (``turns_left`` turns, this one included), plus what the Iron can add for
-    the Hurt left to spend. Within a turn, with up to ``iron_left`` more Iron
+    the Hurt left to spend (the application that slays keeps its card first, R11: a
+    winning one counts). Within a turn, with up to ``iron_left`` more Iron
     applications this turn (one card and one Hurt each), then the later turns.
     Plus ``rules.joker_keeps`` cards per Joker still in the deck or whose bonus is
     on offer (``bonus_pending``); never more than the cards left.
     """
-    budget = SURVIVABLE_HURT - hurt
+    budget = IRON_KEEPS - hurt
     if iron_left is None:
         keeps = turns_left + iron_extra_keeps(budget)
     else:
@@ -284,7 +291,10 @@ class Counting:
             (:data:`IMPOSSIBLE` for a dead suit, 0 for a complete run).
         need: (n,) the game's need (sum of the ``suits_required`` smallest).
         useful: (n,) uint64 mask of the useful cards.
-        keep_bound: (n,) :func:`max_keeps` from the start of the current turn.
+        keep_bound: (n,) :func:`max_keeps` from the start of the current turn, but with
+            the Iron's Hurt spent only up to :data:`SURVIVABLE_HURT` (one card fewer where
+            a winning Iron at Hurt 5 would keep one more: the observation's feature, kept
+            as the trained networks learnt it).
         rack_targets, rack_hits: (n, 14) targets in the deck, and useful ones.
         rack_alive, rack_courts: (n, 14) :func:`rack_odds` of each rack.
         bonus_risk: (n,) :func:`bonus_risk` of an Iron bonus now.

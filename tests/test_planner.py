@@ -295,3 +295,43 @@ def test_recorded_estimates_give_the_choice_its_due() -> None:
             assert r.chance_best(z=planner.config.z)[r.choice] >= 0.5 - 1e-9
             checked += 1
     assert checked >= 3, "too few switches with one alternative left: little is checked"
+
+
+def test_a_winning_iron_at_hurt_5_is_counted_so_no_winnable_position_is_hopeless() -> None:
+    """Turn 24 at Hurt 3 needing the three Hearts on top: Iron, Iron (Hurt 5), and the third
+    application's card is kept before its Hurt slays (R11) and wins (R7). The players' bound
+    counts that card, so the position is not hopeless and the solver finds the win; the
+    counting observation's ``keep_bound`` (what the networks learnt) leaves it out."""
+    from agents.players.solver import ClairvoyantSolver
+    from coldiron_env.analysis import Counting, max_keeps
+    from coldiron_env.cards import CARD_CODES, parse_deck
+
+    opening = ["JK", "JK", "KH", "AD", "2D", "3D", "AC", "2C", "3C", "AS", "2S", "3S"]
+    opening += ["QH", "JH", "JD", "QD", "KD", "JC", "QC", "KC", "JS", "QS", "KS", "9D", "9C"]
+    opening += ["AH", "2H", "3H"]
+    deck = parse_deck(opening + [c for c in CARD_CODES[:52] if c not in opening])
+    game = Game(list(deck))
+    for action in [IRON, 17, IRON, 17, IRON] + [THREATEN] * 22:
+        game.step(action)
+    assert (game.turn, game.hurt, game.phase) == (24, 3, PHASE_TURN)
+    kn = Knowledge.from_game(game)
+    assert max_keeps(kn.turns_left, kn.hurt, kn.unseen_jokers, kn.deck_count) == 3
+
+    def one(value: int, dtype: type) -> np.ndarray:
+        return np.array([value], dtype=dtype)
+
+    counted = Counting(
+        one(game.hand, np.uint64),
+        one(game.hand | game.discarded, np.uint64),
+        one(game.hurt, np.int64),
+        one(game.turn, np.int64),
+        one(DECK_SIZE - game.pos, np.int64),
+        game.rules.turns,
+    )
+    assert int(counted.need[0]) == 3 and int(counted.keep_bound[0]) == 2
+    assert not hopeless(kn)
+    solver = ClairvoyantSolver(list(deck))
+    assert solver._search(game.clone(), [])  # the search from this position
+    for _ in range(3):
+        game.step(IRON)
+    assert game.outcome == "won"

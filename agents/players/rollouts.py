@@ -46,8 +46,8 @@ from coldiron_env.analysis import (
     FULL_DECK_MASK,
     IMPOSSIBLE,
     IRON_KEEP_GAIN,
+    IRON_KEEPS,
     JOKER_MASK,
-    SURVIVABLE_HURT,
     bonus_risk_table,
     rack_tables,
     suit_tables,
@@ -137,7 +137,7 @@ def _need(
 def keep_bound(turns_left: int, hurt: int, jokers: int, deck_count: int, joker_keeps: int) -> int:
     """:func:`coldiron_env.analysis.max_keeps` from the start of a turn
     (``joker_keeps``: ``RuleOptions.joker_keeps``)."""
-    budget = max(SURVIVABLE_HURT - hurt, 0)
+    budget = max(IRON_KEEPS - hurt, 0)
     full = budget // IRON_APPLICATIONS_PER_TURN
     rest = budget % IRON_APPLICATIONS_PER_TURN
     keeps = turns_left + full * IRON_KEEP_GAIN + max(rest - 1, 0)

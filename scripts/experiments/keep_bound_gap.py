@@ -5,9 +5,11 @@
 
 ``keep_bound`` (:class:`coldiron_env.analysis.Counting`, :func:`~coldiron_env.analysis.max_keeps`)
 spends at most 5 Hurt on the Iron; an application at Hurt 5 keeps its card before its Hurt
-slays and wins if the card completes the phrase (RULES.md R7, R11), one card more. This
-plays ``heuristic`` on validation deals and counts the turn decisions where the planner's
-``hopeless`` (the same bound) holds as shipped but not with that card counted.
+slays and wins if the card completes the phrase (RULES.md R7, R11), one card more. The
+players' own test (the planner's ``hopeless``, :func:`max_keeps`) counts that card; the
+observation's feature, which the networks were trained on, does not. This plays
+``heuristic`` on validation deals and counts the turn decisions where the observation says
+``hopeless`` and the players' test does not.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
@@ -25,22 +29,30 @@ from agents.evaluation.arena import validation_decks  # noqa: E402
 from agents.gitinfo import git_commit, utc_now  # noqa: E402
 from agents.players.heuristic import decide  # noqa: E402
 from agents.players.planner import hopeless  # noqa: E402
-from coldiron_env import analysis  # noqa: E402
 from coldiron_env.actions import PHASE_OVER, PHASE_TURN  # noqa: E402
+from coldiron_env.analysis import IMPOSSIBLE, Counting  # noqa: E402
 from coldiron_env.game import Game  # noqa: E402
 from coldiron_env.knowledge import Knowledge  # noqa: E402
-from coldiron_env.options import MAX_HURT  # noqa: E402
 
 
-def hopeless_with_the_last_iron(kn: Knowledge) -> bool:
-    """``hopeless`` with the Iron's budget one Hurt larger (the slaying application's card)."""
-    names = vars(analysis)  # max_keeps reads the constant at each call
-    shipped = names["SURVIVABLE_HURT"]
-    names["SURVIVABLE_HURT"] = MAX_HURT
-    try:
-        return hopeless(kn)
-    finally:
-        names["SURVIVABLE_HURT"] = shipped
+def observation_says_hopeless(kn: Knowledge) -> bool:
+    """The counting observation's ``hopeless`` (its ``keep_bound`` spends the Iron's Hurt only
+    up to 5)."""
+
+    def one(value: int, dtype: type) -> np.ndarray:
+        return np.array([value], dtype=dtype)
+
+    c = Counting(
+        one(kn.hand, np.uint64),
+        one(kn.seen, np.uint64),
+        one(kn.hurt, np.int64),
+        one(kn.turn, np.int64),
+        one(kn.deck_count, np.int64),
+        kn.rules.turns,
+        kn.rules.suits_required,
+        kn.rules,
+    )
+    return bool(c.need[0] >= IMPOSSIBLE or c.need[0] > c.keep_bound[0])
 
 
 def measure(seed: int, episodes: int) -> dict[str, Any]:
@@ -52,7 +64,7 @@ def measure(seed: int, episodes: int) -> dict[str, Any]:
             kn = Knowledge.from_game(game)
             if game.phase == PHASE_TURN:
                 decisions += 1
-                if hopeless(kn) and not hopeless_with_the_last_iron(kn):
+                if observation_says_hopeless(kn) and not hopeless(kn):
                     flagged += 1
                     if not games or games[-1] != index:
                         games.append(index)
@@ -68,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     found = measure(args.seed, args.episodes)
     doc = {
-        "what": "turn decisions of heuristic where hopeless holds only without the last Iron",
+        "what": "turn decisions of heuristic where the observation says hopeless, the players not",
         "deals": "validation",
         "seed": args.seed,
         "episodes": args.episodes,
