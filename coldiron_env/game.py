@@ -190,7 +190,7 @@ class Game:
         try:
             cards = [operator.index(card) for card in deck]
         except TypeError:
-            raise ValueError(f"deck must hold card ids (integers), got {list(deck)!r}") from None
+            raise ValueError(f"deck must hold card ids (integers), got {deck!r}") from None
         if sorted(cards) != ALL_CARD_IDS:
             if len(cards) != DECK_SIZE:
                 raise ValueError(f"deck must hold {DECK_SIZE} card ids, got {len(cards)}")
@@ -265,7 +265,8 @@ class Game:
         legal now (the game is unchanged) and :class:`GameOverError` after the end."""
         if self.phase == PHASE_OVER:
             raise GameOverError("the game is over; start a new one")
-        action = action_index(action)
+        if not (type(action) is int and 0 <= action < NUM_ACTIONS):  # the common case, fast
+            action = action_index(action)
         if not LEGAL_BITS[self.phase] >> action & 1:
             raise IllegalActionError(self.describe_illegal(action))
         self.steps += 1

@@ -340,7 +340,10 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
 
     def action_masks(self) -> Bools:
         """Legal actions of every game, an (N, 19) bool array (for sb3-contrib's MaskablePPO);
-        a game that is over (waiting for its ``NEXT_STEP`` deal) marks every action."""
+        a game that is over (waiting for its ``NEXT_STEP`` deal) marks every action. Before
+        the first ``reset()`` there are no games: ``GameOverError``, as ``step()``."""
+        if self._needs_reset:
+            raise GameOverError("action_masks() called before reset()")
         return np.take(ENV_MASKS, self._games.phase, axis=0)
 
     def set_env_kwargs(self, env_kwargs: Mapping[str, Any]) -> None:

@@ -300,7 +300,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--seed", type=int, default=None, help="seed of the deal")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the deal and of the watched agent's choices (with --deck: of the agent's)",
+    )
     parser.add_argument("--deck", default=None, help="file of 54 card codes, or the codes inline")
     parser.add_argument("--load", type=Path, default=None, help="resume a game saved with 'save'")
     parser.add_argument("--agent", default=None, help="watch an agent: a name or a run directory")
@@ -319,8 +324,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--picture {args.picture}: is a directory, not a file")
     if args.load is not None and (args.deck is not None or args.seed is not None):
         parser.error("--load replays its own deal: do not combine it with --deck or --seed")
-    if args.deck is not None and args.seed is not None:
-        parser.error("--deck gives the deal: do not combine it with --seed")
 
     def out(text: str) -> None:
         print(text, flush=True)

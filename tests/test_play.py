@@ -191,7 +191,6 @@ def test_every_action_name_as_shown_is_accepted_in_any_case() -> None:
         (["--seed", "-5"], "--seed must be >= 0, got -5"),
         (["--deck", "nope.txt"], "--deck 'nope.txt': no such file"),
         (["--picture", "."], "is a directory"),
-        (["--seed", "7", "--deck", " ".join(WIN_DECK)], "do not combine it with --seed"),
     ],
 )
 def test_bad_arguments_are_refused_by_name_before_the_game(args: list[str], named: str) -> None:
@@ -254,3 +253,13 @@ def test_an_agent_watched_in_a_rule_variant_is_told_the_rules() -> None:
     session = module.Session(None, 3, {"bonus_joker_grants_more": True, "turns": 20})
     module.agent_loop(session, Spy(), 0.0, 0, lambda _text: None)
     assert told and told[-1].bonus_joker_grants_more and told[-1].turns == 20
+
+
+def test_seed_with_a_deck_seeds_the_watched_agent() -> None:
+    """``--deck`` gives the deal; ``--seed`` then seeds the agent (random play repeats)."""
+    args = ["--deck", " ".join(WIN_DECK[::-1]), "--agent", "random", "--delay", "0"]
+    first, again = (play([*args, "--seed", "1"], "") for _ in range(2))
+    other = play([*args, "--seed", "2"], "")
+    assert first.returncode == again.returncode == other.returncode == 0, first.stderr
+    assert "random plays:" in first.stdout and first.stdout == again.stdout
+    assert other.stdout != first.stdout

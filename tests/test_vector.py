@@ -932,3 +932,27 @@ def test_numpy_scalars_size_the_env_and_are_held_to_the_dict_mode_turn_space() -
     copy = pickle.loads(pickle.dumps(python))
     actions = np.zeros(2, dtype=np.int64)
     np.testing.assert_array_equal(copy.step(actions)[0], python.step(actions)[0])
+
+
+def test_vector_action_masks_before_the_first_reset_is_refused_as_step_is() -> None:
+    vec = ColdIronVectorEnv(2)
+    with pytest.raises(GameOverError, match=r"action_masks\(\) called before reset\(\)"):
+        vec.action_masks()
+    vec.reset(seed=0)
+    assert vec.action_masks().shape == (2, 19)
+
+
+def test_a_batch_policy_answering_floats_is_refused_not_truncated() -> None:
+    """Through the vector engine as through single envs: 0.9 is not action 0."""
+    from agents.evaluation.lockstep import play_lockstep
+
+    class Floats:
+        def reset_states(self) -> None:
+            pass
+
+        def act(self, obs: Any, masks: np.ndarray, starts: Any = None) -> np.ndarray:
+            return masks.argmax(axis=1) + 0.9
+
+    for engine in ("vector", "single"):
+        with pytest.raises(IllegalActionError, match=r"integer"):
+            play_lockstep(Floats(), {}, [{"seed": 0}, {"seed": 1}], engine=engine)  # type: ignore[arg-type]

@@ -242,7 +242,7 @@ def evaluate_agent(
     deterministic, so the agent seeds do not apply). ``callback`` is called
     once per deal, in deal order, whichever way the games were played.
     """
-    # a trained model's observation options (flat or dict, recall) take precedence
+    # a trained model's observation options (flat or dict, recall) added; a clash refused
     kwargs = check_env_kwargs(agent_env_kwargs(agent, env_kwargs or {}))
     rules = RuleOptions.from_kwargs(kwargs)
     if len(seeds) != len(decks):

@@ -236,7 +236,7 @@ def _play_vector_chunk(
         actions = policy.act(obs, info["action_mask"].astype(bool), starts)
         starts[:] = False
         live = np.array([e is None for e in ended])
-        obs, _, terminated, truncated, info = venv.step(np.asarray(actions, dtype=np.int64))
+        obs, _, terminated, truncated, info = venv.step(actions)  # it checks the actions
         steps[live] += 1
         for i in np.flatnonzero(live & (terminated | truncated)).tolist():
             ended[i] = Episode(

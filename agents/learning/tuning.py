@@ -562,8 +562,11 @@ def tune(
     tcfg = load_tuning_config(file)
     name = study_name or tcfg.name
     out = out if out is not None else Path("runs") / f"tune-{name}"
-    made_out = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True)
+        made_out = True
+    except FileExistsError:
+        made_out = False
     url = storage or default_storage_url(out)
     try:
         marker = _read_marker(out, name, url)
@@ -571,7 +574,7 @@ def tune(
         _claim_out(out, study, url, created, marker)
     except (TuneError, ConfigError):
         if made_out:  # leave no folder behind for a search that never started
-            shutil.rmtree(out, ignore_errors=True)
+            _remove_unstarted(out)
         raise
     trials_dir = out / TRIALS_DIR
     before = count_finished(study)
@@ -609,6 +612,13 @@ def tune(
         best.value if best else None,
         files,
     )
+
+
+def _remove_unstarted(out: Path) -> None:
+    """Remove the ``out`` this call made for a search refused before it started, unless it
+    holds more than that refusal can have written (another search started in it at once)."""
+    if {p.name for p in out.iterdir()} <= {DB_FILE, STUDY_FILE}:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def _read_marker(out: Path, name: str, url: str) -> dict[str, Any] | None:

@@ -167,7 +167,7 @@ class MCTSAgent(Agent):
     def _observe(self, info: dict[str, Any] | None) -> None:
         if info is None or "drawn" not in info:
             raise ValueError(
-                "mcts: act() needs the env's info (the cards each step drew, info['drawn'])"
+                "mcts needs each step's info from the env (the cards it drew, info['drawn'])"
             )
         self.observe_step(info)
 
