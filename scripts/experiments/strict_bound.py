@@ -833,3 +833,7 @@ def _done(
             )
         return results
     return []
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
