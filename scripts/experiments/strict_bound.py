@@ -664,7 +664,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from agents.atomic import atomic_write_json
     from agents.evaluation.arena import validation_decks
-    from agents.gitinfo import git_commit, utc_now
+    from agents.gitinfo import git_commit, git_dirty, utc_now
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--episodes", type=int, default=10)
@@ -706,6 +706,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, required=True)
     args = parser.parse_args(argv)
+    # the code that runs, stamped now (a long run ends after later commits)
+    code = {"commit": git_commit(), "dirty": git_dirty(ignore=args.json)}
     if args.repair:
         return _repair(args.json)
     if args.real and not (args.prune or args.forbid):
@@ -777,7 +779,7 @@ def main(argv: list[str] | None = None) -> int:
         "mean": float(v.mean()), "ci_low": float(v.mean()) - half,
         "ci_high": float(v.mean()) + half, "start_value": strict_start_value(),
         "per_deal": values, "states": states, "seconds": seconds,
-        "commit": git_commit(), "time": utc_now(),
+        **code, "time": utc_now(),
     })  # fmt: skip
     checkpoint.unlink(missing_ok=True)
     print(f"mean {100 * v.mean():.2f}% [{100 * (v.mean() - half):.2f}%, "
