@@ -48,3 +48,9 @@ def git_dirty(ignore: Path | None = None, root: Path = REPO_ROOT) -> bool | None
 
 def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def code_stamp(ignore: Path | None = None) -> dict[str, str | bool | None]:
+    """What a record keeps of the code that made it, taken when the command starts: the
+    commit, whether tracked files differed from it (``ignore``: the record itself), the time."""
+    return {"commit": git_commit(), "dirty": git_dirty(ignore), "date": utc_now()}

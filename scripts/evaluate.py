@@ -18,6 +18,7 @@ plain env (default rewards, no shaping); what is counted is the outcome.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from agents.evaluation.arena import (
     report,
     validation_decks,
 )
+from agents.gitinfo import code_stamp
 from agents.learning.multiseed import (
     expand_seed_root,
     format_aggregates,
@@ -151,6 +153,8 @@ def distinct(labels: list[str], specs: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    command = shlex.join(["scripts/evaluate.py", *(sys.argv[1:] if argv is None else argv)])
+    stamp = code_stamp(Path(args.json) if args.json else None)  # the code, before it plays
     try:
         if args.episodes <= 0:
             raise ValueError(f"--episodes must be positive, got {args.episodes}")
@@ -235,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.json:
             doc = report(results, args.episodes, args.seed, env_kwargs)
+            doc.update(stamp, command=command)
             if args.deals == "validation":
                 doc["deals"] = (
                     "the env's deal on reset(seed=coldiron_env.dealer.stream_seed("

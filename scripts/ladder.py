@@ -24,11 +24,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from agents import ladder
 from agents.atomic import atomic_write_json
 from agents.evaluation.arena import REPORT_SEED
+from agents.gitinfo import code_stamp
 from agents.registry import make_agent, set_torch_threads
 
 EXIT_ERROR: Final = 2
@@ -133,7 +134,7 @@ def rename_row_main(args: argparse.Namespace, command: str) -> int:
     return 0
 
 
-def add_row_main(args: argparse.Namespace, command: str) -> int:
+def add_row_main(args: argparse.Namespace, command: str, stamp: dict[str, Any], at: str) -> int:
     """``--add-row``: one more row on the existing ladder's first ``--add-deals`` deals."""
     if args.workers <= 0:
         print(f"error: --workers must be positive, got {args.workers}", file=sys.stderr)
@@ -154,10 +155,10 @@ def add_row_main(args: argparse.Namespace, command: str) -> int:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_ERROR
     load = (before, ladder.load_average())
-    result.notes.append(f"row {row.agent} ({row.episodes} deals) added by: {command}")
+    result.notes.append(f"row {row.agent} ({row.episodes} deals) added {at} by: {command}")
     paths = ladder.write_outputs(args.out_dir, result, settings, old_command)
     if args.record is not None:
-        record = ladder.added_record(base, row, pair, settings, command, load)
+        record = {**ladder.added_record(base, row, pair, settings, command, load), **stamp}
         atomic_write_json(args.record, record)
         args.record.chmod(ladder.PUBLIC_FILE_MODE)  # temporary files are created private
         paths.append(args.record)
@@ -202,8 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     set_torch_threads()  # trained rows play fastest on one thread (workers inherit it)
     arguments = sys.argv[1:] if argv is None else argv
     command = ".venv/bin/python scripts/ladder.py " + " ".join(arguments)
+    stamp = code_stamp()  # the code that plays, before it plays
+    at = f"at commit {stamp['commit']}{' (with changes)' if stamp['dirty'] else ''}"
     if args.add_row is not None:
-        return add_row_main(args, command)
+        return add_row_main(args, command, stamp, at)
     if args.rename_row is not None:
         return rename_row_main(args, command)
     try:
@@ -212,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_ERROR
     result = ladder.run_ladder(settings, progress=ladder.print_progress)
+    result.notes.append(f"ladder played {at}, {stamp['date']}")
     paths = ladder.write_outputs(args.out_dir, result, settings, command)
     print(ladder.table_markdown(result.rows, settings.seed, settings.episodes))
     for path in paths:

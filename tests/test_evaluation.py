@@ -133,6 +133,11 @@ def test_cli_json_and_plot(tmp_path: Path) -> None:
     data = json.loads(out_json.read_text())
     assert data["episodes"] == 40 and data["seed"] == 3
     assert [a["agent"] for a in data["agents"]] == ["random", "threaten", "heuristic"]
+    # what made it: the command as run, the commit and whether the tree had changes
+    from agents.gitinfo import git_commit
+
+    assert data["command"].startswith("scripts/evaluate.py --agent random --agent threaten")
+    assert data["commit"] == git_commit() and isinstance(data["dirty"], bool)
     for entry in data["agents"]:
         assert {"agent", "episodes", "wins", "win_rate", "ci_low", "ci_high", "outcomes"} <= set(
             entry

@@ -70,6 +70,9 @@ def test_ladder_writes_table_json_and_png(tmp_path: Path) -> None:
     assert by_label[SOLVER_LABEL]["wins"] >= by_label["heuristic"]["wins"]
     assert "planner-small" in data["paired"]
     assert any("skipped run" in n for n in data["notes"])
+    from agents.gitinfo import git_commit  # the code that played it, kept in its notes
+
+    assert any(n.startswith(f"ladder played at commit {git_commit()}") for n in data["notes"])
     md = (tmp_path / "out" / "ladder.md").read_text()
     assert "| planner-small | 3 (first 3) |" in md
     assert "python scripts/ladder.py" in md
