@@ -35,7 +35,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from coldiron_env.actions import PHASE_NAMES, PHASE_OVER, PHASE_TURN
+from coldiron_env.actions import PHASE_BONUS, PHASE_IRON, PHASE_NAMES, PHASE_OVER, PHASE_TURN
 from coldiron_env.analysis import COURT_MASK, FULL_DECK_MASK, JOKER_MASK, NUMBERED_MASK
 from coldiron_env.cards import (
     CARD_CODES,
@@ -53,6 +53,7 @@ FIRST_JOKER_BIT: Final = 1 << FIRST_JOKER
 SECOND_JOKER_BIT: Final = 1 << (FIRST_JOKER + 1)
 
 _PHASE_BY_NAME: Final = {name: index for index, name in enumerate(PHASE_NAMES)}
+_PLAYING_PHASES: Final = (PHASE_TURN, PHASE_IRON, PHASE_BONUS)
 _ID_BY_CODE: Final = {code: card for card, code in enumerate(CARD_CODES) if card < FIRST_JOKER}
 
 
@@ -166,6 +167,10 @@ class Knowledge:
             )
         if self.phase == PHASE_OVER:
             raise ValueError("the game is over: there is no position to look ahead from")
+        if self.phase not in _PLAYING_PHASES:
+            raise ValueError(f"knowledge has no phase {self.phase!r}; phases: {PHASE_NAMES}")
+        if self.hand & ~self.seen:
+            raise ValueError("knowledge is inconsistent: the hand holds cards it has not seen")
         return [c for c in range(DECK_SIZE) if self.seen >> c & 1]
 
     def position(self) -> Game:
@@ -199,6 +204,10 @@ class Knowledge:
 
     def sample_order_array(self, rng: np.random.Generator, count: int) -> npt.NDArray[np.int64]:
         """:meth:`sample_orders` as a ``(count, deck_count)`` array (the same draws)."""
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"count must be an int >= 0, got {count!r}")
         cards = self.unseen_cards()
         orders = rng.permuted(
             np.broadcast_to(np.asarray(cards, dtype=np.int64), (count, len(cards))), axis=1
@@ -265,6 +274,8 @@ class Knowledge:
             self.phase = _PHASE_BY_NAME[phase]
             self.iron_count = int(info.get("iron_count", 0))
         else:
+            if obs is None:
+                raise ValueError("observe needs the env's observation, or its info (with 'hand')")
             view = decode(obs, self.rules.turns)
             self.hand = view.hand
             self.hurt = view.hurt

@@ -373,3 +373,19 @@ def test_action_masks_before_the_first_reset_is_refused_as_step_is() -> None:
         env.action_masks()
     env.reset(seed=0)
     assert env.action_masks().any()
+
+
+def test_knowledge_built_by_hand_is_refused_where_it_cannot_describe_a_position() -> None:
+    from coldiron_env.knowledge import Knowledge
+
+    with pytest.raises(ValueError, match=r"no phase 9"):
+        Knowledge(phase=9).position()
+    with pytest.raises(ValueError, match=r"the hand holds cards it has not seen"):
+        Knowledge(hand=1, seen=0, deck_count=54).position()
+    with pytest.raises(ValueError, match=r"observation, or its info"):
+        Knowledge().observe(None, {})
+    with pytest.raises(TypeError, match=r"numpy.random.Generator, got 0"):
+        list(Knowledge().resample(0, 2))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"count must be an int >= 0, got -1"):
+        Knowledge().sample_order_array(np.random.default_rng(0), -1)
+    assert len(list(Knowledge().resample(np.random.default_rng(0), 2))) == 2
