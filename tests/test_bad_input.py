@@ -389,3 +389,12 @@ def test_knowledge_built_by_hand_is_refused_where_it_cannot_describe_a_position(
     with pytest.raises(ValueError, match=r"count must be an int >= 0, got -1"):
         Knowledge().sample_order_array(np.random.default_rng(0), -1)
     assert len(list(Knowledge().resample(np.random.default_rng(0), 2))) == 2
+
+
+def test_a_folder_that_is_no_run_directory_is_named_as_such(tmp_path: Path) -> None:
+    pytest.importorskip("stable_baselines3")
+    from agents.learning.sb3_agent import ModelLoadError, load_sb3_agent
+
+    (tmp_path / "notes.txt").write_text("not a model\n")
+    with pytest.raises(ModelLoadError, match=rf"{re.escape(str(tmp_path))}: not a run directory"):
+        load_sb3_agent(tmp_path)

@@ -31,7 +31,7 @@ import torch as th
 import yaml
 
 from agents.learning.algorithms import AlgorithmSpec, algorithm_of, get_algorithm
-from agents.learning.provenance import FileChanged, check_hashes
+from agents.learning.provenance import META_FILE, FileChanged, check_hashes
 from agents.players.base import Agent, legal_rows
 from agents.players.policy_net import PolicyNet
 from coldiron_env import ENV_ID
@@ -323,11 +323,20 @@ def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
     given = Path(path)
     zip_path = given / MODEL_FILE if given.is_dir() else given
     if not zip_path.is_file():
-        what = "run directory has no model" if given.is_dir() else "no such model file"
-        others = sorted(p.name for p in given.glob("*.zip")) if given.is_dir() else []
+        if not given.is_dir():
+            raise ModelLoadError(f"{zip_path}: no such model file")
+        others = sorted(p.name for p in given.glob("*.zip"))
         if others:  # an rl-zoo3 run folder: its models are named after the env
-            what += f"; pass one of the models in it: {', '.join(others)}"
-        raise ModelLoadError(f"{zip_path}: {what}")
+            raise ModelLoadError(
+                f"{given}: no {MODEL_FILE} in this folder; pass one of the models in it: "
+                f"{', '.join(others)}"
+            )
+        if (given / CONFIG_FILE).is_file() or (given / META_FILE).is_file():
+            raise ModelLoadError(f"{zip_path}: missing (the run directory has no model)")
+        raise ModelLoadError(
+            f"{given}: not a run directory (no {MODEL_FILE}: a folder made by train.py, "
+            "main.py or rl-zoo3 holds one)"
+        )
     try:  # the files this load reads, where meta.json records them
         check_hashes(zip_path.parent, (zip_path.name, CONFIG_FILE, VECNORMALIZE_FILE))
     except FileChanged as exc:
