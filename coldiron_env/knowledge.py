@@ -206,7 +206,7 @@ class Knowledge:
         """:meth:`sample_orders` as a ``(count, deck_count)`` array (the same draws)."""
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}")
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
             raise ValueError(f"count must be an int >= 0, got {count!r}")
         cards = self.unseen_cards()
         orders = rng.permuted(
