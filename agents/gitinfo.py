@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Final
@@ -34,14 +35,17 @@ def git_commit() -> str:
     return out.strip() if out and out.strip() else UNKNOWN
 
 
-def git_dirty(ignore: Path | None = None, root: Path = REPO_ROOT) -> bool | None:
+def git_dirty(ignore: Path | Sequence[Path] | None = None, root: Path = REPO_ROOT) -> bool | None:
     """Whether the checkout's tracked files differ from its commit (None outside a checkout).
-    Untracked files (run directories, caches) do not count, nor ``ignore``: the record a
-    command is filling in (its earlier entries changed it)."""
+    Untracked files (run directories, caches) do not count, nor ``ignore``: the records a
+    command is filling in (its earlier entries changed them)."""
+    ignored = [ignore] if isinstance(ignore, Path) else list(ignore or ())
     exclude: list[str] = []
-    if ignore is not None:
+    for path in ignored:
         with contextlib.suppress(ValueError):  # not in the checkout: it cannot make it dirty
-            exclude = ["--", ".", f":(exclude){ignore.resolve().relative_to(root.resolve())}"]
+            exclude.append(f":(exclude){path.resolve().relative_to(root.resolve())}")
+    if exclude:
+        exclude = ["--", ".", *exclude]
     out = _git("status", "--porcelain", "--untracked-files=no", *exclude, root=root)
     return None if out is None else bool(out.strip())
 
@@ -50,7 +54,7 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def code_stamp(ignore: Path | None = None) -> dict[str, str | bool | None]:
+def code_stamp(ignore: Path | Sequence[Path] | None = None) -> dict[str, str | bool | None]:
     """What a record keeps of the code that made it, taken when the command starts: the
     commit, whether tracked files differed from it (``ignore``: the record itself), the time."""
     return {"commit": git_commit(), "dirty": git_dirty(ignore), "date": utc_now()}

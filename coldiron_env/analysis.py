@@ -20,7 +20,9 @@ NumPy and used by scalar and batched callers alike:
 * **Bonus risk** (:func:`bonus_risk`): the chance that the three draws of an
   Iron bonus hold enough court cards to slay (hypergeometric).
 * **Keep bound** (:func:`max_keeps`): the most cards that can still be kept,
-  whatever the order of the deck, from the start of a turn.
+  whatever the order of the deck, from the start of a turn. The ``counting``
+  observation's ``keep_bound`` (:class:`Counting`) is the same count with the Iron's
+  Hurt spent only up to :data:`SURVIVABLE_HURT`, as the networks learnt it.
 
 The heuristic, the planner, the solver and the ``counting`` observation all
 read these tables, so each piece of card counting is written once.

@@ -22,6 +22,7 @@ Exit status: 0 done, 2 bad arguments, 130 interrupted (the rows finished are wri
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, Final
@@ -202,8 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     set_torch_threads()  # trained rows play fastest on one thread (workers inherit it)
     arguments = sys.argv[1:] if argv is None else argv
-    command = ".venv/bin/python scripts/ladder.py " + " ".join(arguments)
-    stamp = code_stamp()  # the code that plays, before it plays
+    command = shlex.join([".venv/bin/python", "scripts/ladder.py", *arguments])
+    outputs = [args.out_dir / name for name in ladder.OUTPUT_FILES]  # its own, not the code
+    stamp = code_stamp([*outputs, *([args.record] if args.record else [])])  # before it plays
     at = f"at commit {stamp['commit']}{' (with changes)' if stamp['dirty'] else ''}"
     if args.add_row is not None:
         return add_row_main(args, command, stamp, at)

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from agents.atomic import atomic_write_json  # noqa: E402
 from agents.evaluation.arena import validation_decks  # noqa: E402
-from agents.gitinfo import git_commit, utc_now  # noqa: E402
+from agents.gitinfo import code_stamp  # noqa: E402
 from agents.players.heuristic import decide  # noqa: E402
 from agents.players.planner import hopeless  # noqa: E402
 from coldiron_env.actions import PHASE_OVER, PHASE_TURN  # noqa: E402
@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, required=True, help="deals to play")
     parser.add_argument("--json", type=Path, required=True, help="record to write")
     args = parser.parse_args(argv)
+    stamp = code_stamp(args.json)  # the code that plays, before it plays
     found = measure(args.seed, args.episodes)
     doc = {
         "what": "turn decisions of heuristic where the observation says hopeless, the players not",
@@ -85,8 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         "seed": args.seed,
         "episodes": args.episodes,
         **found,
-        "commit": git_commit(),
-        "date": utc_now(),
+        **stamp,
         "command": " ".join(["scripts/experiments/keep_bound_gap.py", *(argv or sys.argv[1:])]),
     }
     atomic_write_json(args.json, doc)
