@@ -312,6 +312,15 @@ def benchmark_text(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def targets_text(goals: dict[str, dict[str, Any]]) -> str:
+    """The benchmark's targets, one line each: the value measured, the target, met or not."""
+    return "\n".join(
+        f"target {name}: {goal['value']:.3g} (target {goal['target']}) "
+        f"{'met' if goal['met'] else 'NOT met'}"
+        for name, goal in goals.items()
+    )
+
+
 def benchmark() -> str:
     doc = _load(BENCHMARK_JSON)
     machine = doc.get("machine", {})
@@ -321,7 +330,8 @@ def benchmark() -> str:
         if machine
         else ""
     )
-    return f"```text\n{benchmark_text(doc)}\n```\n{said}"
+    goals = f"\n{targets_text(doc['targets'])}" if doc.get("targets") else ""
+    return f"```text\n{benchmark_text(doc)}\n{goals}\n```\n{said}"
 
 
 def seeds_2026() -> str:

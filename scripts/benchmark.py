@@ -24,8 +24,13 @@ number of envs. Then MaskablePPO (default hyperparameters, ``n_steps`` 256,
 is the part of the training wall time spent in the VecEnv (reset, step,
 action masks).
 
-Usage: ``.venv/bin/python scripts/benchmark.py [--quick] [--json FILE]``. The machine may
-be shared: quote the ratios of one run, not absolute figures.
+The labelling rows time whole calls, starting the worker processes and compiling the
+rollouts included (a long run's rounds reuse one pool): they understate a long run's
+speed-up from a second process.
+
+Usage: ``.venv/bin/python scripts/benchmark.py [--quick] [--json FILE] [--seed N] [--note
+TEXT] [--no-train] [--no-label]``. The machine may be shared: quote the ratios of one run,
+not absolute figures.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ from gymnasium.vector import AutoresetMode
 
 import coldiron_env
 from agents.atomic import atomic_write_json
-from agents.tables import benchmark_text
+from agents.tables import benchmark_text, targets_text
 from coldiron_env.batched import NUMBA_AVAILABLE
 from coldiron_env.vector import ColdIronVectorEnv
 
@@ -62,6 +67,7 @@ PPO_ENVS = 8
 PPO_N_STEPS = 256
 TARGET_SINGLE = 4.0  # ColdIron single env / Blackjack-v1
 TARGET_NATIVE = 100.0  # native vector env at 4,096 envs / Blackjack-v1
+TARGET_NATIVE_ENVS = 4_096
 TARGET_ENV_SHARE = 0.10  # of MaskablePPO training wall time
 MEMORY_STEPS = 50  # steps taken while tracing memory
 SINGLE_CHECK_EVERY = 500  # steps between clock checks
@@ -489,11 +495,10 @@ def _goal(value: float, target: float, met: bool | None = None) -> dict[str, Any
 
 def targets(rows: list[Row], train: list[TrainRow], largest: int) -> dict[str, dict[str, Any]]:
     by_name = {r.name: r for r in rows}
-    native = f"native_{NATIVE_BACKEND}_{largest}_vs_blackjack"
-    out = {
-        "single_vs_blackjack": _goal(by_name["ColdIron single (flat)"].ratio, TARGET_SINGLE),
-        native: _goal(by_name[f"native {NATIVE_BACKEND} x{largest:,}"].ratio, TARGET_NATIVE),
-    }
+    out = {"single_vs_blackjack": _goal(by_name["ColdIron single (flat)"].ratio, TARGET_SINGLE)}
+    if largest == TARGET_NATIVE_ENVS:  # --quick measures fewer envs: no target to hold them to
+        ratio = by_name[f"native {NATIVE_BACKEND} x{largest:,}"].ratio
+        out[f"native_{NATIVE_BACKEND}_{largest}_vs_blackjack"] = _goal(ratio, TARGET_NATIVE)
     defaults = [t for t in train if t.name.startswith("default config")]
     if defaults:
         out["default_config_steps_per_s"] = _goal(defaults[0].steps_per_s, TARGET_DEFAULT_CONFIG)
@@ -507,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a tiny budget (smoke test)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the envs and the training")
     parser.add_argument(
         "--note",
         default="",
@@ -520,6 +525,10 @@ def main(argv: list[str] | None = None) -> int:
         "--no-label", action="store_true", help="skip the expert-iteration labelling rows"
     )
     args = parser.parse_args(argv)
+    if args.seed < 0:
+        parser.error(f"--seed must be >= 0, got {args.seed}")
+    if args.json is not None and args.json.is_dir():
+        parser.error(f"--json {args.json}: is a directory, not a file")
     budget = QUICK if args.quick else FULL
     load_before = os.getloadavg()
     rows = throughput_rows(budget, args.seed)
@@ -533,11 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     print(benchmark_text(doc))
     goals = targets(rows, train, budget.native_sizes[-1])
     print()
-    for name, goal in goals.items():
-        print(
-            f"target {name}: {goal['value']:.3g} (target {goal['target']}) "
-            f"{'met' if goal['met'] else 'NOT met'}"
-        )
+    print(targets_text(goals))
     if args.json is not None:
         atomic_write_json(
             args.json,
