@@ -110,6 +110,8 @@ class IllegalActionError(ValueError):
 def action_index(action: object) -> int:
     """``action`` as an action index: an int (a NumPy integer too) in ``0..18``; a bool, a
     float, a string or an int out of range raises :class:`IllegalActionError` naming it."""
+    if type(action) is int and 0 <= action < NUM_ACTIONS:  # the common case, one test
+        return action
     try:
         if isinstance(action, (bool, np.bool_)):
             raise TypeError

@@ -303,8 +303,9 @@ def test_a_winning_iron_at_hurt_5_is_counted_so_no_winnable_position_is_hopeless
     counts that card, so the position is not hopeless and the solver finds the win; the
     counting observation's ``keep_bound`` (what the networks learnt) leaves it out."""
     from agents.players.solver import ClairvoyantSolver
-    from coldiron_env.analysis import Counting, max_keeps
+    from coldiron_env.analysis import max_keeps
     from coldiron_env.cards import CARD_CODES, parse_deck
+    from coldiron_env.observation import COUNTING_FIELDS, COUNTING_KEY, KEEP_SCALE, MAX_NEED
 
     opening = ["JK", "JK", "KH", "AD", "2D", "3D", "AC", "2C", "3C", "AS", "2S", "3S"]
     opening += ["QH", "JH", "JD", "QD", "KD", "JC", "QC", "KC", "JS", "QS", "KS", "9D", "9C"]
@@ -317,18 +318,11 @@ def test_a_winning_iron_at_hurt_5_is_counted_so_no_winnable_position_is_hopeless
     kn = Knowledge.from_game(game)
     assert max_keeps(kn.turns_left, kn.hurt, kn.unseen_jokers, kn.deck_count) == 3
 
-    def one(value: int, dtype: type) -> np.ndarray:
-        return np.array([value], dtype=dtype)
-
-    counted = Counting(
-        one(game.hand, np.uint64),
-        one(game.hand | game.discarded, np.uint64),
-        one(game.hurt, np.int64),
-        one(game.turn, np.int64),
-        one(DECK_SIZE - game.pos, np.int64),
-        game.rules.turns,
-    )
-    assert int(counted.need[0]) == 3 and int(counted.keep_bound[0]) == 2
+    shown = kn.observation("dict", counting=True)[COUNTING_KEY][0]
+    field = {f.name: f for f in COUNTING_FIELDS}
+    assert round(shown[field["need"].start] * MAX_NEED) == 3
+    assert round(shown[field["keep_bound"].start] * KEEP_SCALE) == 2
+    assert shown[field["hopeless"].start] == 1
     assert not hopeless(kn)
     solver = ClairvoyantSolver(list(deck))
     assert solver._search(game.clone(), [])  # the search from this position

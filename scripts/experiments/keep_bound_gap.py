@@ -17,9 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import Any, Final
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -30,29 +28,18 @@ from agents.gitinfo import code_stamp  # noqa: E402
 from agents.players.heuristic import decide  # noqa: E402
 from agents.players.planner import hopeless  # noqa: E402
 from coldiron_env.actions import PHASE_OVER, PHASE_TURN  # noqa: E402
-from coldiron_env.analysis import IMPOSSIBLE, Counting  # noqa: E402
 from coldiron_env.game import Game  # noqa: E402
 from coldiron_env.knowledge import Knowledge  # noqa: E402
+from coldiron_env.observation import COUNTING_FIELDS, COUNTING_KEY  # noqa: E402
+
+HOPELESS: Final = next(f for f in COUNTING_FIELDS if f.name == "hopeless")
 
 
 def observation_says_hopeless(kn: Knowledge) -> bool:
     """The counting observation's ``hopeless`` (its ``keep_bound`` spends the Iron's Hurt only
-    up to 5)."""
-
-    def one(value: int, dtype: type) -> np.ndarray:
-        return np.array([value], dtype=dtype)
-
-    c = Counting(
-        one(kn.hand, np.uint64),
-        one(kn.seen, np.uint64),
-        one(kn.hurt, np.int64),
-        one(kn.turn, np.int64),
-        one(kn.deck_count, np.int64),
-        kn.rules.turns,
-        kn.rules.suits_required,
-        kn.rules,
-    )
-    return bool(c.need[0] >= IMPOSSIBLE or c.need[0] > c.keep_bound[0])
+    up to 5), read from the observation a player in ``kn`` is shown."""
+    counting = kn.observation("dict", counting=True)[COUNTING_KEY]
+    return bool(counting[0, HOPELESS.start])
 
 
 def measure(seed: int, episodes: int) -> dict[str, Any]:
