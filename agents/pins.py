@@ -5,9 +5,11 @@ Two guards against a swapped or retrained model passing for the shipped one:
 - each shipped folder's ``meta.json`` records the SHA-256 of every other file in it
   (``sha256``); :func:`agents.learning.sb3_agent.load_sb3_agent` refuses a file that
   differs, naming it;
-- ``tests/pins/shipped_models.json`` records each shipped model's outcome counts on
-  :data:`PIN_DEALS` fixed validation deals (validation seed :data:`PIN_SEED`), and
-  tests/test_shipped_models.py plays them again.
+- ``tests/pins/shipped_models.json`` records those hashes, the SHA-256 of ``meta.json``
+  itself (``meta_sha256``: its provenance cannot change unnoticed either) and each shipped
+  model's outcome counts on :data:`PIN_DEALS` fixed validation deals (validation seed
+  :data:`PIN_SEED`); tests/test_shipped_models.py checks the hashes and plays the deals
+  again, and ``scripts/pin_models.py`` checks both.
 
 ``scripts/pin_models.py --write`` records both after a model is (re)shipped on purpose.
 """
@@ -21,7 +23,7 @@ from typing import Any, Final
 from agents.atomic import atomic_write_json
 from agents.evaluation.arena import evaluate
 from agents.gitinfo import REPO_ROOT, git_commit, utc_now
-from agents.learning.provenance import META_FILE, SHA256_KEY, file_hashes
+from agents.learning.provenance import META_FILE, SHA256_KEY, file_hashes, sha256_file
 from agents.registry import SHIPPED_MODELS, make_agent
 
 PIN_SEED: Final = 900
@@ -45,6 +47,11 @@ def pin_hashes(name: str) -> dict[str, str]:
     return dict(meta[SHA256_KEY])
 
 
+def meta_hash(name: str) -> str:
+    """The SHA-256 of shipped model ``name``'s ``meta.json``."""
+    return sha256_file(SHIPPED_MODELS[name] / META_FILE)
+
+
 def outcome_counts(name: str, episodes: int = PIN_DEALS, seed: int = PIN_SEED) -> dict[str, int]:
     """The outcome counts of ``name`` on the first ``episodes`` validation deals of ``seed``."""
     (result,) = evaluate([(name, make_agent(name))], episodes, seed, validation=True)
@@ -63,7 +70,11 @@ def write_pins() -> dict[str, Any]:
     }
     for name in sorted(SHIPPED_MODELS):
         hashes = pin_hashes(name)
-        doc["models"][name] = {"sha256": hashes, "outcomes": outcome_counts(name)}
+        doc["models"][name] = {
+            "sha256": hashes,
+            "meta_sha256": meta_hash(name),
+            "outcomes": outcome_counts(name),
+        }
     atomic_write_json(PINS_FILE, doc)
     return doc
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from agents.pins import PINS_FILE, outcome_counts, read_pins, write_pins
+from agents.pins import PINS_FILE, meta_hash, outcome_counts, read_pins, write_pins
 from agents.registry import set_torch_threads
 
 
@@ -28,6 +28,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     failed = 0
     for name, pin in read_pins()["models"].items():
+        if meta_hash(name) != pin["meta_sha256"]:
+            print(f"{name}: meta.json changed since it was pinned", file=sys.stderr)
+            failed += 1
+            continue
         try:
             counts = outcome_counts(name)
         except ValueError as err:  # a changed file: refused on load

@@ -133,11 +133,15 @@ def test_a_shipped_model_plays_its_pinned_games(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(SHIPPED_MODELS))
 def test_every_shipped_file_is_hashed_in_its_meta(name: str) -> None:
-    from agents.pins import read_pins, shipped_files
+    from agents.pins import meta_hash, read_pins, shipped_files
 
     meta = json.loads((SHIPPED_MODELS[name] / "meta.json").read_text(encoding="utf-8"))
     assert sorted(meta["sha256"]) == shipped_files(SHIPPED_MODELS[name])
-    assert meta["sha256"] == read_pins()["models"][name]["sha256"]
+    pin = read_pins()["models"][name]
+    assert meta["sha256"] == pin["sha256"]
+    assert meta_hash(name) == pin["meta_sha256"], (
+        f"{name}'s meta.json changed since it was pinned: scripts/pin_models.py --write"
+    )
 
 
 @pytest.mark.parametrize("changed", ["model.zip", "config.yaml"])
