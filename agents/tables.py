@@ -487,12 +487,13 @@ def bound_checks() -> str:
     doc = _load(DOCS / "records" / "bound_checks.json")
     rows = [
         [f"`{r['player']}`", f"{r['games']:,}", f"{r['real_wins']:,}",
+         f"{r['twin_wins']:,}" if "twin_wins" in r else "not recorded",
          f"{r['mean_z']:+.4f} [{r['z_ci95'][0]:+.4f}, {r['z_ci95'][1]:+.4f}]",
          f"{r['z_in_standard_errors']:+.2f}", str(r["deals_bound_below_result"]),
          f"{r['min_slack']:.4f}", "yes" if r["twin_wins_whenever_real_wins"] else "no"]
         for r in doc["rows"]
     ]  # fmt: skip
-    header = ["player", "games", "won", "mean penalty sum Z [95%]", "Z in standard errors",
+    header = ["player", "games", "won", "its relaxed twin won", "mean penalty sum Z [95%]", "Z in standard errors",
               "deals whose bound is below the player's R - Z", "smallest bound - (R - Z)",
               "relaxed twin wins whenever the game is won"]  # fmt: skip
     return (

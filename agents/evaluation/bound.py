@@ -865,28 +865,31 @@ def card_penalty(
 def twin_result(deck: Any, actions: list[int], model: ValueModel) -> tuple[float, float, str]:
     """The relaxed twin of a real game: ``actions`` (a real player's, on ``deck``) replayed
     in the relaxed game, with the penalties of its draws. Returns ``(R, Z, real outcome)``:
-    the twin's result (1 if it won, which it does whenever the real game wins, maybe
-    earlier), the sum of its penalties, and the real game's outcome. The clairvoyant's
-    maximum on the deal is at least ``R - Z`` (it can play these actions), and over the
-    games of an honest player ``Z`` has mean zero."""
-    from coldiron_env.game import BONUS_FROM_IRON, WON, Game  # noqa: PLC0415
+    the twin's own result (1 if the relaxed game completed its phrase along these draws,
+    which it must whenever the real game wins, maybe earlier), the sum of its penalties up
+    to its end, and the real game's outcome (the real game is played to its end). The
+    clairvoyant's maximum on the deal is at least ``R - Z`` (it can play these actions),
+    and over the games of an honest player ``Z`` has mean zero."""
+    from coldiron_env.game import BONUS_FROM_IRON, Game  # noqa: PLC0415
 
     facts = DealFacts.of(deck)
     arrays = _arrays(facts, model)
     game = Game([int(c) for c in facts.cards])
     total = 0.0
+    twin_won = False
     for action in actions:
         pos, turn, hurt, apps = game.pos, game.turn, game.hurt, game.iron_count
         iron_bonus = game.bonus_source == BONUS_FROM_IRON
         game.step(action)
         for drawn, card in enumerate(game.drawn):
+            if twin_won:
+                break  # the relaxed game is over; the real one plays on, for its outcome
             kind, xk = draw_kind(action, iron_bonus, apps, drawn)
             total += card_penalty(arrays, pos, turn, hurt, kind, xk)
             pos += 1
-            if facts.won[pos]:
-                return 1.0, total, game.outcome or "playing"
+            twin_won = bool(facts.won[pos])
             if kind != DRAW_SAFE and FIRST_COURT <= card < FIRST_JOKER:
                 hurt += 1
         if game.outcome is not None:
             break
-    return (1.0 if game.outcome == WON else 0.0), total, game.outcome or "playing"
+    return float(twin_won), total, game.outcome or "playing"

@@ -11,7 +11,8 @@ against the deal's bound:
 * the penalties' sum ``Z`` has mean zero within its interval (the bound's validity rests on
   it: ``E[Z] = 0`` for every player who sees only what a player sees);
 * on every deal, the bound is at least the player's own penalised result ``R - Z`` (the
-  clairvoyant can play that game), and ``R`` is 1 whenever the real game was won.
+  clairvoyant can play that game), and ``R`` (the relaxed twin's own result, read from the
+  relaxed game's draws) is 1 whenever the real game (played to its end) was won.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 from agents.atomic import atomic_write_json
 from agents.evaluation.arena import agent_env_kwargs, validation_decks
 from agents.evaluation.bound import ValueModel, deal_bound, twin_result
-from agents.gitinfo import git_commit, utc_now
+from agents.gitinfo import code_stamp
 from agents.registry import make_agent
 from coldiron_env.cards import CARD_CODES
 
@@ -57,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--players", nargs="+", default=list(PLAYERS))
     parser.add_argument("--json", type=Path, required=True)
     args = parser.parse_args(argv)
+    stamp = code_stamp(args.json)  # the code that plays, before it plays
     model = ValueModel.need_game()
     decks = validation_decks(SEED, args.episodes)
     start = time.perf_counter()
@@ -67,13 +69,14 @@ def main(argv: list[str] | None = None) -> int:
         agent = make_agent(name)
         env = gym.make("coldiron/ColdIron-v0", **agent_env_kwargs(agent, {}))
         start = time.perf_counter()
-        zs, slack, wins, twin_wins = [], [], 0, 0
+        zs, slack, wins, twin_wins, twin_sure = [], [], 0, 0, 0
         for k, deck in enumerate(decks):
             r, z, outcome = twin_result(deck, actions_of(agent, env, deck, k), model)
             zs.append(z)
             slack.append(bounds[k] - (r - z))
             wins += outcome == "won"
             twin_wins += r >= (outcome == "won")
+            twin_sure += r == 1.0
         z_arr = np.asarray(zs)
         se = float(z_arr.std(ddof=1) / np.sqrt(len(z_arr)))
         rows.append({
@@ -83,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
             "z_in_standard_errors": float(z_arr.mean()) / se,
             "deals_bound_below_result": int(np.sum(np.asarray(slack) < -1e-9)),
             "min_slack": float(np.min(slack)),
+            "twin_wins": twin_sure,
             "twin_wins_whenever_real_wins": twin_wins == len(z_arr),
             "seconds": round(time.perf_counter() - start, 1),
         })  # fmt: skip
@@ -92,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         + " ".join(sys.argv[1:] if argv is None else argv),
         "value_function": model.name, "deals": f"{args.episodes} validation deals of seed {SEED}",
         "bound_mean": float(bounds.mean()), "bound_seconds": round(bound_seconds, 1),
-        "rows": rows, "commit": git_commit(), "time": utc_now(),
+        "rows": rows, **stamp,
     })  # fmt: skip
     return 0
 
