@@ -342,8 +342,12 @@ class Counting:
         self.rack_targets = popcount(targets).astype(np.intp)
         self.rack_hits = popcount(targets & self.useful[:, None])
         alive_t, courts_t = rack_tables()
-        hurt_left = np.clip(MAX_HURT - hurt, 0, MAX_HURT)[:, None]
-        index = (self.rack_targets, self.jokers[:, None], self.courts[:, None], hurt_left)
-        self.rack_alive = alive_t[index]
-        self.rack_courts = courts_t[index]
-        self.bonus_risk = bonus_risk_table()[deck_count, self.courts, hurt_left[:, 0]]
+        hurt_left = np.clip(MAX_HURT - hurt, 0, MAX_HURT)
+        # [targets, jokers, courts, hurt_left] as one flat index (np.take): a third of the
+        # time of indexing by four arrays, which was half of this constructor's
+        _, jokers_dim, courts_dim, hurt_dim = alive_t.shape
+        game_part = (self.jokers * courts_dim + self.courts) * hurt_dim + hurt_left
+        flat = self.rack_targets * (jokers_dim * courts_dim * hurt_dim) + game_part[:, None]
+        self.rack_alive = alive_t.ravel().take(flat)
+        self.rack_courts = courts_t.ravel().take(flat)
+        self.bonus_risk = bonus_risk_table()[deck_count, self.courts, hurt_left]
