@@ -52,15 +52,19 @@ AUDIT_VARIABLE: Final = "COLDIRON_DEAL_AUDIT"
 """Environment variable naming a folder: while it is set (:func:`set_audit`), every
 shuffled deck an env deals (single or vector, in any process) is appended to
 ``deals-<pid>.txt`` there, one line ``<seed> <deck as hex>`` where ``<seed>`` is the
-entropy of the generator that shuffled it (``unseeded`` for one seeded from the OS). It
+entropy of the generator that shuffled it (:func:`generator_seed`: for one seeded from the
+OS, the OS's 128-bit entropy, beyond every stream's seeds; ``unseeded`` when it has no
+integer entropy). It
 records what was dealt, not what was asked for: tests/test_held_out.py reads it to check
 that no training, imitation, labelling or validation deal comes from an evaluation seed."""
 AUDIT_FILE_PREFIX: Final = "deals-"
 
 
 def generator_seed(rng: np.random.Generator) -> int | None:
-    """The integer a generator was seeded with (its ``SeedSequence`` entropy), or None when
-    it was seeded otherwise (from the OS, or with a list of words)."""
+    """The integer a generator was seeded with (its ``SeedSequence`` entropy: for a
+    generator seeded from the OS, the 128-bit entropy the OS gave, which no stream's seed
+    reaches), or None when it has no integer entropy (seeded with a list of words, or a
+    spawned child)."""
     bit_generator = rng.bit_generator
     seq = getattr(bit_generator, "seed_seq", None) or getattr(bit_generator, "_seed_seq", None)
     entropy = getattr(seq, "entropy", None)

@@ -345,7 +345,8 @@ def training_rows(budget: Budget, seed: int) -> list[TrainRow]:
 
     torch.set_num_threads(TORCH_THREADS)
 
-    from agents.learning.training import build_vec_env
+    from agents.learning.training import StreamSeededVecEnv, build_vec_env
+    from coldiron_env.dealer import DealStream
 
     class TimedVecEnv(VecEnvWrapper):
         """Adds up the wall time spent in the wrapped VecEnv."""
@@ -376,7 +377,9 @@ def training_rows(budget: Budget, seed: int) -> list[TrainRow]:
     rows: list[TrainRow] = [default_config_row(budget, TimedVecEnv)]
     torch.set_num_threads(TORCH_THREADS)
     for kind in ("native", "dummy"):
-        venv = TimedVecEnv(build_vec_env(kind, PPO_ENVS, {}, seed))
+        # training deals, whoever seeds them (a raw seed would deal evaluation deals)
+        base = StreamSeededVecEnv(build_vec_env(kind, PPO_ENVS, {}), DealStream.TRAINING)
+        venv = TimedVecEnv(base)
         model = MaskablePPO(
             "MlpPolicy",
             venv,

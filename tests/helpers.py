@@ -144,13 +144,18 @@ def load_file(path: Path, name: str) -> ModuleType:
 
 def streams_of(records: Iterable[tuple[int | None, tuple[int, ...]]]) -> list[Any]:
     """The deal stream of every deck in a deal audit (``coldiron_env.dealer.read_audit``), in
-    order; fails on a deck from an unseeded generator or from an evaluation seed."""
+    order; fails on a deck from an evaluation seed, from a generator without an integer seed,
+    or from one seeded outside every stream (the OS's 128-bit entropy: an unseeded one)."""
     from coldiron_env.dealer import EVALUATION_SEED_LIMIT, STREAM_SPAN, DealStream
 
+    streams = {int(s) for s in DealStream}
     found = []
     for seed, _ in records:
-        assert seed is not None, "a deck was shuffled by an unseeded generator"
+        assert seed is not None, "a deck was shuffled by a generator without an integer seed"
         assert seed >= EVALUATION_SEED_LIMIT, f"a deck was dealt from evaluation seed {seed}"
+        assert seed // STREAM_SPAN in streams, (
+            f"a deck was dealt from seed {seed}, outside every stream (an unseeded generator?)"
+        )
         found.append(DealStream(seed // STREAM_SPAN))
     return found
 

@@ -85,6 +85,29 @@ def test_the_audit_sees_an_evaluation_deal_as_one(audit: Path) -> None:
         streams_of(read_audit(audit))
 
 
+def test_the_audit_sees_an_unseeded_deal_as_one(audit: Path) -> None:
+    """A deck from a generator seeded by the OS is named as such, not taken for a stream's."""
+    from coldiron_env.env import ColdIronEnv
+
+    ColdIronEnv().reset()
+    ((seed, _),) = read_audit(audit)
+    assert seed is not None and seed >= 1 << 64  # the OS's entropy, recorded as it is
+    with pytest.raises(AssertionError, match="outside every stream"):
+        streams_of(read_audit(audit))
+
+
+def test_the_benchmarks_training_rows_deal_training_deals(audit: Path) -> None:
+    """scripts/benchmark.py trains MaskablePPO too (seeded RUN_SEED here): on training deals."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import benchmark
+
+    rows = benchmark.training_rows(benchmark.QUICK, RUN_SEED)
+    assert all(row.timesteps > 0 for row in rows)
+    check_dealt(audit, {DealStream.TRAINING})
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("algorithm", "vec_env"),

@@ -4,8 +4,11 @@
 :func:`agents.learning.training.build_vec_env`, the one builder of SB3 vectorised envs
 (``native``, ``dummy`` or ``subproc``)::
 
-    venv = build_vec_env("native", n_envs=8, env_kwargs={"recall": True}, seed=0)
-    model = MaskablePPO("MlpPolicy", venv)
+    venv = StreamSeededVecEnv(build_vec_env("native", 8, {"recall": True}), DealStream.TRAINING)
+    model = MaskablePPO("MlpPolicy", venv, seed=0)
+
+(:class:`~agents.learning.training.StreamSeededVecEnv` deals training deals whoever seeds
+the env; a bare ``build_vec_env(..., seed=0)`` deals ``reset(seed=i)``, evaluation's deals.)
 
 All three report episode statistics (a ``VecMonitor`` here, a ``Monitor`` per env
 there), so ``info["episode"]`` and ``info["is_success"]`` reach SB3's logger the same way,

@@ -225,7 +225,9 @@ def build_vec_env(
     ``make_vec_env``): ``native`` (:class:`~agents.learning.sb3_vec.ColdIronSB3VecEnv`, one
     NumPy step for all, under a ``VecMonitor``), ``dummy`` or ``subproc`` (a
     :class:`StagedEnv` each, under a ``Monitor``); all switch curriculum options
-    (:func:`set_vec_env_kwargs`). ``seed``: env ``i`` deals ``reset(seed=seed + i)`` first."""
+    (:func:`set_vec_env_kwargs`). ``seed``: env ``i`` deals ``reset(seed=seed + i)``
+    first: evaluation's deals, so a training env wraps this in :class:`StreamSeededVecEnv`
+    (:func:`make_training_env`)."""
     if kind not in get_args(VecEnvKind):
         raise ValueError(f"vec_env kind must be one of {get_args(VecEnvKind)}, got {kind!r}")
     venv: VecEnv
