@@ -493,7 +493,8 @@ def bound_checks() -> str:
          f"{r['min_slack']:.4f}", "yes" if r["twin_wins_whenever_real_wins"] else "no"]
         for r in doc["rows"]
     ]  # fmt: skip
-    header = ["player", "games", "won", "its relaxed twin won", "mean penalty sum Z [95%]", "Z in standard errors",
+    header = ["player", "games", "won", "its relaxed twin won", "mean penalty sum Z [95%]",
+              "Z in standard errors",
               "deals whose bound is below the player's R - Z", "smallest bound - (R - Z)",
               "relaxed twin wins whenever the game is won"]  # fmt: skip
     return (
