@@ -259,6 +259,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         return train(args)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] != "ray":
+            raise
+        print(
+            f"error: training with RLlib needs ray[rllib] ({exc}); install it in a venv of its "
+            "own: python3 -m venv .venv-rllib && .venv-rllib/bin/pip install torch==2.13.0 "
+            '-e ".[rllib,fast]"',
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR

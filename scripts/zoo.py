@@ -122,6 +122,13 @@ def main(argv: list[str] | None = None) -> int:
         if record is not None and any(a in ("-optimize", "--optimize-hyperparameters")
                                       for a in zoo_argv):  # fmt: skip
             raise UsageError("--record records a training run, not an -optimize study")
+        algo = zoo_argv[zoo_argv.index("--algo") + 1] if "--algo" in zoo_argv[:-1] else None
+        conf = any(a in ("-conf", "--conf-file") for a in zoo_argv)
+        if command == "train" and algo == "ppo_mask" and not conf:
+            raise UsageError(  # rl-zoo3 ships no file for it: its own error is a traceback
+                "rl-zoo3 has no hyperparameters of its own for ppo_mask: "
+                "pass -conf configs/rl_zoo3/ppo_mask.yml (or a file of yours)"
+            )
         from agents.integrations import zoo  # rl-zoo3 and torch: after the quick checks
 
         zoo.check_seed(zoo_argv)

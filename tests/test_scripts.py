@@ -47,3 +47,36 @@ def test_the_strict_bound_command_runs_and_prints_its_usage() -> None:
         timeout=120,
     )
     assert out.returncode == 0 and "--episodes" in out.stdout, out.stderr
+
+
+def _run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / script), *args],
+        capture_output=True,
+        check=False,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
+def test_zoo_train_of_ppo_mask_without_a_file_says_which_to_pass() -> None:
+    """rl-zoo3 has no ppo_mask file of its own: its error was a FileNotFoundError traceback."""
+    done = _run("zoo.py", "train", "--algo", "ppo_mask", "--env", "coldiron/ColdIron-v0")
+    assert done.returncode == 2, done.stderr
+    assert "pass -conf configs/rl_zoo3/ppo_mask.yml" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_rllib_training_without_ray_says_how_to_install_it() -> None:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("ray is installed here")
+    done = _run("rllib_train.py", "--steps", "10", "--out", "unused-never-made")
+    assert done.returncode == 2, done.stderr
+    assert "needs ray[rllib]" in done.stderr and ".[rllib,fast]" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (ROOT / "unused-never-made").exists()
