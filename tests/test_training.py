@@ -784,3 +784,17 @@ def test_soft_labels_one_hot_clone_as_the_actions_and_soft_mass_is_learned(
     assert Demonstrations.load(tmp_path / "hard.npz").targets is None
     with pytest.raises(ValueError, match="soft labels"):
         behaviour_clone(small_model("dqn"), soft, epochs=1, batch_size=64, learning_rate=1e-3)
+
+
+def test_a_cuda_device_without_cuda_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """Stable-Baselines3 quietly trained on the CPU while the run's config said cuda."""
+    import torch
+
+    from agents.learning.provenance import TrainingError
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    cfg = tiny(load_config(ROOT / "configs" / "ppo.yaml"), training__device="cuda")
+    with pytest.raises(TrainingError, match=r"ppo\.yaml: training\.device: 'cuda', but torch"):
+        train(cfg, tmp_path / "run", config_file="configs/ppo.yaml", log=lambda _: None)
+    assert not (tmp_path / "run").exists()

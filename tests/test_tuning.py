@@ -375,8 +375,8 @@ def test_study_of_another_config_is_refused(tmp_path: Path) -> None:
     url = default_storage_url(tmp_path)
     open_study(load_tuning_config(write_config(tmp_path / "a.yaml")), url, "s")
     other = load_tuning_config(write_config(tmp_path / "b.yaml", seed=5))
-    with pytest.raises(TuneError, match="another config"):
-        open_study(other, url, "s")
+    with pytest.raises(TuneError, match=r"another config .*: config\.seed: \d+ -> 5;"):
+        open_study(other, url, "s")  # the key that changed, with both values
 
 
 def test_summary_plot_handles_few_and_many_completed_trials(tmp_path: Path) -> None:
@@ -628,6 +628,7 @@ def test_interrupted_search_keeps_finished_trials_and_continues(
     assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.FAIL]
     stopped = Path(trials[1].user_attrs["run_dir"])
     assert (stopped / "checkpoint" / "model.zip").is_file()  # the interrupted run saved itself
+    assert "timesteps" in trials[1].user_attrs  # the summary shows where the stopped one stood
     assert (out / SUMMARY_MD).is_file()  # reports are written after Ctrl-C too
 
     monkeypatch.setattr(tuning, "train", real_train)

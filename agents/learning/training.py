@@ -633,6 +633,17 @@ def steps_to_train(cfg: Config, done: int) -> int:
     return -(-left // size) * size
 
 
+def check_device(device: str, config_file: str | None = None) -> None:
+    """Refuse ``training.device: cuda`` where torch sees no CUDA device (Stable-Baselines3
+    would train on the CPU without a word while the run's config said cuda)."""
+    if device == "cuda" and not torch.cuda.is_available():
+        where = f"{config_file}: " if config_file else ""
+        raise TrainingError(
+            f"{where}training.device: 'cuda', but torch {torch.__version__} sees no CUDA "
+            "device on this machine; use device: cpu (or auto: the GPU when there is one)"
+        )
+
+
 def build_model(cfg: Config, venv: VecEnv, run: RunDir) -> BaseAlgorithm:
     spec = cfg.algorithm.spec
     cls = spec.load_class()
@@ -902,6 +913,7 @@ def train(
     a tuning trial is never resumed).
     """
     torch.set_num_threads(cfg.training.torch_threads)
+    check_device(cfg.training.device, config_file)
     t_start = time.perf_counter()
     if resume is not None and _stopped_before_training(RunDir(resume)):
         log(f"{resume}: stopped before training began (no checkpoint): starting it over")

@@ -67,7 +67,13 @@ if TYPE_CHECKING:
 
 from agents.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from agents.evaluation.plots import pyplot
-from agents.learning.config import ConfigError, config_from_dict, dump_config
+from agents.learning.config import (
+    ConfigError,
+    config_changes,
+    config_from_dict,
+    describe_changes,
+    dump_config,
+)
 from agents.learning.provenance import META_FILE, TrainingError
 from agents.learning.search_space import (
     InvalidSample,
@@ -87,6 +93,8 @@ MAX_CONSECUTIVE_INVALID: Final = 50
 """Samples in a row that make an invalid config (two searched keys that clash) stop a worker."""
 FINGERPRINT_ATTR: Final = "coldiron_fingerprint"
 SEARCH_ATTR: Final = "coldiron_search"
+BASE_ATTR: Final = "coldiron_base_config"
+"""The base config's plain data, kept so that a refused config can be told what changed."""
 ERROR_ATTR: Final = "error"
 INVALID_ATTR: Final = "invalid_sample"
 WORKER_ATTR: Final = "worker"
@@ -310,15 +318,15 @@ class Objective:
             log=self.log,
             resume_hint=False,  # a stopped trial is replaced by a new one, never resumed
         )
-        if result.interrupted:
-            raise KeyboardInterrupt
         history = result.history
         trial.set_user_attr("timesteps", result.timesteps)
         trial.set_user_attr("wall_seconds", round(result.wall_seconds, 1))
-        if history:
+        if history:  # a stopped trial's too: the summary shows where it stood
             last = history[-1]
             for key in ("episodes", "wins", "ci_low", "ci_high"):
                 trial.set_user_attr(key, last[key])
+        if result.interrupted:
+            raise KeyboardInterrupt
         if callback.pruned_at is not None:
             _mark_pruned(run, callback.pruned_at)
             trial.set_user_attr("pruned_at", callback.pruned_at)
@@ -389,14 +397,26 @@ def open_study(
     stored = study.user_attrs.get(FINGERPRINT_ATTR)
     if STUDY_ID_ATTR not in study.user_attrs:
         study.set_user_attr(STUDY_ID_ATTR, os.urandom(NONCE_BYTES).hex())
+    plain = json.loads(json.dumps(tcfg.base_data, default=str))  # as the storage keeps it
     if stored is None:
         study.set_user_attr(FINGERPRINT_ATTR, fingerprint)
         study.set_user_attr(SEARCH_ATTR, tcfg.search.to_dict())
+        study.set_user_attr(BASE_ATTR, plain)
         study.set_user_attr("config_name", tcfg.name)
     elif stored != fingerprint:
+        changes = config_changes(
+            {
+                "config": study.user_attrs.get(BASE_ATTR),
+                "search": study.user_attrs.get(SEARCH_ATTR),
+            },
+            {"config": plain, "search": tcfg.search.to_dict()},
+        )
+        if BASE_ATTR not in study.user_attrs:  # a study made before the config was kept
+            changes = {k: v for k, v in changes.items() if not k.startswith("config")}
+        what = f": {describe_changes(changes)}" if changes else ""
         raise TuneError(
             f"study {study_name!r} in {redact(storage_url)} was made with another config or "
-            f"search space (fingerprint {stored}, {tcfg.file} gives {fingerprint}); "
+            f"search space (fingerprint {stored}, {tcfg.file} gives {fingerprint}){what}; "
             "use --study NEW_NAME (or restore the config)"
         )
     if tcfg.search.sampler.seed is not None:
