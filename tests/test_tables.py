@@ -147,3 +147,26 @@ def test_an_included_file_that_changes_is_drift(tmp_path: Path) -> None:
     copy = tmp_path / "README.md"
     copy.write_text(readme.replace("policy.run(", "policy.run2(", 1))
     assert "include:docs/examples/onnx_play.py" in tables.refresh(copy, check=True)
+
+
+def _names_a_commit(data: object) -> bool:
+    if isinstance(data, dict):
+        return "commit" in data or "git_commit" in data or any(map(_names_a_commit, data.values()))
+    if isinstance(data, list):
+        return any(map(_names_a_commit, data))
+    return False
+
+
+def test_every_record_names_the_commit_it_ran_at_or_says_it_cannot() -> None:
+    """A record's command stamps its commit (agents.gitinfo.code_stamp); a record written before
+    the stamps existed says so, with git's first and last commits of its file instead."""
+    records = sorted({*ROOT.glob("docs/**/*.json"), *ROOT.glob("tests/pins/*.json")})
+    assert len(records) > 40, "the records are where this test looks"
+    for path in records:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or _names_a_commit(data):
+            continue
+        bracket = data.get("commit_unrecorded")
+        assert isinstance(bracket, dict), f"{path}: names no commit (stamp it: code_stamp)"
+        for key in ("first_committed", "last_changed"):
+            assert re.fullmatch(r"[0-9a-f]{40}", bracket[key]), (path, key)
