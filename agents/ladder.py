@@ -84,7 +84,11 @@ OUTPUT_FILES: Final = ("ladder.md", "ladder.json", "ladder.png")
 DEFAULT_EPISODES: Final = 10_000
 DEFAULT_PLANNER_EPISODES: Final = 1000
 DEFAULT_WORKERS: Final = 2
-DEFAULT_OUT_DIR: Final = Path("docs/ladder")
+DEFAULT_OUT_DIR: Final = Path("runs/ladder")
+"""Where a ladder is written unless ``--out-dir`` says otherwise: a scratch folder, never the
+committed ladder (the README's tables are rendered from it: writing there is said)."""
+COMMITTED_LADDER: Final = Path("docs/ladder/ladder.json")
+"""The ladder of the README and docs/evaluation.md, the one ``--add-row`` adds to by default."""
 CHART_MARGIN: Final = 1.15
 """The chart's x axis reaches this factor past the highest interval."""
 KIND_COLOURS: Final[dict[str, str]] = {

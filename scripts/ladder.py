@@ -1,7 +1,12 @@
 """The strength ladder on the command line (the ladder itself: ``agents.ladder``).
 
-    nice -n 10 .venv/bin/python scripts/ladder.py --episodes 10000 --planner-episodes 10000 \\
-        --seed 0 --workers 2 --out-dir docs/ladder
+    nice -n 10 .venv/bin/python scripts/ladder.py --episodes 1000 --planner-episodes 200 \\
+        --seed 0 --workers 2
+
+writes ``runs/ladder/`` (``ladder.md``, ``ladder.json``, ``ladder.png``); the committed ladder
+of the README is rewritten only by naming it, ``--out-dir docs/ladder`` (its command is in
+docs/evaluation.md). Without ``--seed`` the deals are the report seed's, and the look is
+logged.
 
 One more player on an existing ladder's first N deals (paired with ``heuristic`` there),
 without replaying the ladder; the new ladder goes to ``--out-dir``, the added rows also to
@@ -86,7 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--why", metavar="TEXT", help="why the report seed is looked at (the look log)"
     )
     parser.add_argument(
-        "--out-dir", type=Path, default=ladder.DEFAULT_OUT_DIR, help="output folder"
+        "--out-dir",
+        type=Path,
+        default=ladder.DEFAULT_OUT_DIR,
+        help=f"output folder (default {ladder.DEFAULT_OUT_DIR}; the committed ladder is "
+        f"{ladder.COMMITTED_LADDER.parent}: pass it to rewrite it)",
     )
     parser.add_argument(
         "--add-row",
@@ -103,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--ladder",
         type=Path,
-        default=ladder.DEFAULT_OUT_DIR / "ladder.json",
+        default=ladder.COMMITTED_LADDER,
         help="--add-row: the ladder.json to add to (its seed and deals are used)",
     )
     parser.add_argument(

@@ -162,3 +162,18 @@ def test_rename_row_refuses_an_argument_that_is_not_old_equals_new(
     assert code == ladder.EXIT_ERROR
     assert "OLD=NEW" in capsys.readouterr().err
     assert not (tmp_path / "ladder.json").exists()
+
+
+def test_a_ladder_without_out_dir_writes_a_scratch_folder_not_the_committed_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's tables are rendered from docs/ladder/ladder.json: a plain run wrote over it."""
+    pytest.importorskip("matplotlib")
+    committed = ROOT / "docs" / "ladder" / "ladder.json"
+    before = committed.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    args = ["--episodes", "4", "--seed", "7", "--planner-episodes", "1", "--solver-episodes", "0"]
+    assert ladder.main([*args, "--workers", "1"]) == 0
+    assert (tmp_path / "runs" / "ladder" / "ladder.json").is_file()
+    assert not (tmp_path / "docs").exists()
+    assert committed.read_bytes() == before
