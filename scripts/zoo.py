@@ -122,8 +122,13 @@ def main(argv: list[str] | None = None) -> int:
         if record is not None and any(a in ("-optimize", "--optimize-hyperparameters")
                                       for a in zoo_argv):  # fmt: skip
             raise UsageError("--record records a training run, not an -optimize study")
-        algo = zoo_argv[zoo_argv.index("--algo") + 1] if "--algo" in zoo_argv[:-1] else None
-        conf = any(a in ("-conf", "--conf-file") for a in zoo_argv)
+        names = [a.partition("=")[0] for a in zoo_argv]  # argparse takes --opt=VALUE too
+        algo = next(
+            (a.partition("=")[2] or (zoo_argv[k + 1] if k + 1 < len(zoo_argv) else None)
+             for k, a in enumerate(zoo_argv) if names[k] == "--algo"),
+            None,
+        )  # fmt: skip
+        conf = any(name in ("-conf", "--conf-file") for name in names)
         if command == "train" and algo == "ppo_mask" and not conf:
             raise UsageError(  # rl-zoo3 ships no file for it: its own error is a traceback
                 "rl-zoo3 has no hyperparameters of its own for ppo_mask: "

@@ -62,10 +62,23 @@ def _run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_zoo_train_of_ppo_mask_without_a_file_says_which_to_pass() -> None:
     """rl-zoo3 has no ppo_mask file of its own: its error was a FileNotFoundError traceback."""
-    done = _run("zoo.py", "train", "--algo", "ppo_mask", "--env", "coldiron/ColdIron-v0")
-    assert done.returncode == 2, done.stderr
-    assert "pass -conf configs/rl_zoo3/ppo_mask.yml" in done.stderr
-    assert "Traceback" not in done.stderr
+    for algo in (["--algo", "ppo_mask"], ["--algo=ppo_mask"]):
+        done = _run("zoo.py", "train", *algo, "--env", "coldiron/ColdIron-v0")
+        assert done.returncode == 2, done.stderr
+        assert "pass -conf configs/rl_zoo3/ppo_mask.yml" in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_zoo_train_takes_its_file_in_either_argparse_form() -> None:
+    """``--conf-file=PATH`` is a file given, as rl-zoo3's argparse reads it (a bad --seed
+    is refused after the check, so nothing trains here)."""
+    for conf in (
+        ["-conf", "configs/rl_zoo3/ppo_mask.yml"],
+        ["--conf-file=configs/rl_zoo3/ppo_mask.yml"],
+    ):
+        done = _run("zoo.py", "train", "--algo", "ppo_mask", *conf, "--seed", "70000")
+        assert "no hyperparameters of its own" not in done.stderr, done.stderr
+        assert done.returncode == 2 and "--seed 70000" in done.stderr  # the next check's refusal
 
 
 def test_rllib_training_without_ray_says_how_to_install_it() -> None:

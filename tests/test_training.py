@@ -798,3 +798,5 @@ def test_a_cuda_device_without_cuda_is_refused_before_anything_is_written(tmp_pa
     with pytest.raises(TrainingError, match=r"ppo\.yaml: training\.device: 'cuda', but torch"):
         train(cfg, tmp_path / "run", config_file="configs/ppo.yaml", log=lambda _: None)
     assert not (tmp_path / "run").exists()
+    with pytest.raises(TrainingError, match=r"run/config\.yaml: training\.device: 'cuda'"):
+        train(cfg, resume=tmp_path / "run", log=lambda _: None)  # the run's file to edit

@@ -379,6 +379,25 @@ def test_study_of_another_config_is_refused(tmp_path: Path) -> None:
         open_study(other, url, "s")  # the key that changed, with both values
 
 
+def test_a_study_made_before_the_config_was_kept_learns_it_when_next_opened(
+    tmp_path: Path,
+) -> None:
+    """A study that kept only the fingerprint gains the config on a matching open, so a later
+    refusal names the changed key too."""
+    from agents.learning.tuning import BASE_ATTR, FINGERPRINT_ATTR, SEARCH_ATTR, TuneError
+
+    url = default_storage_url(tmp_path)
+    tcfg = load_tuning_config(write_config(tmp_path / "a.yaml"))
+    old = optuna.create_study(study_name="s", storage=url, direction="maximize")
+    old.set_user_attr(FINGERPRINT_ATTR, tcfg.fingerprint())  # as before BASE_ATTR existed
+    old.set_user_attr(SEARCH_ATTR, tcfg.search.to_dict())
+    open_study(tcfg, url, "s")
+    assert BASE_ATTR in optuna.load_study(study_name="s", storage=url).user_attrs
+    other = load_tuning_config(write_config(tmp_path / "b.yaml", seed=5))
+    with pytest.raises(TuneError, match=r"config\.seed: \d+ -> 5"):
+        open_study(other, url, "s")
+
+
 def test_summary_plot_handles_few_and_many_completed_trials(tmp_path: Path) -> None:
     from agents.learning.tuning import _importances
 

@@ -645,6 +645,7 @@ def check_device(device: str, config_file: str | None = None) -> None:
 
 
 def build_model(cfg: Config, venv: VecEnv, run: RunDir) -> BaseAlgorithm:
+    check_device(cfg.training.device)  # train() checked it naming the file; other callers too
     spec = cfg.algorithm.spec
     cls = spec.load_class()
     model = cls(
@@ -666,6 +667,7 @@ def _load_for_resume(cfg: Config, venv: VecEnv, run: RunDir) -> BaseAlgorithm:
     ck = run.checkpoint
     if not (ck / MODEL_FILE).is_file():
         raise TrainingError(f"{ck / MODEL_FILE}: no checkpoint to resume from")
+    check_device(cfg.training.device, str(run.config))
     model = spec.load_class().load(ck / MODEL_FILE, env=venv, device=cfg.training.device)
     model.tensorboard_log = str(run.tensorboard)
     model._last_obs = None  # force a fresh env reset
@@ -913,7 +915,8 @@ def train(
     a tuning trial is never resumed).
     """
     torch.set_num_threads(cfg.training.torch_threads)
-    check_device(cfg.training.device, config_file)
+    where = config_file or (str(Path(resume) / CONFIG_FILE) if resume is not None else None)
+    check_device(cfg.training.device, where)
     t_start = time.perf_counter()
     if resume is not None and _stopped_before_training(RunDir(resume)):
         log(f"{resume}: stopped before training began (no checkpoint): starting it over")

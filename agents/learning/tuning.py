@@ -403,7 +403,9 @@ def open_study(
         study.set_user_attr(SEARCH_ATTR, tcfg.search.to_dict())
         study.set_user_attr(BASE_ATTR, plain)
         study.set_user_attr("config_name", tcfg.name)
-    elif stored != fingerprint:
+    elif BASE_ATTR not in study.user_attrs and stored == fingerprint:
+        study.set_user_attr(BASE_ATTR, plain)  # a study made before the config was kept
+    if stored is not None and stored != fingerprint:
         changes = config_changes(
             {
                 "config": study.user_attrs.get(BASE_ATTR),

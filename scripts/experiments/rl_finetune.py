@@ -33,7 +33,7 @@ from agents.learning.provenance import (  # noqa: E402
     provenance,
 )
 from agents.learning.sb3_agent import CONFIG_FILE, MODEL_FILE  # noqa: E402
-from agents.learning.training import make_training_env  # noqa: E402
+from agents.learning.training import check_device, make_training_env  # noqa: E402
 from agents.registry import SHIPPED_MODELS  # noqa: E402
 
 
@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(cfg.training.torch_threads)
+    check_device(cfg.training.device, str(start / CONFIG_FILE))
     venv = make_training_env(cfg)
     model = spec.load_class().load(
         start / MODEL_FILE,
