@@ -40,6 +40,7 @@ LATE_TURN = 17
 LATE_POS = 18
 """Late decision points (from this turn and deck position), where exhaustive searches are small."""
 CUT_STATES = 6
+TWIN_SEED = 962
 
 
 def _rack_id(action: int) -> int:
@@ -280,3 +281,85 @@ def test_a_run_resumes_from_its_checkpoint_or_a_shorter_record(tmp_path: Path) -
             assert (tmp_path / f"{name}.partial").exists()
         else:
             assert run(4, name)["per_deal"] == [marked, *whole["per_deal"][1:]]
+
+
+def _twin(strict: Any, deck: np.ndarray, actions: list[int], S: Any) -> tuple[int, int, float]:
+    """A real game's twin in the strict game: ``actions`` replayed on the reference engine, the
+    twin keeping every numbered card drawn but a Rest's (lost, as ``W`` is told), with the
+    strict search's penalties. ``(position the twin won at or 0, the real game's, Z)``."""
+    from agents.evaluation.bound import DRAW_SAFE, draw_kind
+    from coldiron_env.actions import REST
+    from coldiron_env.cards import FIRST_JOKER
+    from coldiron_env.game import BONUS_FROM_IRON, WON, Game
+
+    game = Game([int(c) for c in deck])
+    hand = gone = twin_at = 0
+    total = 0.0
+    for action in actions:
+        pos, turn, hurt, apps = game.pos, game.turn, game.hurt, game.iron_count
+        iron_bonus = game.bonus_source == BONUS_FROM_IRON
+        game.step(action)
+        for drawn, card in enumerate(game.drawn):
+            if twin_at:
+                break
+            kind, xk = draw_kind(action, iron_bonus, apps, drawn)
+            total += strict._z(pos, turn, hurt, xk, gone, 0, S)
+            pos += 1
+            if card < FIRST_COURT and action == REST:
+                gone |= 1 << int(card)
+            elif card < FIRST_COURT:
+                hand |= 1 << int(card)
+                twin_at = pos if strict.complete(hand) else 0
+            elif kind != DRAW_SAFE and card < FIRST_JOKER:
+                hurt += 1
+        if game.outcome is not None:
+            break
+    return twin_at, (game.pos if game.outcome == WON else 0), total
+
+
+def test_real_games_have_strict_twins_that_win_no_later_and_score_below_the_bound() -> None:
+    """End to end, on the reference engine: games of an honest player (``heuristic``), of a
+    random one and of one that peeks at the next card (not honest, but a game the clairvoyant
+    may play), replayed in the strict game (every Rest's card lost). The twin wins whenever
+    the real game does, no later, and its ``R - Z`` is at most the deal's pruned bound."""
+    from agents.players.roster import BUILTIN_AGENTS
+    from coldiron_env.actions import BONUS, IRON, PHASE_BONUS, PHASE_IRON, REST, STOP, THREATEN
+    from coldiron_env.game import Game
+    from coldiron_env.knowledge import Knowledge
+
+    strict = _strict_module()
+    heuristic = BUILTIN_AGENTS["heuristic"]()
+    heuristic.reset(seed=0)
+    rng = np.random.default_rng(ZMEAN_SEED)
+
+    def peek(game: Game) -> int:
+        numbered = game.deck[game.pos] < FIRST_COURT
+        if game.phase == PHASE_BONUS:
+            return BONUS
+        if game.phase == PHASE_IRON:
+            return IRON if numbered and game.hurt < MAX_HURT - 1 else STOP
+        if not numbered and game.hurt > 0:
+            return REST
+        return IRON if numbered and game.hurt < MAX_HURT - 2 else THREATEN
+
+    players = {
+        "heuristic": lambda g: int(heuristic.act_knowledge(Knowledge.from_game(g))),
+        "random": lambda g: int(rng.choice(g.legal_actions())),
+        "peek": peek,
+    }
+    real_wins = 0
+    for dealt in validation_decks(TWIN_SEED, 2):
+        deck = np.asarray(dealt)
+        bound, _, _ = strict.pruned_bound(deck)
+        state = strict._state(DealFacts.of(deck))
+        for name, choose in players.items():
+            for _ in range(4 if name == "random" else 1):
+                game, actions = Game([int(c) for c in deck]), []
+                while game.outcome is None:
+                    actions.append(choose(game))
+                    game.step(actions[-1])
+                twin_at, real_at, z = _twin(strict, deck, actions, state)
+                real_wins += bool(real_at)
+                assert not real_at or 0 < twin_at <= real_at, (name, twin_at, real_at)
+                assert float(twin_at > 0) - z <= bound + 1e-9, (name, z, bound)
+    assert real_wins  # the twin's check was met by a won game
