@@ -9,6 +9,7 @@ At the prompt type an action by number or name (``threaten``, ``iron``,
     .venv/bin/python scripts/play.py --seed 7                 # a seeded deal
     .venv/bin/python scripts/play.py --deck deck.txt          # 54 codes from a file (or inline)
     .venv/bin/python scripts/play.py --agent heuristic --delay 0.5
+    .venv/bin/python scripts/play.py --agent clairvoyant --seed 7 # the solver, who reads the deck
     .venv/bin/python scripts/play.py --load game.json         # resume a saved game
 """
 
@@ -235,6 +236,53 @@ def load_agent(spec: str) -> tuple[Any, dict[str, Any]]:
     return agent, {k: trained[k] for k in OBSERVATION_OPTIONS if k in trained}
 
 
+CLAIRVOYANT_NAMES: Final = ("clairvoyant", "solver")
+"""``--agent`` names of the clairvoyant solver (:mod:`agents.players.solver`): it reads the
+deck's order, which no player may, so it is watched here and in the ladder's bound row, never
+evaluated as a player."""
+
+
+class _Line(Agent):
+    """Plays a fixed line of actions (the clairvoyant's winning line), in order."""
+
+    name = "clairvoyant"
+
+    def __init__(self, actions: tuple[int, ...]) -> None:
+        self.actions = actions
+        self.next = 0
+
+    def reset(self, seed: int | None = None) -> None:
+        self.next = 0
+
+    def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
+        action = self.actions[self.next]
+        self.next += 1
+        return action
+
+
+def clairvoyant_agent(session: Session, out: Callable[[str], None]) -> Agent | None:
+    """The clairvoyant's winning line on the session's deal, or None (said) when no order of
+    play wins it."""
+    from agents.players.solver import solve_deck
+    from coldiron_env.cards import parse_deck
+
+    if session.actions:
+        raise UserError("--agent clairvoyant plays a deal from its start: not with --load")
+    solution = solve_deck(parse_deck(session.deck), session.env.rules)
+    if not solution.winnable:
+        out(render_text(session.game))
+        out(
+            f"the clairvoyant solver, reading the whole deck, finds no way to win this deal "
+            f"({solution.nodes:,} positions searched): no player can win it"
+        )
+        return None
+    out(
+        f"the clairvoyant solver reads the whole deck (no player can) and wins this deal in "
+        f"{len(solution.actions)} moves ({solution.nodes:,} positions searched):"
+    )
+    return _Line(solution.actions)
+
+
 class _Quit(Exception):
     """The watcher quit between two moves."""
 
@@ -329,13 +377,18 @@ def main(argv: list[str] | None = None) -> int:
         print(text, flush=True)
 
     try:
-        agent, observes = load_agent(args.agent) if args.agent is not None else (None, {})
+        clairvoyant = args.agent in CLAIRVOYANT_NAMES
+        watched = args.agent is not None and not clairvoyant
+        agent, observes = load_agent(args.agent) if watched else (None, {})
         if args.load is not None:
             session = Session.load(args.load, observes)
         else:
             deck = read_deck(args.deck) if args.deck is not None else None
             session = Session(deck, args.seed, {**variants_of(args), **observes})
-        if agent is not None:
+        if clairvoyant:
+            line = clairvoyant_agent(session, out)
+            code = 0 if line is None else agent_loop(session, line, args.delay, None, out)
+        elif agent is not None:
             code = agent_loop(session, agent, args.delay, args.seed, out)
         else:
             code = human_loop(session, args.hint, out)
