@@ -334,8 +334,9 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         info["final_info"] = final_info
         info["_final_info"] = done
         for key in ("outcome", "is_success"):
-            info[key] = final_info[key]
-            info["_" + key] = final_info["_" + key]
+            if key in final_info:  # not when only truncations ended games
+                info[key] = final_info[key]
+                info["_" + key] = final_info["_" + key]
         return self._observe(None), rewards, terminated, truncated, info
 
     def action_masks(self) -> Bools:
@@ -503,8 +504,8 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         }
         for key in list(info):
             info["_" + key] = present
-        if outcome is not None:
-            over = outcome != PLAYING
+        over = None if outcome is None else outcome != PLAYING
+        if outcome is not None and over is not None and over.any():  # absent when none ended
             info["outcome"] = OUTCOME_NAME_ARRAY[outcome]
             info["_outcome"] = over
             info["is_success"] = outcome == CODE_WON

@@ -517,7 +517,26 @@ def test_truncation_with_max_episode_steps() -> None:
     assert not (terminated | truncated).any()
     _, _, terminated, truncated, info = envs.step(np.array([THREATEN, THREATEN]))
     assert truncated.all() and not terminated.any()
-    assert info["_final_obs"].all() and not info["_outcome"].any()
+    assert info["_final_obs"].all()
+    # no game has an outcome this step: its keys are absent, as in Gymnasium's vector envs
+    assert "outcome" not in info and "outcome" not in info["final_info"]
+    assert "is_success" not in info and "is_success" not in info["final_info"]
+    envs = ColdIronVectorEnv(2, max_episode_steps=1, autoreset_mode="next_step")
+    envs.reset(seed=0)
+    _, _, _, truncated, info = envs.step(np.array([REST, REST]))
+    assert truncated.all() and "outcome" not in info and "is_success" not in info
+
+
+def test_the_sb3_vec_env_passes_a_time_limit_truncation_on_without_an_outcome() -> None:
+    pytest.importorskip("stable_baselines3")
+    from agents.learning.sb3_vec import ColdIronSB3VecEnv
+
+    venv = ColdIronSB3VecEnv(2, max_episode_steps=1)
+    venv.reset()
+    venv.step_async(np.array([REST, REST]))
+    _, _, dones, infos = venv.step_wait()
+    assert dones.all()
+    assert all(i["TimeLimit.truncated"] and "outcome" not in i for i in infos)
 
 
 def test_batched_deck_option_errors() -> None:

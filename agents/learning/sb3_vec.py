@@ -84,15 +84,16 @@ class ColdIronSB3VecEnv(VecEnv):
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         if dones.any():
             final_obs = info["final_obs"]
-            outcome = info["outcome"]
-            has_outcome = info["_outcome"]
-            success = info["is_success"]
+            none = np.zeros(self.num_envs, dtype=np.bool_)
+            outcome = info.get("outcome")  # absent when only truncations ended games
+            has_outcome = info.get("_outcome", none)
+            success = info.get("is_success", none)
             for i in np.flatnonzero(dones).tolist():
                 env_info: dict[str, Any] = {
                     "terminal_observation": final_obs[i],
                     "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
                 }
-                if has_outcome[i]:
+                if outcome is not None and has_outcome[i]:
                     env_info["outcome"] = str(outcome[i])
                     env_info["is_success"] = bool(success[i])
                 infos[i] = env_info
