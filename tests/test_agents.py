@@ -327,6 +327,73 @@ def test_the_evaluator_hands_players_what_they_know_never_the_game() -> None:
     assert all(type(kn.rules) is RuleOptions for kn in spy.seen)
 
 
+class _Recorder(Agent):
+    """Records a player's decisions as the evaluator plays it (the engine path for one that
+    acts on a ``Knowledge``, the env path otherwise)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.actions = inner, []
+        if hasattr(inner, "act_knowledge"):
+            self.act_knowledge = self._act_knowledge
+
+    def reset(self, seed: int | None = None) -> None:
+        self.inner.reset(seed)
+        self.actions = []
+
+    def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
+        action = int(self.inner.act(obs, action_mask, info))
+        self.actions.append(action)
+        return action
+
+    def _act_knowledge(self, kn: Knowledge) -> int:
+        action = int(self.inner.act_knowledge(kn))
+        self.actions.append(action)
+        return action
+
+
+DEALS_COMPARED = 20
+GAMES_COMPARED = 3
+CUTS = 6
+"""Decisions of a game after which the unseen cards are shuffled (each a separate replay)."""
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n in BUILTIN_AGENTS if not n.endswith("-large"))
+)  # the large budgets run the same code as their smaller twins, much slower
+def test_no_built_in_player_decides_on_the_unseen_cards_order(name: str) -> None:
+    """Every built-in player, played by the evaluator (the engine path, or the env path for
+    one that reads observations): a deal, then the same deal with the cards still unseen after
+    a decision shuffled, at several decisions. Every decision up to the shuffle's is the same.
+    (A contributor's player that read the deck through the evaluator's stack won 8 points more
+    unnoticed; this fails it.)"""
+    if name.startswith("mcts"):
+        pytest.importorskip("pyspiel")
+    player = _Recorder(BUILTIN_AGENTS[name]())
+    engine = hasattr(player, "act_knowledge")
+    rng = np.random.default_rng(7)
+    compared = 0
+
+    def decisions(deck: list[int], seed: Any) -> list[int]:
+        evaluate_agent(player, np.array([deck]), [seed], use_engine=engine, use_batch=False)
+        return list(player.actions)
+
+    decks, seeds = deal_decks(31, DEALS_COMPARED).tolist(), agent_seeds(31, DEALS_COMPARED)
+    for deck, seed in zip(decks, seeds, strict=True):
+        first = decisions(deck, seed)
+        if len(first) < CUTS + 1:
+            continue
+        for cut in np.linspace(0, len(first) - 1, CUTS, dtype=int).tolist():
+            game = Game(deck)
+            for action in first[:cut]:
+                game.step(action)
+            other = deck[: game.pos] + [int(c) for c in rng.permutation(deck[game.pos :])]
+            assert decisions(other, seed)[: cut + 1] == first[: cut + 1], (name, cut)
+        compared += 1
+        if compared == GAMES_COMPARED:
+            break
+    assert compared == GAMES_COMPARED, "too few games long enough to compare"
+
+
 def test_resampled_games_agree_with_what_the_player_knows() -> None:
     game = Game(deal_decks(4, 1)[0].tolist())
     for action in (1, 1, 17, 0, 0, 16):

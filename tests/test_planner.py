@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
 
-from agents.evaluation.arena import agent_seeds, deal_decks, evaluate_agent
+from agents.evaluation.arena import (
+    agent_env_kwargs,
+    agent_seeds,
+    deal_decks,
+    evaluate_agent,
+    validation_decks,
+)
 from agents.players.heuristic import HeuristicAgent, decide
 from agents.players.planner import (
     HOPELESS,
@@ -30,6 +37,8 @@ from coldiron_env.knowledge import Knowledge
 TINY = PlannerConfig(samples=8, batch=4, min_samples=4, plan_from_turn=18)
 """A tiny budget that still plans the last turns."""
 EVERY_TURN = PlannerConfig(samples=8, batch=4, min_samples=4, plan_from_turn=1)
+LATE_TURN = 19
+"""A late turn: the searches over a network plan from turn 18."""
 
 
 def heuristic_positions(count: int, seed: int = 3) -> list[Game]:
@@ -148,6 +157,49 @@ def test_never_peeks_at_the_deck_order() -> None:
         if compared >= 5:
             break
     assert compared >= 3
+
+
+@pytest.mark.parametrize("name", ["strongest", "planner-trained"])
+def test_a_search_over_a_network_never_peeks_played_in_the_env(name: str) -> None:
+    """The searches over a network, on the env path (its base policy reads the observation, its
+    rollouts are played by the network): a deal, then the same deal with the cards still unseen
+    at a late decision shuffled. Every move up to that decision, and every search record, is
+    the same (a reviewer's check, here for every decision kind met, iron phases included)."""
+    agent = make_agent(name)
+    env = ColdIronEnv(**agent_env_kwargs(agent, {}))  # the observation its network reads
+    rng = np.random.default_rng(5)
+
+    def play(deck: list[int], stop: int | None = None) -> tuple[list[tuple[int, ...]], list[Any]]:
+        agent.reset(seed=99)
+        agent.decisions = []  # type: ignore[attr-defined]
+        obs, info = env.reset(options={"deck": deck_codes(deck)})
+        log: list[tuple[int, ...]] = []
+        done = False
+        while not done and (stop is None or len(log) <= stop):
+            action = agent.act(obs, info["action_mask"], info)
+            log.append((action, DECK_SIZE - info["deck_count"], info["turn"], len(agent.decisions)))  # type: ignore[attr-defined]
+            obs, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+        return log, list(agent.decisions)  # type: ignore[attr-defined]
+
+    compared = 0
+    for deck in validation_decks(918, 8).tolist():
+        log, records = play(deck)
+        late = [k for k, (_, _, turn, _) in enumerate(log) if turn >= LATE_TURN and log[k][3]]
+        if not late:
+            continue
+        k = late[len(late) // 2]
+        pos = log[k][1]
+        other = deck[:pos] + [int(c) for c in rng.permutation(deck[pos:])]
+        if other == deck:
+            continue
+        log_b, records_b = play(other, stop=k)
+        assert log_b[: k + 1] == log[: k + 1], name
+        assert records_b[: log[k][3]] == records[: log[k][3]], name
+        compared += 1
+        if compared >= 2:
+            break
+    assert compared >= 2, "no late searched decision met: the test would prove nothing"
 
 
 def test_deterministic_given_the_seed_and_legal() -> None:
