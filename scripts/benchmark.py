@@ -54,6 +54,7 @@ from gymnasium.vector import AutoresetMode
 
 import coldiron_env
 from agents.atomic import atomic_write_json
+from agents.gitinfo import code_stamp
 from agents.tables import benchmark_text, targets_text
 from coldiron_env.batched import NUMBA_AVAILABLE
 from coldiron_env.vector import ColdIronVectorEnv
@@ -533,6 +534,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json is not None and args.json.is_dir():
         parser.error(f"--json {args.json}: is a directory, not a file")
     budget = QUICK if args.quick else FULL
+    stamp = code_stamp(args.json)  # the code measured, before it runs
     load_before = os.getloadavg()
     rows = throughput_rows(budget, args.seed)
     train = [] if args.no_train else training_rows(budget, args.seed)
@@ -556,6 +558,7 @@ def main(argv: list[str] | None = None) -> int:
                 **doc,
                 "targets": goals,
                 "machine": machine_state(args.note, load_before),
+                **stamp,
             },
         )
     return 0
