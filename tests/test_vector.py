@@ -975,3 +975,35 @@ def test_a_batch_policy_answering_floats_is_refused_not_truncated() -> None:
     for engine in ("vector", "single"):
         with pytest.raises(IllegalActionError, match=r"integer"):
             play_lockstep(Floats(), {}, [{"seed": 0}, {"seed": 1}], engine=engine)  # type: ignore[arg-type]
+
+
+def test_the_finished_only_monitor_reports_what_sb3s_vec_monitor_reports() -> None:
+    """The native training env's monitor visits only the finished envs; over the same steps
+    its infos, episode returns and lengths and counters are SB3's VecMonitor's."""
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from agents.learning.sb3_vec import ColdIronSB3VecEnv, FinishedOnlyVecMonitor
+
+    ours, sb3 = (m(ColdIronSB3VecEnv(16)) for m in (FinishedOnlyVecMonitor, VecMonitor))
+    for venv in (ours, sb3):
+        venv.seed(3)
+        venv.reset()
+    rng = np.random.default_rng(0)
+    episodes = 0
+    for _ in range(200):
+        masks = ours.env_method("action_masks")
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        for venv in (ours, sb3):
+            venv.step_async(actions)
+        (o1, r1, d1, i1), (o2, r2, d2, i2) = ours.step_wait(), sb3.step_wait()
+        assert np.array_equal(o1, o2) and np.array_equal(r1, r2) and np.array_equal(d1, d2)
+        for a, b in zip(i1, i2, strict=True):
+            assert a.keys() == b.keys()
+            if "episode" in a:
+                assert (a["episode"]["r"], a["episode"]["l"]) == (
+                    b["episode"]["r"],
+                    b["episode"]["l"],
+                )
+                episodes += 1
+    assert episodes > 100 and ours.episode_count == sb3.episode_count == episodes

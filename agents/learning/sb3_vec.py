@@ -18,12 +18,13 @@ same ``seed`` the three deal the same decks: env ``i`` is seeded ``seed + i``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, VecMonitor
 from stable_baselines3.common.vec_env.base_vec_env import (
     VecEnvIndices,
     VecEnvObs,
@@ -82,20 +83,25 @@ class ColdIronSB3VecEnv(VecEnv):
         self._actions = None
         dones = terminated | truncated
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
-        if dones.any():
-            final_obs = info["final_obs"]
-            none = np.zeros(self.num_envs, dtype=np.bool_)
+        ended = np.flatnonzero(dones)
+        if ended.size:  # per ended env: lists, not NumPy scalars (hundreds a step early on)
+            final_obs = info["final_obs"][ended].tolist()
+            cut = (truncated[ended] & ~terminated[ended]).tolist()
             outcome = info.get("outcome")  # absent when only truncations ended games
-            has_outcome = info.get("_outcome", none)
-            success = info.get("is_success", none)
-            for i in np.flatnonzero(dones).tolist():
+            told: list[str | None] = [None] * ended.size
+            if outcome is not None:
+                has = info["_outcome"][ended].tolist()
+                names = outcome[ended].tolist()
+                told = [str(n) if h else None for n, h in zip(names, has, strict=True)]
+                success = info["is_success"][ended].tolist()
+            for k, i in enumerate(ended.tolist()):
                 env_info: dict[str, Any] = {
-                    "terminal_observation": final_obs[i],
-                    "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
+                    "terminal_observation": final_obs[k],
+                    "TimeLimit.truncated": cut[k],
                 }
-                if outcome is not None and has_outcome[i]:
-                    env_info["outcome"] = str(outcome[i])
-                    env_info["is_success"] = bool(success[i])
+                if told[k] is not None:
+                    env_info["outcome"] = told[k]
+                    env_info["is_success"] = success[k]
                 infos[i] = env_info
         return obs, rewards.astype(np.float32), dones, infos
 
@@ -150,3 +156,34 @@ class ColdIronSB3VecEnv(VecEnv):
         if isinstance(indices, int):
             return [indices]
         return indices
+
+
+class FinishedOnlyVecMonitor(VecMonitor):
+    """SB3's :class:`VecMonitor` (the same ``info["episode"]``, counters and monitor file),
+    whose step visits only the envs whose episode ended: SB3's loops over every env in Python,
+    0.2 ms a step at 1,024 envs, about a tenth of the env's share of training time
+    (docs/speed.md). Everything else is SB3's."""
+
+    def step_wait(self) -> VecEnvStepReturn:
+        obs, rewards, dones, infos = self.venv.step_wait()
+        self.episode_returns += rewards
+        self.episode_lengths += 1
+        new_infos = list(infos)
+        ended = np.flatnonzero(dones)
+        if not ended.size:
+            return obs, rewards, dones, new_infos
+        elapsed = round(time.time() - self.t_start, 6)  # one clock reading a step
+        returns, lengths = self.episode_returns[ended], self.episode_lengths[ended]
+        self.episode_returns[ended] = 0
+        self.episode_lengths[ended] = 0
+        for i, episode_return, episode_length in zip(ended.tolist(), returns, lengths, strict=True):
+            info = infos[i].copy()
+            episode_info = {"r": episode_return, "l": episode_length, "t": elapsed}
+            for key in self.info_keywords:
+                episode_info[key] = info[key]
+            info["episode"] = episode_info
+            self.episode_count += 1
+            if self.results_writer:
+                self.results_writer.write_row(episode_info)
+            new_infos[i] = info
+        return obs, rewards, dones, new_infos

@@ -51,7 +51,6 @@ from stable_baselines3.common.vec_env import (
     DummyVecEnv,
     SubprocVecEnv,
     VecEnv,
-    VecMonitor,
     VecNormalize,
 )
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvWrapper
@@ -223,8 +222,8 @@ def build_vec_env(
 ) -> VecEnv:
     """The SB3 ``VecEnv`` of ``n_envs`` Cold Iron games, with episode statistics (as SB3's
     ``make_vec_env``): ``native`` (:class:`~agents.learning.sb3_vec.ColdIronSB3VecEnv`, one
-    NumPy step for all, under a ``VecMonitor``), ``dummy`` or ``subproc`` (a
-    :class:`StagedEnv` each, under a ``Monitor``); all switch curriculum options
+    NumPy step for all, under a ``VecMonitor`` that visits only finished envs), ``dummy`` or
+    ``subproc`` (a :class:`StagedEnv` each, under a ``Monitor``); all switch curriculum options
     (:func:`set_vec_env_kwargs`). ``seed``: env ``i`` deals ``reset(seed=seed + i)``
     first: evaluation's deals, so a training env wraps this in :class:`StreamSeededVecEnv`
     (:func:`make_training_env`)."""
@@ -233,12 +232,15 @@ def build_vec_env(
     venv: VecEnv
     if kind == "native":
         try:
-            from agents.learning.sb3_vec import ColdIronSB3VecEnv  # noqa: PLC0415
+            from agents.learning.sb3_vec import (  # noqa: PLC0415
+                ColdIronSB3VecEnv,
+                FinishedOnlyVecMonitor,
+            )
         except ImportError as exc:
             raise TrainingError(
                 f"vec_env 'native' is not available ({exc}); use vec_env: dummy or subproc"
             ) from None
-        venv = VecMonitor(ColdIronSB3VecEnv(n_envs, **env_kwargs))
+        venv = FinishedOnlyVecMonitor(ColdIronSB3VecEnv(n_envs, **env_kwargs))
     else:
         space_kwargs = {k: v for k, v in env_kwargs.items() if k not in CURRICULUM_KEYS}
 
