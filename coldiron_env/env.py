@@ -320,7 +320,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         super().reset(seed=seed)
         if self._next_rules is not self.rules:  # a curriculum's new stage
             self._apply_rules(self._next_rules)
-        self.game.reset(self._dealer.deal(self.np_random, codes))
+        self.game.reset(self._dealer.deal(self.np_random, codes), dealt=True)
         self.illegal_count = 0
         self._needs_reset = False
         self._encoder.clear()

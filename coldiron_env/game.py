@@ -125,6 +125,20 @@ def action_index(action: object) -> int:
     return a
 
 
+def _checked_deck(deck: Sequence[int]) -> list[int]:
+    """``deck`` as a list of card ids, or a ``ValueError`` naming what is wrong with it."""
+    try:
+        cards = [operator.index(card) for card in deck]
+    except TypeError:
+        raise ValueError(f"deck must hold card ids (integers), got {deck!r}") from None
+    if sorted(cards) != ALL_CARD_IDS:
+        if len(cards) != DECK_SIZE:
+            raise ValueError(f"deck must hold {DECK_SIZE} card ids, got {len(cards)}")
+        wrong = sorted({c for c in cards if not 0 <= c < DECK_SIZE or cards.count(c) > 1})
+        raise ValueError(f"deck must hold each card id 0..{DECK_SIZE - 1} once; {wrong} are not")
+    return cards
+
+
 class GameOverError(RuntimeError):
     """A step was asked of a game that has ended."""
 
@@ -187,20 +201,11 @@ class Game:
         self.rules = rules
         self.reset(deck)
 
-    def reset(self, deck: Sequence[int]) -> None:
-        """Start a new game on ``deck`` (each card id ``0..53`` once, first drawn first)."""
-        try:
-            cards = [operator.index(card) for card in deck]
-        except TypeError:
-            raise ValueError(f"deck must hold card ids (integers), got {deck!r}") from None
-        if sorted(cards) != ALL_CARD_IDS:
-            if len(cards) != DECK_SIZE:
-                raise ValueError(f"deck must hold {DECK_SIZE} card ids, got {len(cards)}")
-            wrong = sorted({c for c in cards if not 0 <= c < DECK_SIZE or cards.count(c) > 1})
-            raise ValueError(
-                f"deck must hold each card id 0..{DECK_SIZE - 1} once; {wrong} are not"
-            )
-        self.deck = cards
+    def reset(self, deck: Sequence[int], *, dealt: bool = False) -> None:
+        """Start a new game on ``deck`` (each card id ``0..53`` once, first drawn first).
+        ``dealt``: the deck comes from :mod:`~coldiron_env.dealer` (a list of card ids, a
+        permutation by construction: the env's every reset), so it is not checked again."""
+        self.deck = list(deck) if dealt else _checked_deck(deck)
         self.pos = 0
         self.hand = 0
         self.discarded = 0
