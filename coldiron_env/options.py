@@ -32,6 +32,15 @@ CURRICULUM_KEYS: Final = ("turns", "suits_required")
 class RuleOptions:
     """Rule options of one game of Cold Iron. The defaults are the spec's reading.
 
+    A new variant is a field here (a bool: :data:`VARIANT_KEYS` picks it up, and with it the
+    env's and scripts' options and the tests' variant lists, ``tests/helpers.py``), played
+    where its rule is played: ``game.Game``, the compiled ``batched`` core (packed by
+    ``batched.pack_rules``) and, if it changes what can still be kept, the keep bound
+    ``analysis.max_keeps`` (and its compiled twin ``agents.players.rollouts.keep_bound``),
+    which assume that a Rest heals one Hurt and that only the Iron and a Joker's bonus keep
+    more than a card a turn (:attr:`joker_keeps`). The lockstep, golden and solver tests then
+    play it on every layer.
+
     Attributes:
         bonus_always: variant *bonus always taken*: a Joker drawn by Threaten or
             the Iron grants its three bonus draws at once, and the ``bonus``

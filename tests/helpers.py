@@ -176,3 +176,18 @@ def check_curriculum_refusals(env: Any) -> None:
 def network_weights(agent: Any) -> np.ndarray:
     """Every weight of an SB3 agent's policy (``agents.learning.sb3_agent.SB3Agent``), flat."""
     return np.concatenate([p.detach().numpy().ravel() for p in agent.model.policy.parameters()])
+
+
+def rule_variant_sets() -> list[dict[str, bool]]:
+    """The rule variants as option dicts: the game itself, each variant alone, all of them
+    together. Derived from ``coldiron_env.options.VARIANT_KEYS``, so that a new variant is
+    played by every test that takes its variants from here (a contributor's variant, missing
+    from the numba core, passed the hand-written lists it was not in)."""
+    from coldiron_env.options import VARIANT_KEYS
+
+    return [{}, *({key: True} for key in VARIANT_KEYS), dict.fromkeys(VARIANT_KEYS, True)]
+
+
+def variant_id(options: dict[str, Any]) -> str:
+    """A test id for :func:`rule_variant_sets`' entries."""
+    return "+".join(sorted(options)) or "game"

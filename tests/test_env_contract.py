@@ -17,18 +17,23 @@ from typing import Any
 import gymnasium
 import numpy as np
 import pytest
-from helpers import IRON, JOKER, THREATEN, check_curriculum_refusals, legal, stack
+from helpers import (
+    IRON,
+    JOKER,
+    THREATEN,
+    check_curriculum_refusals,
+    legal,
+    rule_variant_sets,
+    stack,
+    variant_id,
+)
 
 import coldiron_env
 from coldiron_env import observation
 from coldiron_env.env import ColdIronEnv
 
 ENV_ID = "coldiron/ColdIron-v0"
-VARIANTS: dict[str, dict[str, Any]] = {
-    "standard": {},
-    "bonus_always": {"bonus_always": True},
-    "joker_more": {"bonus_joker_grants_more": True},
-}
+VARIANTS: dict[str, dict[str, Any]] = {variant_id(v): v for v in rule_variant_sets()}
 CONFIGS = (
     [
         pytest.param(

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import load_file
+from helpers import load_file, rule_variant_sets
 
 pyspiel = pytest.importorskip("pyspiel")
 
@@ -37,10 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PLAYTHROUGH_SCRIPT = ROOT / "scripts" / "openspiel_playthrough.py"
 PLAYTHROUGHS = sorted((ROOT / "tests" / "golden" / "openspiel").glob("*.txt"))
 VARIANTS: tuple[dict[str, Any], ...] = (
-    {},
-    {"bonus_always": True},
-    {"bonus_joker_grants_more": True},
-    {"bonus_always": True, "bonus_joker_grants_more": True},
+    *rule_variant_sets(),
     {"turns": 3, "suits_required": 1},
     {"recall": False, "counting": True},
 )

@@ -9,6 +9,7 @@ from functools import cache
 import numpy as np
 import pytest
 import torch
+from helpers import rule_variant_sets, variant_id
 
 from agents.evaluation.arena import deal_decks
 from agents.learning.sb3_agent import SB3Agent, policy_net
@@ -23,11 +24,8 @@ from coldiron_env.game import WON, Game, Games
 from coldiron_env.knowledge import Knowledge
 from coldiron_env.options import DEFAULT_RULES, RuleOptions
 
-VARIANTS = [
-    DEFAULT_RULES,
-    RuleOptions(bonus_always=True),
-    RuleOptions(bonus_joker_grants_more=True),
-]
+VARIANT_SETS = rule_variant_sets()
+VARIANTS = [RuleOptions(**options) for options in VARIANT_SETS]
 
 
 @cache
@@ -101,7 +99,7 @@ def reference_rollout(net: PolicyNet, root: Game, order: list[int], first: int) 
     return game.outcome == WON
 
 
-@pytest.mark.parametrize("rules", VARIANTS, ids=["game", "bonus-always", "joker-more"])
+@pytest.mark.parametrize("rules", VARIANTS, ids=[variant_id(v) for v in VARIANT_SETS])
 def test_network_rollouts_play_the_network_move_by_move(rules: RuleOptions) -> None:
     _, net = shipped()
     roller = NetRoller(net)

@@ -26,18 +26,14 @@ from helpers import (
     game_cards,
     legal,
     phrase_cards,
+    rule_variant_sets,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coldiron_env.env import ColdIronEnv
 
-VARIANTS: tuple[dict[str, Any], ...] = (
-    {},
-    {"bonus_always": True},
-    {"bonus_joker_grants_more": True},
-    {"bonus_always": True, "bonus_joker_grants_more": True},
-)
+VARIANTS: tuple[dict[str, Any], ...] = (*rule_variant_sets(),)
 LEGAL = {"turn": tuple(range(17)), "iron": (IRON, STOP), "bonus": (STOP, BONUS), "over": ()}
 # The env's mask: the legal set, and every action once the game is over (documented).
 MASK = {**LEGAL, "over": tuple(range(19))}

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from helpers import rule_variant_sets, variant_id
 
 from agents.evaluation.arena import deal_decks
 from agents.players.heuristic import DEFAULT_PARAMS, HeuristicParams, decide
@@ -46,14 +47,12 @@ OTHER_PARAMS = HeuristicParams(
 ZERO_RISK = replace(DEFAULT_PARAMS, bonus_max_risk=0.0)
 """Declines every Iron bonus with any risk: risk 0.0 sits exactly on the threshold."""
 VARIANTS = [
-    DEFAULT_RULES,
-    RuleOptions(bonus_joker_grants_more=True),
-    RuleOptions(bonus_always=True),
+    *(RuleOptions(**options) for options in rule_variant_sets()),
     RuleOptions(turns=16, suits_required=3),
     RuleOptions(turns=20, suits_required=2),
     RuleOptions(turns=12, suits_required=1),
 ]
-VARIANT_IDS = ["game", "joker-more", "bonus-always", "3-suits", "2-suits", "1-suit"]
+VARIANT_IDS = [*(variant_id(v) for v in rule_variant_sets()), "3-suits", "2-suits", "1-suit"]
 
 
 def positions(rules: RuleOptions, deals: int, seed: int, random_share: float = 0.5) -> list[Game]:
@@ -165,7 +164,7 @@ def test_the_compiled_keep_bound_is_max_keeps() -> None:
         for hurt in range(MAX_HURT):
             for jokers in range(NUM_JOKERS + 1):
                 for deck_count in range(1, DECK_SIZE + 1):
-                    for rules in (DEFAULT_RULES, RuleOptions(bonus_joker_grants_more=True)):
+                    for rules in VARIANTS[: len(rule_variant_sets())]:
                         want = max_keeps(turns_left, hurt, jokers, deck_count, rules)
                         keeps = pack_rules(rules)[JOKER_KEEPS]
                         assert keep_bound(turns_left, hurt, jokers, deck_count, keeps) == want

@@ -6,6 +6,7 @@ import random
 
 import numpy as np
 import pytest
+from helpers import rule_variant_sets
 
 from agents.players.solver import (
     UNKNOWN,
@@ -42,10 +43,7 @@ def deck_with_top(top: list[int]) -> list[int]:
 
 # ------------------------------------------------------------- transition
 VARIANTS = [
-    RuleOptions(),
-    RuleOptions(bonus_always=True),
-    RuleOptions(bonus_joker_grants_more=True),
-    RuleOptions(bonus_always=True, bonus_joker_grants_more=True),
+    *(RuleOptions(**options) for options in rule_variant_sets()),
     RuleOptions(turns=6, suits_required=2),
 ]
 

@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
-from helpers import check_curriculum_refusals
+from helpers import check_curriculum_refusals, rule_variant_sets, variant_id
 
 import coldiron_env
 from coldiron_env.actions import (
@@ -215,6 +215,7 @@ CONFIGS: list[tuple[str, dict[str, Any], str, int, float]] = [
         0,
         0.0,
     ),
+    *((f"{variant_id(v)}-threaten", v, "threaten", 12, 0.0) for v in rule_variant_sets() if v),
     ("long-quiet", {"turns": 99, "recall": True}, "quiet", 0, 0.0),
     ("short-curriculum", {"turns": 6, "suits_required": 1}, "uniform", 0, 0.0),
     ("counting-threaten-rigged", {"counting": True}, "threaten", 12, 0.005),
