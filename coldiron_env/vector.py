@@ -504,8 +504,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         }
         for key in list(info):
             info["_" + key] = present
-        over = None if outcome is None else outcome != PLAYING
-        if outcome is not None and over is not None and over.any():  # absent when none ended
+        if outcome is not None and (over := outcome != PLAYING).any():  # absent when none ended
             info["outcome"] = OUTCOME_NAME_ARRAY[outcome]
             info["_outcome"] = over
             info["is_success"] = outcome == CODE_WON

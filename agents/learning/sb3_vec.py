@@ -160,9 +160,10 @@ class ColdIronSB3VecEnv(VecEnv):
 
 class FinishedOnlyVecMonitor(VecMonitor):
     """SB3's :class:`VecMonitor` (the same ``info["episode"]``, counters and monitor file),
-    whose step visits only the envs whose episode ended: SB3's loops over every env in Python,
-    0.2 ms a step at 1,024 envs, about a tenth of the env's share of training time
-    (docs/speed.md). Everything else is SB3's."""
+    whose step visits only the envs whose episode ended: SB3's loops over every env in Python
+    and reads NumPy scalars one by one, and early in training, when hundreds of games end a
+    step, that was a large part of the env's share of training time (docs/speed.md).
+    Everything else is SB3's."""
 
     def step_wait(self) -> VecEnvStepReturn:
         obs, rewards, dones, infos = self.venv.step_wait()
