@@ -122,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         if record is not None and any(a in ("-optimize", "--optimize-hyperparameters")
                                       for a in zoo_argv):  # fmt: skip
             raise UsageError("--record records a training run, not an -optimize study")
+        from agents.integrations import zoo  # rl-zoo3 and torch: after the quick checks
+
+        zoo.check_seed(zoo_argv)
         names = [a.partition("=")[0] for a in zoo_argv]  # argparse takes --opt=VALUE too
         algo = next(
             (a.partition("=")[2] or (zoo_argv[k + 1] if k + 1 < len(zoo_argv) else None)
@@ -134,9 +137,6 @@ def main(argv: list[str] | None = None) -> int:
                 "rl-zoo3 has no hyperparameters of its own for ppo_mask: "
                 "pass -conf configs/rl_zoo3/ppo_mask.yml (or a file of yours)"
             )
-        from agents.integrations import zoo  # rl-zoo3 and torch: after the quick checks
-
-        zoo.check_seed(zoo_argv)
     except ValueError as exc:  # UsageError, or a --seed the deal streams cannot take
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
