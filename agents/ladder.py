@@ -3,7 +3,8 @@
     nice -n 10 .venv/bin/python scripts/ladder.py --episodes 10000 --planner-episodes 10000 \\
         --workers 2 --out-dir docs/ladder
 
-Rows, all on the deals of ``agents.evaluation.arena.deal_decks(SEED, EPISODES)``:
+Rows, all on the deals of ``agents.evaluation.arena.deal_decks(SEED, EPISODES)`` (with
+``validation``, ``validation_decks``: the deals choices are made on):
 
 * ``random``, ``threaten``, ``heuristic`` on all ``EPISODES`` deals;
 * every trained run (``--runs DIR...``, or each directory under ``runs/``
@@ -51,11 +52,13 @@ from typing import Any, Final, TypeVar
 
 from agents.atomic import atomic_target, atomic_write_json, atomic_write_text
 from agents.evaluation.arena import (
+    EVALUATION_DEALS,
     REPORT_SEED,
+    VALIDATION_DEALS,
     AgentResult,
     ResultKind,
     agent_seeds,
-    deal_decks,
+    decks_of,
     evaluate_agent,
     markdown_table,
     unpack_wins,
@@ -107,6 +110,8 @@ class LadderSettings:
 
     seed: int = 0
     episodes: int = DEFAULT_EPISODES
+    validation: bool = False
+    """The validation deals of ``seed`` instead of its evaluation deals (never a look)."""
     planner_episodes: int = DEFAULT_PLANNER_EPISODES
     solver_episodes: int = DEFAULT_EPISODES
     planners: tuple[str, ...] = DEFAULT_PLANNERS
@@ -130,18 +135,21 @@ class Ladder:
 
 
 # --------------------------------------------------------------------------- workers
-def _agent_chunk(task: tuple[str, int, int, int, int]) -> tuple[int, AgentResult]:
-    """Play agent ``spec`` on deals ``start:stop`` of (seed, episodes)."""
-    spec, seed, episodes, start, stop = task
-    decks = deal_decks(seed, episodes)[start:stop]
+def _agent_chunk(task: tuple[str, int, int, bool, int, int]) -> tuple[int, AgentResult]:
+    """Play agent ``spec`` on deals ``start:stop`` of (seed, episodes, validation)."""
+    spec, seed, episodes, validation, start, stop = task
+    decks = decks_of(seed, episodes, validation)[start:stop]
     seeds = agent_seeds(seed, episodes)[start:stop]
     return start, evaluate_agent(make_agent(spec), decks, seeds)
 
 
-def _solver_chunk(task: tuple[int, int, int, int, int]) -> tuple[int, tuple[list[str], float]]:
-    """The solver's verdicts on deals ``start:stop`` of (seed, episodes), and the seconds taken."""
-    seed, episodes, start, stop, max_nodes = task
-    decks = deal_decks(seed, episodes)[start:stop].tolist()
+def _solver_chunk(
+    task: tuple[int, int, bool, int, int, int],
+) -> tuple[int, tuple[list[str], float]]:
+    """The solver's verdicts on deals ``start:stop`` of (seed, episodes, validation), and the
+    seconds taken."""
+    seed, episodes, validation, start, stop, max_nodes = task
+    decks = decks_of(seed, episodes, validation)[start:stop].tolist()
     begin = time.perf_counter()
     verdicts = [solve_deck(deck, max_nodes=max_nodes).verdict for deck in decks]
     return start, (verdicts, time.perf_counter() - begin)
@@ -160,20 +168,30 @@ def _in_deal_order(
 
 
 def play_row(
-    pool: Any, spec: str, label: str, kind: ResultKind, seed: int, episodes: int, count: int
+    pool: Any,
+    spec: str,
+    label: str,
+    kind: ResultKind,
+    seed: int,
+    episodes: int,
+    count: int,
+    validation: bool = False,
 ) -> AgentResult:
-    """``spec`` on the first ``count`` of the ``episodes`` deals of ``seed``."""
+    """``spec`` on the first ``count`` of the ``episodes`` deals of ``seed`` (its validation
+    deals with ``validation``)."""
     size = CHUNK if kind == "planner" else FAST_CHUNK
-    tasks = [(spec, seed, episodes, a, b) for a, b in _chunks(count, size)]
+    tasks = [(spec, seed, episodes, validation, a, b) for a, b in _chunks(count, size)]
     row = AgentResult(label, kind=kind)
     for part in _in_deal_order(pool, _agent_chunk, tasks):
         row.extend(part)
     return row
 
 
-def solver_row(pool: Any, seed: int, episodes: int, count: int, max_nodes: int) -> AgentResult:
+def solver_row(
+    pool: Any, seed: int, episodes: int, count: int, max_nodes: int, validation: bool = False
+) -> AgentResult:
     """The clairvoyant bound on the first ``count`` deals (its ``outcomes`` tally verdicts)."""
-    tasks = [(seed, episodes, a, b, max_nodes) for a, b in _chunks(count)]
+    tasks = [(seed, episodes, validation, a, b, max_nodes) for a, b in _chunks(count)]
     verdicts: list[str] = []
     seconds = 0.0
     for part, secs in _in_deal_order(pool, _solver_chunk, tasks):
@@ -269,14 +287,16 @@ def run_ladder(
     runs, notes = find_runs(settings.runs)
     ladder = Ladder(notes=notes)
     players = [*BASE_AGENTS, *runs, *settings.planners]
-    record_look(settings.seed, settings.episodes, players, settings.why, REPORT_SEED)
+    if not settings.validation:
+        record_look(settings.seed, settings.episodes, players, settings.why, REPORT_SEED)
     rows = ladder.rows
     seed, n, m = settings.seed, settings.episodes, settings.planner_episodes
+    val = settings.validation
     report = progress or (lambda _row: None)
     pool = worker_pool(settings.workers)
     try:
         for spec in BASE_AGENTS:
-            rows.append(play_row(pool, spec, spec, "agent", seed, n, n))
+            rows.append(play_row(pool, spec, spec, "agent", seed, n, n, val))
             report(rows[-1])
         for run in runs:
             why = loadable(run)
@@ -284,22 +304,21 @@ def run_ladder(
                 ladder.notes.append(f"skipped run {run}: {why}")
                 continue
             label = run_label(run, Path(run).name)  # PARENT/seed-N for a --seeds run
-            rows.append(play_row(pool, run, label, "agent", seed, n, n))
+            rows.append(play_row(pool, run, label, "agent", seed, n, n, val))
             report(rows[-1])
         base = next(r for r in rows if r.agent == PLANNER_BASELINE)
         if m < n:
             label = f"{PLANNER_BASELINE} (first {m})"
-            base = play_row(pool, PLANNER_BASELINE, label, "baseline-subset", seed, n, m)
+            base = play_row(pool, PLANNER_BASELINE, label, "baseline-subset", seed, n, m, val)
             rows.append(base)
         for name in settings.planners:
-            row = play_row(pool, name, name, "planner", seed, n, m)
+            row = play_row(pool, name, name, "planner", seed, n, m, val)
             rows.append(row)
             report(row)
             ladder.comparisons[name] = compare(base, row)
         if settings.solver_episodes:
-            rows.append(
-                solver_row(pool, seed, n, settings.solver_episodes, settings.solver_max_nodes)
-            )
+            count, nodes = settings.solver_episodes, settings.solver_max_nodes
+            rows.append(solver_row(pool, seed, n, count, nodes, val))
             report(rows[-1])
     except KeyboardInterrupt:
         ladder.interrupted = True
@@ -324,7 +343,9 @@ def row_dict(row: AgentResult) -> dict[str, Any]:
     }
 
 
-def table_markdown(rows: Sequence[AgentResult], seed: int, episodes: int) -> str:
+def table_markdown(
+    rows: Sequence[AgentResult], seed: int, episodes: int, validation: bool = False
+) -> str:
     head = ["player", "deals", "win rate", "95% interval", *OUTCOMES, "s/game"]
     body = []
     for r in rows:
@@ -339,8 +360,13 @@ def table_markdown(rows: Sequence[AgentResult], seed: int, episodes: int) -> str
         rate = f"{PERCENT * r.win_rate:.2f}%"
         interval = f"[{PERCENT * low:.2f}%, {PERCENT * high:.2f}%]"
         body.append([r.agent, deals, rate, interval, *breakdown, f"{r.seconds / r.episodes:.4f}"])
+    dealt = (
+        f"`agents.evaluation.arena.validation_decks({seed}, {episodes})` (validation deals)"
+        if validation
+        else f"`shuffled_decks(numpy.random.default_rng({seed}), {episodes})`"
+    )
     return markdown_table(head, body) + (
-        f"\nDeals: row i of `shuffled_decks(numpy.random.default_rng({seed}), {episodes})`; "
+        f"\nDeals: row i of {dealt}; "
         "'first M' rows use the first M of those deals. Intervals: Wilson score, 95%. "
         "s/game: processing seconds per game (summed over workers)."
     )
@@ -396,7 +422,7 @@ def write_outputs(
     md = ["# Cold Iron strength ladder", ""]
     if ladder.interrupted:
         md += ["**Interrupted: only the rows finished are shown.**", ""]
-    md += [table_markdown(rows, settings.seed, settings.episodes), ""]
+    md += [table_markdown(rows, settings.seed, settings.episodes, settings.validation), ""]
     if ladder.comparisons:
         md += ["## Planner vs heuristic on the same deals (paired)", ""]
         md += [
@@ -424,6 +450,7 @@ def write_outputs(
         {
             "seed": settings.seed,
             "episodes": settings.episodes,
+            "deals": VALIDATION_DEALS if settings.validation else EVALUATION_DEALS,
             "planner_episodes": settings.planner_episodes,
             "solver_episodes": settings.solver_episodes,
             "rows": [row_dict(r) for r in rows],
@@ -482,9 +509,15 @@ def load_ladder(path: Path) -> tuple[Ladder, LadderSettings, str]:
         notes=list(doc.get("notes", [])),
         interrupted=bool(doc.get("interrupted", False)),
     )
+    deals = doc.get("deals", EVALUATION_DEALS)  # ladders written before the key: evaluation
+    if deals not in (EVALUATION_DEALS, VALIDATION_DEALS):
+        raise ValueError(
+            f"{path}: deals must be {EVALUATION_DEALS!r} or {VALIDATION_DEALS!r}, got {deals!r}"
+        )
     settings = LadderSettings(
         seed=int(doc["seed"]),
         episodes=int(doc["episodes"]),
+        validation=deals == VALIDATION_DEALS,
         planner_episodes=int(doc.get("planner_episodes", doc["episodes"])),
         solver_episodes=int(doc.get("solver_episodes", 0)),
     )
@@ -512,21 +545,22 @@ def add_row(
     if full is None or full.episodes != settings.episodes:
         raise ValueError(f"the ladder has no {PLANNER_BASELINE!r} row on all its deals")
     make_agent(spec)  # an unknown player is refused before anything runs
-    record_look(settings.seed, deals, [spec, PLANNER_BASELINE], why, REPORT_SEED)
-    seed, n = settings.seed, settings.episodes
+    if not settings.validation:
+        record_look(settings.seed, deals, [spec, PLANNER_BASELINE], why, REPORT_SEED)
+    seed, n, val = settings.seed, settings.episodes, settings.validation
     label = f"{PLANNER_BASELINE} (first {deals})" if deals < n else PLANNER_BASELINE
     pool = worker_pool(workers)
     try:
         base = next((r for r in ladder.rows if r.agent == label and r.episodes == deals), None)
         if base is None:
-            base = play_row(pool, PLANNER_BASELINE, label, "baseline-subset", seed, n, deals)
+            base = play_row(pool, PLANNER_BASELINE, label, "baseline-subset", seed, n, deals, val)
             if base.won != full.won[:deals]:
                 raise RuntimeError(
                     f"{PLANNER_BASELINE} replayed on the first {deals} deals does not win the "
                     "deals the ladder's row says it won: the deals or the player changed"
                 )
             ladder.rows.append(base)
-        row = play_row(pool, spec, spec, ADDED_KIND, seed, n, deals)
+        row = play_row(pool, spec, spec, ADDED_KIND, seed, n, deals, val)
     finally:
         close_pool(pool)
     ladder.rows.append(row)

@@ -26,16 +26,17 @@ from typing import Any
 from agents.atomic import atomic_write_json
 from agents.evaluation.arena import (
     EVAL_ENV_KWARGS,
+    EVALUATION_DEALS,
     REPORT_SEED,
+    VALIDATION_DEALS,
     AgentResult,
     check_env_kwargs,
-    deal_decks,
+    decks_of,
     evaluate,
     format_paired,
     format_table,
     paired_lines,
     report,
-    validation_decks,
 )
 from agents.gitinfo import code_stamp
 from agents.learning.multiseed import (
@@ -50,7 +51,7 @@ from agents.registry import PLAY_TORCH_THREADS, agent_names, make_agent, set_tor
 
 EXIT_ERROR = 2
 PAIRED_DEFAULT = "heuristic"
-DEAL_SETS = ("evaluation", "validation")
+DEAL_SETS = (EVALUATION_DEALS, VALIDATION_DEALS)
 
 
 def parse_value(text: str) -> Any:
@@ -159,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.episodes <= 0:
             raise ValueError(f"--episodes must be positive, got {args.episodes}")
         try:  # the seed before any model is loaded
-            (validation_decks if args.deals == "validation" else deal_decks)(args.seed, 1)
+            decks_of(args.seed, 1, args.deals == VALIDATION_DEALS)
         except ValueError as err:
             raise ValueError(f"--seed {args.seed}: {err}") from None
         env_kwargs = parse_env_kwargs(args.env_kwarg)
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             args.seed,
             env_kwargs,
             progress=progress,
-            validation=args.deals == "validation",
+            validation=args.deals == VALIDATION_DEALS,
             why=args.why,
         )
     except KeyboardInterrupt:
@@ -240,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             doc = report(results, args.episodes, args.seed, env_kwargs)
             doc.update(stamp, command=command)
-            if args.deals == "validation":
+            if args.deals == VALIDATION_DEALS:
                 doc["deals"] = (
                     "the env's deal on reset(seed=coldiron_env.dealer.stream_seed("
                     "DealStream.VALIDATION, seed, i)) for deal i, identical for every agent"

@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from agents import ladder
 from agents.atomic import atomic_write_json
-from agents.evaluation.arena import REPORT_SEED
+from agents.evaluation.arena import EVALUATION_DEALS, REPORT_SEED, VALIDATION_DEALS, decks_of
 from agents.gitinfo import code_stamp
 from agents.registry import make_agent, set_torch_threads
 
@@ -57,6 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=REPORT_SEED,
         help=f"seed of the deals (default {REPORT_SEED}, the report seed: every look is logged)",
+    )
+    parser.add_argument(
+        "--deals",
+        choices=(EVALUATION_DEALS, VALIDATION_DEALS),
+        default=None,
+        help="the seed's evaluation deals (default; reported results) or its validation deals "
+        "(what choices are made on; never a look at the report seed); --add-row plays the "
+        "deals of its --ladder",
     )
     parser.add_argument(
         "--planner-episodes",
@@ -152,6 +160,9 @@ def add_row_main(args: argparse.Namespace, command: str, stamp: dict[str, Any], 
     before = ladder.load_average()
     try:
         result, settings, old_command = ladder.load_ladder(args.ladder)
+        played = VALIDATION_DEALS if settings.validation else EVALUATION_DEALS
+        if args.deals not in (None, played):
+            raise ValueError(f"--deals {args.deals}: {args.ladder} played its {played} deals")
         base, row, pair = ladder.add_row(
             result,
             settings,
@@ -172,7 +183,7 @@ def add_row_main(args: argparse.Namespace, command: str, stamp: dict[str, Any], 
         atomic_write_json(args.record, record)
         args.record.chmod(ladder.PUBLIC_FILE_MODE)  # temporary files are created private
         paths.append(args.record)
-    print(ladder.table_markdown([base, row], settings.seed, settings.episodes))
+    print(ladder.table_markdown([base, row], settings.seed, settings.episodes, settings.validation))
     for path in paths:
         print(f"wrote {path}")
     return 0
@@ -192,12 +203,18 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
     solver_episodes = args.episodes if args.solver_episodes is None else args.solver_episodes
     if not 0 <= solver_episodes <= args.episodes:
         raise ValueError(f"--solver-episodes must be in 0..{args.episodes}, got {solver_episodes}")
+    validation = args.deals == VALIDATION_DEALS
+    try:
+        decks_of(args.seed, 1, validation)
+    except ValueError as err:
+        raise ValueError(f"--seed {args.seed}: {err}") from None
     planners = tuple(args.planner or ladder.DEFAULT_PLANNERS)
     for name in planners:
         make_agent(name)  # an unknown planner is refused before anything runs
     return ladder.LadderSettings(
         seed=args.seed,
         episodes=args.episodes,
+        validation=validation,
         planner_episodes=args.planner_episodes,
         solver_episodes=solver_episodes,
         planners=planners,
@@ -228,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     result = ladder.run_ladder(settings, progress=ladder.print_progress)
     result.notes.append(f"ladder played {at}, {stamp['date']}")
     paths = ladder.write_outputs(args.out_dir, result, settings, command)
-    print(ladder.table_markdown(result.rows, settings.seed, settings.episodes))
+    print(ladder.table_markdown(result.rows, settings.seed, settings.episodes, settings.validation))
     for path in paths:
         print(f"wrote {path}")
     return EXIT_INTERRUPTED if result.interrupted else 0

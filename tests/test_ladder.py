@@ -177,3 +177,55 @@ def test_a_ladder_without_out_dir_writes_a_scratch_folder_not_the_committed_one(
     assert (tmp_path / "runs" / "ladder" / "ladder.json").is_file()
     assert not (tmp_path / "docs").exists()
     assert committed.read_bytes() == before
+
+
+def test_a_validation_ladder_deals_the_validation_decks_and_logs_no_look(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--deals validation``: what every row is dealt (not the arguments passed) is the seed's
+    validation deals; the report seed's validation deals are not a look; ``--add-row`` plays
+    the ladder's own deals and refuses the other set."""
+    import agents.ladder as ladder_module
+    from agents.evaluation.arena import deal_decks, validation_decks
+
+    dealt: list[list[list[int]]] = []
+    looks: list[int] = []
+    play = ladder_module.evaluate_agent
+
+    def spy(agent: Any, decks: Any, *args: Any, **kwargs: Any) -> AgentResult:
+        dealt.append([list(map(int, d)) for d in decks])
+        return play(agent, decks, *args, **kwargs)
+
+    monkeypatch.setattr(ladder_module, "evaluate_agent", spy)
+    monkeypatch.setattr(ladder_module, "record_look", lambda *a, **k: looks.append(a[0]))
+    seed = 77
+    data = run_ladder(
+        tmp_path, "--seed", str(seed), "--deals", "validation", "--solver-episodes", "0"
+    )
+    assert data["deals"] == "validation" and not looks
+    wanted = validation_decks(seed, 6).tolist()
+    assert dealt and all(decks == wanted[: len(decks)] for decks in dealt)
+    assert all(decks != deal_decks(seed, 6).tolist()[: len(decks)] for decks in dealt)
+    assert "validation_decks" in (tmp_path / "out" / "ladder.md").read_text()
+
+    dealt.clear()
+    out = tmp_path / "added"
+    args = [
+        "--workers",
+        "1",
+        "--add-row",
+        "planner",
+        "--add-deals",
+        "4",
+        "--ladder",
+        str(tmp_path / "out" / "ladder.json"),
+    ]
+    assert ladder.main([*args, "--out-dir", str(out)]) == 0
+    assert dealt and all(decks == wanted[: len(decks)] for decks in dealt) and not looks
+    assert json.loads((out / "ladder.json").read_text())["deals"] == "validation"
+    assert ladder.main([*args, "--out-dir", str(out), "--deals", "evaluation"]) == ladder.EXIT_ERROR
+    assert "validation deals" in capsys.readouterr().err
+    dealt.clear()
+    too_large = ["--seed", str(1 << 20), "--deals", "validation", "--out-dir", str(out)]
+    assert ladder.main(too_large) == ladder.EXIT_ERROR  # refused before anything plays
+    assert "--seed 1048576" in capsys.readouterr().err and not dealt

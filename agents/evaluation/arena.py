@@ -82,6 +82,16 @@ def validation_decks(seed: int, episodes: int) -> np.ndarray:
     )
 
 
+EVALUATION_DEALS: Final = "evaluation"
+VALIDATION_DEALS: Final = "validation"
+"""The two sets of deals of a seed (:func:`decks_of`), as the commands and records name them."""
+
+
+def decks_of(seed: int, episodes: int, validation: bool = False) -> np.ndarray:
+    """The evaluation deals of ``seed`` (:func:`deal_decks`), or its validation deals."""
+    return validation_decks(seed, episodes) if validation else deal_decks(seed, episodes)
+
+
 def agent_seeds(seed: int, episodes: int) -> list[int]:
     """The seed each agent is reset with before each deal (same for every agent)."""
     _check_count(episodes)
@@ -325,7 +335,7 @@ def evaluate(
     (evaluation deals, or with ``validation`` the validation deals of that seed). An
     evaluation on the report seed is logged with ``why`` (:mod:`agents.evaluation.looks`)."""
     base = check_env_kwargs(env_kwargs or {})
-    decks = validation_decks(seed, episodes) if validation else deal_decks(seed, episodes)
+    decks = decks_of(seed, episodes, validation)
     if not validation:
         record_look(seed, episodes, [label for label, _ in agents], why, REPORT_SEED)
     seeds = agent_seeds(seed, episodes)
