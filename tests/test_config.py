@@ -419,3 +419,16 @@ def test_yaml_merge_keys_still_load_and_a_list_as_a_key_is_refused(tmp_path: Pat
     path.write_text("a: 1\n[1, 2]: 3\n")
     with pytest.raises(ConfigError, match=r"key \[1, 2\] cannot be a key"):
         read_yaml(path)
+
+
+def test_shaping_gamma_other_than_the_algorithms_is_refused(tmp_path: Path) -> None:
+    data = minimal(shaping={"enabled": True, "gamma": 0.9})
+    data["algorithm"]["hyperparameters"]["gamma"] = 0.99
+    err = refused(tmp_path, data)
+    assert err.key == "shaping.gamma" and "0.99" in err.reason
+    data["shaping"]["gamma"] = 0.99  # the same discount, said twice: accepted
+    assert config_from_dict(data).shaping_gamma == 0.99
+    data["shaping"] = {"enabled": False, "gamma": 0.9}  # not shaping: nothing to keep
+    assert not config_from_dict(data).shaping.enabled
+    data["shaping"] = {"enabled": True, "gamma": None}
+    assert config_from_dict(data).shaping_gamma == 0.99

@@ -442,6 +442,7 @@ class Config(_Section):
         _check_rollout(self, spec)
         _check_policy(self.policy, spec)
         _check_curriculum(self.curriculum, self.env.observation_mode)
+        _check_shaping_gamma(self)
         _check_policy_name(self.algorithm.policy, spec, self.env.observation_mode)
         cloned = {
             "imitation": self.imitation.enabled,
@@ -633,6 +634,21 @@ def _check_policy(pol: PolicyConfig, spec: AlgorithmSpec) -> None:
     for key in ("lstm_hidden_size", "n_lstm_layers", "shared_lstm", "enable_critic_lstm"):
         if getattr(pol, key) is not None and not spec.recurrent:
             raise _Refusal(f"only for a recurrent algorithm, not {spec.name}", "policy", key)
+
+
+def _check_shaping_gamma(cfg: Config) -> None:
+    """Shaping keeps the best policy only with the discount the agent learns with (Ng, Harada
+    and Russell 1999): an explicit ``shaping.gamma`` must be the algorithm's."""
+    given = cfg.shaping.gamma
+    learnt = float(cfg.algorithm.hyperparameters.get("gamma", DEFAULT_GAMMA))
+    if cfg.shaping.enabled and given is not None and given != learnt:
+        raise _Refusal(
+            f"{given} is not the algorithm's gamma ({learnt}): F = gamma * Phi(s') - Phi(s) "
+            "with another discount than the agent's can change the best policy; "
+            "leave it null to use the algorithm's",
+            "shaping",
+            "gamma",
+        )
 
 
 def _check_curriculum(stages: Sequence[CurriculumStage], observation_mode: str) -> None:
