@@ -123,8 +123,8 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
     ``win_reward`` (default 1.0) on the step that wins; ``loss_reward``
     (default 0.0) on the step that loses (slain, deck exhausted, midnight, or
     an illegal action under ``illegal_action="end"``); ``illegal_reward``
-    (default -0.1) on an illegal action under ``illegal_action="penalize"``;
-    0.0 on every other step.
+    (default -0.1) on an illegal action under ``illegal_action="penalize"``, plus
+    ``loss_reward`` on the one that forfeits the game; 0.0 on every other step.
 
     ## Illegal actions
     Which actions are legal depends on the phase (``info["action_mask"]``).
@@ -138,8 +138,9 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
       debugging a player.
     * ``"penalize"``: for learners without masks (SB3's PPO, A2C, DQN, rl-zoo3,
       CleanRL): nothing happens in the game, the step's reward is
-      ``illegal_reward``, and after ``max_illegal_actions`` illegal actions in
-      one episode it is truncated (``truncated=True``, outcome ``illegal``).
+      ``illegal_reward``, and the ``max_illegal_actions``-th illegal action of
+      an episode forfeits the game: it ends as a loss (``terminated=True``,
+      outcome ``illegal``, reward ``illegal_reward + loss_reward``).
       Under ``"end"`` such a learner's first illegal action ends the episode
       with the same reward as any loss, which teaches it nothing.
 
@@ -154,12 +155,11 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
     Termination: the phrase completes (``won``), Hurt reaches 6 (``slain``),
     the deck empties without the phrase (``deck_exhausted``), the 24th turn
     ends (``midnight``), or an illegal action is taken with
-    ``illegal_action="end"`` (``illegal``). Every game ends within 74
-    decisions in the standard game, so no time limit is needed. Truncation
-    happens only under ``illegal_action="penalize"``, at the
-    ``max_illegal_actions``-th illegal action of an episode (outcome
-    ``illegal``); ``max_episode_steps`` bounds an episode's steps, those
-    illegal actions included.
+    ``illegal_action="end"`` or the ``max_illegal_actions``-th with
+    ``"penalize"`` (``illegal``). Every game ends within 74 decisions in the
+    standard game, so no time limit is needed and the env never truncates;
+    ``max_episode_steps`` bounds an episode's steps, illegal actions included
+    (for a ``TimeLimit`` that never cuts a game short).
 
     ## Information
     After ``reset`` and every ``step``: ``action_mask`` (``np.int8``, shape
@@ -203,7 +203,10 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
 
     ## Version History
     * v0: Initial version (``mask_in_observation`` added later; off by default, so
-      the observation of every earlier configuration is unchanged).
+      the observation of every earlier configuration is unchanged). On 2026-12-04
+      the forfeit under ``illegal_action="penalize"`` became a termination with the
+      loss's reward added; it was a truncation, so learners bootstrapped from the
+      value of a game that was over. Every other configuration is unchanged.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}  # noqa: RUF012 (Gymnasium declares it so)
@@ -334,7 +337,6 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         a = action_index(action)
         if self._needs_reset or game.phase == PHASE_OVER:
             raise GameOverError("step() called before reset() or after the episode ended")
-        truncated = False
         if LEGAL_BITS[game.phase] >> a & 1:
             game.step(a)
         elif self._raise_illegal:
@@ -342,12 +344,13 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         elif self._penalize:
             self.illegal_count += 1
             game.drawn = []
-            if self.illegal_count >= self.max_illegal_actions:
+            forfeit = self.illegal_count >= self.max_illegal_actions
+            if forfeit:  # the game is lost: penalized, and the loss's reward
                 game.forfeit(a)
-                truncated = True
             if self.render_mode == "human":
                 self.render()
-            return self._observe(), self.illegal_reward, False, truncated, self._info()
+            reward = self.illegal_reward + (self.loss_reward if forfeit else 0.0)
+            return self._observe(), reward, forfeit, False, self._info()
         else:
             game.forfeit(a)
         reward = 0.0
@@ -356,7 +359,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
             reward = self.win_reward if game.outcome == WON else self.loss_reward
         if self.render_mode == "human":
             self.render()
-        return self._observe(), reward, terminated, truncated, self._info()
+        return self._observe(), reward, terminated, False, self._info()
 
     def render(self) -> str | np.ndarray | None:
         if self.render_mode is None:

@@ -309,8 +309,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         rewards = self._rewards[outcome]
         if penalized is not None and limit is not None:
             rewards[penalized] = self.illegal_reward
-            terminated &= ~limit
-            truncated |= limit
+            rewards[limit] += self.loss_reward  # the forfeit: penalized, and the game lost
         done = terminated | truncated
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
             self._pending_reset = done.copy()

@@ -10,12 +10,14 @@ episodes: the share won, the mean episode length, the share of episodes that end
 their first step, and the share of actions that were illegal.
 
 Under ``penalize`` an episode's reward is its end reward (``win_reward`` if won,
-``loss_reward`` if lost, nothing if truncated by its ``max_illegal_actions``-th illegal
-action) plus ``illegal_reward`` per illegal action, so the illegal actions of each
+``loss_reward`` if lost, its ``max_illegal_actions``-th illegal action's forfeit
+included) plus ``illegal_reward`` per illegal action, so the illegal actions of each
 episode are read off its reward. The reward options are the run's own (rl-zoo3's
 ``config.yml`` in the run folder; the env's defaults if there is none). Without an
-``outcome`` column, each episode's outcome is the first of won, lost, truncated whose
-end reward explains its reward with a whole number of illegal actions.
+``outcome`` column, each episode's outcome is the first of won, lost, forfeited whose
+end reward explains its reward with a whole number of illegal actions (a forfeit has
+exactly ``max_illegal_actions``, a loss fewer). Runs made before 2026-12-04, when a forfeit
+was a truncation without the loss's reward, are read right only with ``loss_reward`` 0.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ class Rewards:
 
     def decode(self, episode: Episode) -> tuple[bool, int]:
         """``(won, illegal actions)`` of ``episode``."""
-        ends = {WON: self.win, "lost": self.loss, ILLEGAL: 0.0}
+        ends = {WON: self.win, "lost": self.loss, ILLEGAL: self.loss}  # a forfeit is lost
         order = [episode.outcome] if episode.outcome else list(ends)
         for outcome in order:
             end = ends.get(outcome, self.loss)  # slain, deck exhausted, midnight: lost

@@ -207,10 +207,14 @@ def test_unknown_env_kwarg_refused() -> None:
         ColdIronEnv(bonus_allways=True)  # type: ignore[call-arg]
 
 
-def test_illegal_action_under_penalize_policy_changes_nothing_then_truncates() -> None:
+def test_illegal_action_under_penalize_policy_changes_nothing_then_forfeits() -> None:
+    """The limit's illegal action ends the game as a loss: terminated, not truncated (a
+    learner must not bootstrap from a game that is over), with the loss's reward added."""
     from coldiron_env.knowledge import Knowledge
 
-    env = ColdIronEnv(illegal_action="penalize", illegal_reward=-0.5, max_illegal_actions=3)
+    env = ColdIronEnv(
+        illegal_action="penalize", illegal_reward=-0.5, max_illegal_actions=3, loss_reward=-2.0
+    )
     assert env.max_episode_steps == ColdIronEnv().max_episode_steps + 3
     obs, info = env.reset(options={"deck": stack("5H", JOKER)})
     kn = Knowledge()
@@ -231,7 +235,7 @@ def test_illegal_action_under_penalize_policy_changes_nothing_then_truncates() -
         assert kn == Knowledge.from_game(game)  # a player's memory stays right
     env.step(IRON)  # a legal action in between does not reset the count
     _, reward, terminated, truncated, info = env.step(THREATEN if game.phase else BONUS)
-    assert (reward, terminated, truncated) == (-0.5, False, True)
+    assert (reward, terminated, truncated) == (-2.5, True, False)
     assert info["outcome"] == "illegal" and info["is_success"] is False
     with pytest.raises(GameOverError):
         env.step(IRON)

@@ -221,8 +221,9 @@ CONFIGS: list[tuple[str, dict[str, Any], str, int, float]] = [
     ("counting-threaten-rigged", {"counting": True}, "threaten", 12, 0.005),
     (
         "penalize-uniform",
-        {"illegal_action": "penalize", "illegal_reward": -0.25, "max_illegal_actions": 3},
-        "uniform", 0, 0.05,
+        {"illegal_action": "penalize", "illegal_reward": -0.25, "max_illegal_actions": 3,
+         "loss_reward": -1.0},
+        "uniform", 0, 0.3,
     ),
     (
         "dict-counting-recall-more",
@@ -243,7 +244,7 @@ CONFIGS: list[tuple[str, dict[str, Any], str, int, float]] = [
     (
         "mask-in-dict-penalize",
         {"observation_mode": "dict", "mask_in_observation": True, "illegal_action": "penalize"},
-        "uniform", 0, 0.05,
+        "uniform", 0, 0.6,
     ),
 ]  # fmt: skip
 
@@ -267,6 +268,8 @@ def test_lockstep_equivalence_over_thousands_of_deals(backend: str) -> None:
         outcomes.update(got)
         phases |= seen
         deals += dealt
+        if kwargs.get("illegal_action") == "penalize":  # the forfeits compared, not just steps
+            assert got["illegal"] > 0, (name, got)
         if kwargs.get("bonus_always"):
             assert "bonus" not in seen, name
     assert deals >= 2400, deals

@@ -97,7 +97,7 @@ def test_tiny_zoo_training_through_the_shipped_file_then_our_evaluation(tmp_path
     ("env_kwargs", "info_keywords"),
     [
         ({}, ()),  # the env's default rewards, no outcome column: decoded from rewards
-        ({"loss_reward": -1.0}, ("outcome",)),  # a truncation's -1.0 is also a loss's -1.0
+        ({"loss_reward": -1.0}, ("outcome",)),  # a forfeit's -1.0 is also a loss's -1.0
         ({"loss_reward": -1.0, "illegal_reward": -0.05, "max_illegal_actions": 3}, ("outcome",)),
     ],
     ids=["defaults", "loss-1", "other-penalty"],
