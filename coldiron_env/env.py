@@ -149,7 +149,10 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
     ## Starting State
     A shuffled deck drawn from ``self.np_random`` (or the deck given as
     ``reset(options={"deck": [...]})``), an empty hand, Hurt 0, turn 1 (6:00pm),
-    phase ``turn``.
+    phase ``turn``. Decks are shuffled 64 at a time (``coldiron_env.dealer.Dealer``):
+    ``reset(seed=s)`` and the resets after it replay exactly, and so does a copy or
+    pickle of the env, but restoring ``np_random``'s state between resets does not
+    replay the next deal, and drawing from ``np_random`` does not change it.
 
     ## Episode End
     Termination: the phrase completes (``won``), Hurt reaches 6 (``slain``),
@@ -198,7 +201,8 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
 
     A training curriculum changes ``turns`` and ``suits_required`` between deals, in any
     framework: ``env.unwrapped.set_env_kwargs({"suits_required": 1})`` (or
-    ``envs.call("set_env_kwargs", {...})`` on a Gymnasium vector env) takes effect at the
+    ``envs.call("set_env_kwargs", {...})`` on Gymnasium's sync or async vector env,
+    ``envs.set_env_kwargs({...})`` on the native one, which has no ``call``) takes effect at the
     next ``reset``; the observation space stays as built.
 
     ## Version History
