@@ -475,9 +475,6 @@ def expected_after(
 
 
 # --------------------------------------------------------------------------- one deal
-NUM_DRAW_KINDS: Final = 3
-
-
 @dataclass(frozen=True)
 class DealFacts:
     """A deal's relaxed hands and suffix counts by position (what is held and unseen)."""

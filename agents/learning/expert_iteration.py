@@ -101,7 +101,7 @@ def search_over(
 
 # ---------------------------------------------------------------- labelling
 def label(
-    agent: SB3Agent,
+    agent: SB3Agent | str,
     budget: str,
     episodes: int,
     first: int,
@@ -116,7 +116,11 @@ def label(
     over it is asked, deal by deal, for the action at every state it visited (its sampling
     seeded by the deal, its knowledge fed the deal's observations in order: DAgger). With
     ``targets`` :data:`SOFT_TARGETS` each decision also gets a soft label (:func:`_soft_row`,
-    its alternatives handicapped by ``soft_z`` standard errors, None: the planner's ``z``)."""
+    its alternatives handicapped by ``soft_z`` standard errors, None: the planner's ``z``).
+    ``agent`` may be a saved model's file, which a labelling process loads once a round
+    (:class:`Labellers` hands the processes the file: one call fewer than a wrapper)."""
+    if isinstance(agent, str):
+        agent = _worker_agent(agent)
     played = student_play(agent.model, agent.env_kwargs, episodes, first, batch)
     planner = search_over(agent, budget, compiled, rollouts)
     soft = targets == SOFT_TARGETS
@@ -169,23 +173,6 @@ def _worker_init() -> None:
 def _worker_agent(model_file: str) -> SB3Agent:
     """A labelling process's network, loaded once per saved round (keyed by its file's path)."""
     return load_sb3_agent(model_file)
-
-
-def _label_chunk(
-    model_file: str,
-    budget: str,
-    first: int,
-    episodes: int,
-    gamma: float,
-    compiled: bool,
-    rollouts: str,
-    targets: str,
-    soft_z: float | None,
-) -> Demonstrations:
-    agent = _worker_agent(model_file)
-    return label(
-        agent, budget, episodes, first, gamma, episodes, compiled, rollouts, targets, soft_z
-    )
 
 
 @dataclass(eq=False)
@@ -263,8 +250,8 @@ class Labellers:
         agent.model.save(model_file)
         settings = (self.compiled, self.rollouts, self.targets, self.soft_z)
         pending = self._pool.starmap_async(
-            _label_chunk,
-            [(model_file, budget, s, n, gamma, *settings) for s, n in tasks],
+            label,  # each task one DAgger batch: its deals played in one lockstep batch
+            [(model_file, budget, n, s, gamma, n, *settings) for s, n in tasks],
             chunksize=1,
         )
         while not pending.ready():

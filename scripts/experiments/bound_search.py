@@ -99,7 +99,6 @@ DRAW_IRON_BONUS: Final = 3
 DRAW_RACK: Final = 4
 DRAW_REST: Final = 5
 NUM_DRAW_KINDS: Final = 6
-DRAW_KIND_NAMES: Final = ("threaten", "iron", "bonus", "iron_bonus", "rack", "rest")
 
 # decision points of the clairvoyant's search (the context of a state)
 CTX_TURN: Final = 0
@@ -357,10 +356,6 @@ def _recursive(fn: _F) -> _F:
     """Compiled without numba's disk cache: it cannot resolve mutually recursive functions.
     Typed as ``fn`` (its Python signature)."""
     return cast(_F, compiled(fn, cache=False))
-
-
-LIVE_TABLE: Final = suit_tables()[2].astype(np.int64)
-NEED_TABLE: Final = suit_tables()[0].astype(np.int64)
 
 
 @compiled

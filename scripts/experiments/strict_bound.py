@@ -100,7 +100,6 @@ from coldiron_env.options import BONUS_DRAWS, IRON_APPLICATIONS_PER_TURN, MAX_HU
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
 
 HAS_RUN_ARRAY: Final = np.array(HAS_RUN, dtype=np.bool_)
 UPPER_SLACK: Final = 1e-5
