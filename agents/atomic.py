@@ -77,6 +77,31 @@ def atomic_save(path: str | os.PathLike[str], saver: Callable[[io.BytesIO], Any]
 
 
 def read_json(path: str | os.PathLike[str], default: Any) -> Any:
-    """The JSON document in ``path``, or ``default`` when there is no such file."""
+    """The JSON document in ``path``, or ``default`` when there is no such file; a file that
+    is not JSON (a damaged record) is a ``ValueError`` naming it."""
     target = Path(path)
-    return json.loads(target.read_text(encoding="utf-8")) if target.is_file() else default
+    if not target.is_file():
+        return default
+    try:
+        return json.loads(target.read_text(encoding="utf-8"))
+    except ValueError as err:  # JSONDecodeError and UnicodeDecodeError alike
+        raise ValueError(f"{target}: not a JSON document ({err})") from None
+
+
+def check_writable(path: str | os.PathLike[str], flag: str, folder: bool = False) -> None:
+    """Refuse, before any work, an output the writers above could not write: ``ValueError``
+    naming ``flag`` and the path when it is a folder where a file is wanted (or a file where
+    a ``folder`` is), lies under a file, or would go in a folder this process cannot write
+    (a read-only file system included). Nothing is created."""
+    target = Path(path)
+    if not folder and target.is_dir():
+        raise ValueError(f"{flag} {target}: is a directory, not a file")
+    if folder and target.exists() and not target.is_dir():
+        raise ValueError(f"{flag} {target}: is a file, not a directory")
+    place = target if folder and target.is_dir() else target.parent
+    while not place.exists() and place != place.parent:  # the folder that would hold it
+        place = place.parent
+    if not place.is_dir():
+        raise ValueError(f"{flag} {target}: {place} is a file, not a directory")
+    if not os.access(place, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag} {target}: cannot write in {place} (read-only or not yours)")

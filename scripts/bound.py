@@ -24,12 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from agents.atomic import atomic_write_json
+from agents.atomic import atomic_write_json, check_writable
 from agents.evaluation.arena import REPORT_SEED, deal_decks, validation_decks
 from agents.evaluation.bound import ValueModel, deal_bound
 from agents.evaluation.looks import record_look
 from agents.gitinfo import git_commit, utc_now
 
+EXIT_ERROR = 2
 Z_95 = 1.96
 DRIFT_SEED = 906
 DRIFT_DEALS = 300
@@ -44,6 +45,36 @@ def _init(model: ValueModel) -> None:
 
 def _one(deck: np.ndarray) -> float:
     return deal_bound(deck, _MODEL["w"])
+
+
+def _inputs(args: argparse.Namespace) -> tuple[ValueModel, np.ndarray]:
+    """``W`` and the deals, every argument checked before anything runs (``ValueError``
+    naming the argument)."""
+    for name in ("episodes", "workers"):
+        if getattr(args, name) <= 0:
+            raise ValueError(f"--{name} must be positive, got {getattr(args, name)}")
+    if args.json is not None:
+        check_writable(args.json, "--json")
+    if args.model in NAMED_MODELS:
+        model = NAMED_MODELS[args.model]()
+    else:
+        path = Path(args.model)
+        if not path.is_file():
+            raise ValueError(
+                f"--model {args.model}: no such file (a W written by --fit), and not one of "
+                f"{', '.join(NAMED_MODELS)}"
+            )
+        try:
+            model = ValueModel.load(path)
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"--model {path}: not a W written by --fit ({err!r:.120})") from None
+    try:
+        decks = (validation_decks if args.deals == "validation" else deal_decks)(
+            args.seed, args.episodes
+        )
+    except ValueError as err:
+        raise ValueError(f"--seed {args.seed}: {err}") from None
+    return model, decks
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,14 +124,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.model is None:
         parser.error("--model FILE (or zero) or --fit FILE")
-    if args.model in NAMED_MODELS:
-        model = NAMED_MODELS[args.model]()
-    else:
-        model = ValueModel.load(Path(args.model))
-    if args.deals == "validation":
-        decks = validation_decks(args.seed, args.episodes)
-    else:
-        decks = deal_decks(args.seed, args.episodes)
+    try:
+        model, decks = _inputs(args)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.deals == "evaluation":
         record_look(args.seed, args.episodes, [f"bound ({model.name})"], args.why, REPORT_SEED)
     start = time.perf_counter()
     if args.workers > 1:

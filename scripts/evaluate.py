@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agents.atomic import atomic_write_json
+from agents.atomic import atomic_write_json, check_writable
 from agents.evaluation.arena import (
     EVAL_ENV_KWARGS,
     EVALUATION_DEALS,
@@ -159,6 +159,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.episodes <= 0:
             raise ValueError(f"--episodes must be positive, got {args.episodes}")
+        for flag, path in (("--json", args.json), ("--plot", args.plot)):
+            if path is not None:
+                check_writable(path, flag)
+        if args.json and args.plot and Path(args.json).resolve() == Path(args.plot).resolve():
+            raise ValueError(
+                f"--json and --plot name the same file {args.json}: one would replace the other"
+            )
         try:  # the seed before any model is loaded
             decks_of(args.seed, 1, args.deals == VALIDATION_DEALS)
         except ValueError as err:

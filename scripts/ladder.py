@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from agents import ladder
-from agents.atomic import atomic_write_json
+from agents.atomic import atomic_write_json, check_writable
 from agents.evaluation.arena import EVALUATION_DEALS, REPORT_SEED, VALIDATION_DEALS, decks_of
 from agents.gitinfo import code_stamp
 from agents.registry import make_agent, set_torch_threads
@@ -159,6 +159,7 @@ def add_row_main(args: argparse.Namespace, command: str, stamp: dict[str, Any], 
         return EXIT_ERROR
     before = ladder.load_average()
     try:
+        check_outputs(args)
         result, settings, old_command = ladder.load_ladder(args.ladder)
         played = VALIDATION_DEALS if settings.validation else EVALUATION_DEALS
         if args.deals not in (None, played):
@@ -189,6 +190,13 @@ def add_row_main(args: argparse.Namespace, command: str, stamp: dict[str, Any], 
     return 0
 
 
+def check_outputs(args: argparse.Namespace) -> None:
+    """Refuse outputs that could not be written, before anything is played."""
+    check_writable(args.out_dir, "--out-dir", folder=True)
+    if args.record is not None:
+        check_writable(args.record, "--record")
+
+
 def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
     """The ladder's settings from the arguments (``ValueError`` naming a bad option)."""
     for name in ("episodes", "planner_episodes", "workers"):
@@ -200,6 +208,14 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
         raise ValueError(
             f"--planner-episodes ({args.planner_episodes}) exceeds --episodes ({args.episodes})"
         )
+    if args.solver_max_nodes < 0:
+        raise ValueError(
+            f"--solver-max-nodes must be 0 (no cap) or positive, got {args.solver_max_nodes}"
+        )
+    for run in args.runs or ():
+        if not Path(run).exists():
+            raise ValueError(f"--runs {run}: no such run directory or model")
+    check_outputs(args)
     solver_episodes = args.episodes if args.solver_episodes is None else args.solver_episodes
     if not 0 <= solver_episodes <= args.episodes:
         raise ValueError(f"--solver-episodes must be in 0..{args.episodes}, got {solver_episodes}")

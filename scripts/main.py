@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agents.atomic import check_writable
 from agents.evaluation.arena import REPORT_SEED
 from coldiron_env.dealer import check_evaluation_seed
 
@@ -38,7 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--config", default=DEFAULT_CONFIG, help=f"default {DEFAULT_CONFIG}")
+    parser.add_argument(
+        "--config", default=None, help=f"default {DEFAULT_CONFIG} (not with --resume)"
+    )
     parser.add_argument(
         "--out", type=Path, help="run directory (default runs/<config name>-<time>)"
     )
@@ -75,8 +78,16 @@ def main(argv: list[str] | None = None) -> int:
         check_evaluation_seed(args.seed)
     except ValueError as err:
         parser.error(f"--seed: {err}")
-    if args.record is not None and args.record.is_dir():
-        parser.error(f"--record {args.record}: is a directory, not a file")
+    if args.record is not None:
+        try:
+            check_writable(args.record, "--record")
+        except ValueError as err:
+            parser.error(str(err))
+    if args.resume is not None and args.config is not None:
+        parser.error(
+            "--config with --resume: a resumed run keeps its own config.yaml "
+            f"({args.resume / 'config.yaml'}); --timesteps may raise its budget"
+        )
 
     from agents.learning.config import ConfigError, apply_overrides, load_config
     from agents.learning.provenance import TrainingError
@@ -84,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     from agents.learning.training import train
 
     started, load_before = time.perf_counter(), os.getloadavg()
-    config_file = str(args.resume / "config.yaml") if args.resume else args.config
+    config_file = str(args.resume / "config.yaml") if args.resume else args.config or DEFAULT_CONFIG
     try:
         cfg = apply_overrides(load_config(config_file), timesteps=args.timesteps, file=config_file)
         check_search(cfg, config_file)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.atomic import atomic_write_json
+from agents.atomic import atomic_write_json, check_writable
 from agents.evaluation.stats import wilson_interval
 from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
 from coldiron_env.cards import deck_codes
@@ -92,6 +92,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--deals must be positive, got {args.deals}")
     if args.workers <= 0:
         parser.error(f"--workers must be positive, got {args.workers}")
+    if args.max_nodes < 0:
+        parser.error(f"--max-nodes must be 0 (no cap) or positive, got {args.max_nodes}")
+    if args.seed < 0:
+        parser.error(f"--seed must be 0 or more, got {args.seed}")
+    if args.out is not None:
+        try:
+            check_writable(args.out, "--out")
+        except ValueError as err:
+            parser.error(str(err))
     rules = RuleOptions(**variants_of(args))
     decks: list[list[int]] = shuffled_decks(np.random.default_rng(args.seed), args.deals).tolist()
     tasks = [

@@ -254,6 +254,17 @@ def test_invalid_yaml_names_file(tmp_path: Path) -> None:
         load_config(path)
 
 
+def test_a_binary_or_latin1_file_names_file(tmp_path: Path) -> None:
+    for name, data in (
+        ("model.zip", b"PK\x03\x04\x90\x00"),
+        ("latin.yaml", "seed: 1 # é".encode("latin-1")),
+    ):
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(ConfigError, match=rf"{name.replace('.', '[.]')}.*UTF-8"):
+            load_config(path)
+
+
 def test_missing_file_names_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"nope\.yaml"):
         load_config(tmp_path / "nope.yaml")
@@ -432,3 +443,13 @@ def test_shaping_gamma_other_than_the_algorithms_is_refused(tmp_path: Path) -> N
     assert not config_from_dict(data).shaping.enabled
     data["shaping"] = {"enabled": True, "gamma": None}
     assert config_from_dict(data).shaping_gamma == 0.99
+
+
+def test_more_evaluation_deals_than_a_validation_seed_holds_is_refused(tmp_path: Path) -> None:
+    from coldiron_env.dealer import STREAM_INDEX_BITS
+
+    data = minimal(evaluation={"episodes": (1 << STREAM_INDEX_BITS) + 1})
+    err = refused(tmp_path, data)
+    assert err.key == "evaluation.episodes"
+    data["evaluation"]["episodes"] = 1 << STREAM_INDEX_BITS  # deals 0 .. 2**24 - 1: all there
+    assert config_from_dict(data).evaluation.episodes == 1 << STREAM_INDEX_BITS

@@ -22,6 +22,7 @@ import ladder  # noqa: E402
 
 
 def run_ladder(tmp_path: Path, *extra: str) -> dict[str, Any]:
+    (tmp_path / "no-such-run").mkdir(parents=True, exist_ok=True)  # a folder without a model
     code = ladder.main(
         [
             "--episodes",
@@ -89,6 +90,17 @@ def test_workers_do_not_change_the_results(tmp_path: Path) -> None:
 
 
 def test_bad_arguments_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for bad, named in (
+        (["--runs", str(tmp_path / "typo")], "--runs"),
+        (["--solver-max-nodes", "-4"], "--solver-max-nodes"),
+        (["--out-dir", str(ROOT / "README.md")], "--out-dir"),
+        (["--record", str(tmp_path)], "--record"),
+    ):
+        assert (
+            ladder.main(["--episodes", "3", "--planner-episodes", "1", *bad]) == ladder.EXIT_ERROR
+        )
+        assert named in capsys.readouterr().err
+
     code = ladder.main(["--episodes", "3", "--planner-episodes", "5", "--out-dir", str(tmp_path)])
     assert code == ladder.EXIT_ERROR
     assert "--planner-episodes" in capsys.readouterr().err

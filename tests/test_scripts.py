@@ -93,3 +93,46 @@ def test_rllib_training_without_ray_says_how_to_install_it() -> None:
     assert "needs ray[rllib]" in done.stderr and ".[rllib,fast]" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (ROOT / "unused-never-made").exists()
+
+
+def _script(name: str) -> object:
+    """A script's module, imported from scripts/ (its main runs in this process)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"script_{name}", ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("script", "argv", "named"),
+    [
+        ("main", ["--resume", "runs/x", "--config", "configs/ppo.yaml"], "--config with --resume"),
+        ("main", ["--record", "README.md/main.json"], "--record README.md/main.json"),
+        ("solve", ["--deals", "2", "--max-nodes", "-1"], "--max-nodes"),
+        ("solve", ["--deals", "2", "--seed", "-1"], "--seed"),
+        ("solve", ["--deals", "2", "--out", "scripts"], "--out scripts: is a directory"),
+        (
+            "evaluate",
+            ["--agent", "heuristic", "--json", "e.json", "--plot", "./e.json"],
+            "same file",
+        ),
+        ("evaluate", ["--agent", "heuristic", "--plot", "README.md/e.png"], "--plot"),
+        ("bound", ["--model", "nedd"], "not one of zero, need"),
+        ("bound", ["--model", "zero", "--json", "scripts"], "--json scripts: is a directory"),
+    ],
+)
+def test_a_bad_argument_is_refused_by_name_before_any_work(
+    script: str, argv: list[str], named: str, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.chdir(ROOT)
+    main = _script(script).main  # type: ignore[attr-defined]
+    try:
+        code = main(argv)
+    except SystemExit as stop:  # argparse's parser.error
+        code = stop.code
+    assert code == 2
+    assert named in capsys.readouterr().err

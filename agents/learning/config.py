@@ -304,7 +304,8 @@ class EvaluationConfig(_Section):
     validation stream of ``seed`` (:class:`coldiron_env.dealer.DealStream`)."""
 
     freq: Count = Field(default=50_000, ge=1)
-    episodes: Count = Field(default=500, ge=1)
+    episodes: Count = Field(default=500, ge=1, le=STREAM_INDEX_LIMIT)
+    """At most the validation stream's deals of one seed."""
     seed: Count = Field(default=0, ge=0, lt=STREAM_SEED_LIMIT)
     deterministic: bool = True
 
@@ -771,6 +772,10 @@ def read_yaml(path: str | Path) -> Any:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(file, "<file>", f"cannot read the file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:  # a model .zip, a Latin-1 file
+        raise ConfigError(
+            file, "<file>", f"not a UTF-8 text file (byte {exc.start}): a YAML config is text"
+        ) from None
     try:
         return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:

@@ -29,6 +29,7 @@ import io
 import json
 import os
 import pickle
+import re
 import shutil
 import signal
 import sys
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, get_args
+from zipfile import BadZipFile
 
 import gymnasium as gym
 import matplotlib
@@ -61,6 +63,7 @@ from agents.atomic import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
+    check_writable,
     read_json,
 )
 from agents.evaluation.arena import AgentResult
@@ -363,7 +366,7 @@ class RunDir:
     tensorboard = _InRun(TB_DIR)
 
     def load_history(self) -> list[dict[str, Any]]:
-        return list(read_json(self.eval_json, {}).get("evaluations", []))
+        return list(_run_record(self.eval_json, dict).get("evaluations", []))
 
 
 @contextlib.contextmanager
@@ -535,6 +538,13 @@ def write_history(run: RunDir, history: list[dict[str, Any]]) -> None:
 CHECKPOINT_SLOT: Final = "checkpoint-"
 """Prefix of the folders holding checkpoints; ``checkpoint`` is a link to the latest."""
 STAGING_PREFIX: Final = ".staging-"
+_SLOT_NAME: Final = re.compile(rf"{CHECKPOINT_SLOT}(\d{{12}}|legacy)-[0-9a-f]{{8}}")
+"""A checkpoint folder's name as :func:`save_checkpoint` makes it (nothing else is touched)."""
+_STAGING_NAME: Final = re.compile(
+    rf"{re.escape(STAGING_PREFIX)}({_SLOT_NAME.pattern}|link-[0-9a-f]{{8}})"
+)
+_HALF_WRITTEN_NAME: Final = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp")
+"""A temporary file of :func:`agents.atomic.atomic_target` (``tempfile.mkstemp``'s name)."""
 
 
 def save_checkpoint(
@@ -585,16 +595,45 @@ def _point_checkpoint_at(run: RunDir, slot: Path) -> None:
 
 def tidy_checkpoints(run: RunDir) -> list[str]:
     """Remove what a kill can leave behind: half-written checkpoint folders, links and files,
-    and checkpoint folders the link no longer points at. Returns the names removed."""
-    current = run.checkpoint.resolve() if run.checkpoint.is_symlink() else None
+    and checkpoint folders the link no longer points at. Only names training makes are
+    touched (a user's ``checkpoint-backup`` stays), and no checkpoint folder is removed
+    while the link is missing or broken (:func:`relink_checkpoint` mends that first).
+    Returns the names removed."""
+    linked = run.checkpoint.is_symlink() and (run.checkpoint / STATE_FILE).is_file()
+    current = run.checkpoint.resolve() if linked else None
     removed = []
     for entry in run.root.iterdir():
-        stale_slot = entry.name.startswith(CHECKPOINT_SLOT) and entry.resolve() != current
-        half_written = entry.name.startswith(".") and entry.name.endswith(".tmp")  # atomic_target
-        if entry.name.startswith(STAGING_PREFIX) or stale_slot or half_written:
+        name = entry.name
+        stale_slot = (
+            current is not None and _SLOT_NAME.fullmatch(name) and entry.resolve() != current
+        )
+        half_written = _HALF_WRITTEN_NAME.fullmatch(name) and entry.is_file()
+        if _STAGING_NAME.fullmatch(name) or stale_slot or half_written:
             _remove(entry)
-            removed.append(entry.name)
+            removed.append(name)
     return sorted(removed)
+
+
+def relink_checkpoint(run: RunDir) -> str | None:
+    """Point a missing or broken ``checkpoint`` link (a copy or sync tool that drops links)
+    at the newest complete checkpoint folder; the folder's name, or None when the link
+    was sound or there is no complete folder."""
+    link = run.checkpoint
+    if (link / STATE_FILE).is_file() or (link.exists() and not link.is_symlink()):
+        return None
+    slots = [
+        entry
+        for entry in run.root.iterdir()
+        if _SLOT_NAME.fullmatch(entry.name) and (entry / MODEL_FILE).is_file()
+        and (entry / STATE_FILE).is_file()
+    ]  # fmt: skip
+    if not slots:
+        return None
+    newest = max(slots, key=lambda slot: (slot.name.split("-")[1] != "legacy", slot.name))
+    if link.is_symlink():
+        link.unlink()
+    _point_checkpoint_at(run, newest)
+    return newest.name
 
 
 def _remove(entry: Path) -> None:
@@ -664,13 +703,29 @@ def build_model(cfg: Config, venv: VecEnv, run: RunDir) -> BaseAlgorithm:
     return model
 
 
+def _run_record(path: Path, kind: type) -> Any:
+    """A run directory's JSON record (``kind()`` when absent): a damaged one is a
+    :class:`TrainingError` naming it."""
+    try:
+        doc = read_json(path, kind())
+    except ValueError as err:
+        raise TrainingError(f"{err}: the run directory is damaged") from None
+    if not isinstance(doc, kind):
+        raise TrainingError(f"{path}: expected a JSON {kind.__name__}, got {doc!r:.80}")
+    return doc
+
+
 def _load_for_resume(cfg: Config, venv: VecEnv, run: RunDir) -> BaseAlgorithm:
     spec = cfg.algorithm.spec
     ck = run.checkpoint
     if not (ck / MODEL_FILE).is_file():
         raise TrainingError(f"{ck / MODEL_FILE}: no checkpoint to resume from")
     check_device(cfg.training.device, str(run.config))
-    model = spec.load_class().load(ck / MODEL_FILE, env=venv, device=cfg.training.device)
+    try:
+        model = spec.load_class().load(ck / MODEL_FILE, env=venv, device=cfg.training.device)
+    except (ValueError, KeyError, EOFError, OSError, BadZipFile, pickle.UnpicklingError) as err:
+        # a damaged file (SB3 words a bad zip as a ValueError), or spaces the config changed
+        raise TrainingError(f"{ck / MODEL_FILE}: cannot resume from it: {err}") from None
     model.tensorboard_log = str(run.tensorboard)
     model._last_obs = None  # force a fresh env reset
     if spec.off_policy and (ck / REPLAY_FILE).is_file():
@@ -684,8 +739,10 @@ def prepare_run_dir(cfg: Config, out: Path | None, config_file: str | None) -> R
     if out is None:
         stem = cfg.name or (Path(config_file).stem if config_file else cfg.algorithm.name)
         out = Path("runs") / f"{stem}-{datetime.now():%Y%m%d-%H%M%S}"
-    if out.exists() and not out.is_dir():
-        raise TrainingError(f"{out}: --out names a file, not a directory")
+    try:
+        check_writable(out, "--out", folder=True)
+    except ValueError as err:
+        raise TrainingError(str(err)) from None
     if out.exists() and any(out.iterdir()):
         raise TrainingError(
             f"{out}: output directory exists and is not empty (use --resume {out} to continue it)"
@@ -920,6 +977,10 @@ def train(
     where = config_file or (str(Path(resume) / CONFIG_FILE) if resume is not None else None)
     check_device(cfg.training.device, where)
     t_start = time.perf_counter()
+    if resume is not None and (RunDir(resume).root.is_dir()):
+        relinked = relink_checkpoint(RunDir(resume))
+        if relinked is not None:
+            log(f"{resume}: the link 'checkpoint' was missing or broken: it points at {relinked}")
     if resume is not None and _stopped_before_training(RunDir(resume)):
         log(f"{resume}: stopped before training began (no checkpoint): starting it over")
         _clear_unstarted(RunDir(resume))
@@ -972,7 +1033,7 @@ def distill(
     run_dir = RunDir(out)
     if settings.rounds < 1:
         raise TrainingError(f"--rounds must be at least 1, got {settings.rounds}")
-    meta = read_json(run_dir.meta, {})
+    meta = _run_record(run_dir.meta, dict)
     if meta and (meta.get("start") != start or "rounds" in meta):  # "rounds": an older layout
         what = (
             f"another distillation (of {meta['start']!r})"
@@ -1036,9 +1097,19 @@ def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
     saved, the env and model loaded from the checkpoint, the evaluation history trimmed to
     the checkpoint's. Refused before anything is written: a config that changed more than
     :data:`RESUME_MAY_CHANGE`, a budget below the steps trained, a run with nothing left."""
-    meta = read_json(run.meta, {})
+    if not run.meta.is_file():
+        raise TrainingError(
+            f"{run.meta}: missing: it holds the recipe the run began with, so the config "
+            "cannot be checked against it; restore it (a copy of the run) to resume"
+        )
+    meta = _run_record(run.meta, dict)
     check_recipe(cfg, run, meta.get(RECIPE_KEY))
-    trained = int(read_json(run.checkpoint / STATE_FILE, {}).get("timesteps", 0))
+    state = _run_record(run.checkpoint / STATE_FILE, dict)
+    trained = state.get("timesteps", 0)
+    if isinstance(trained, bool) or not isinstance(trained, int) or trained < 0:
+        raise TrainingError(
+            f"{run.checkpoint / STATE_FILE}: timesteps must be a whole number, got {trained!r}"
+        )
     rounds = len(expert_rounds(run.root))
     if steps_to_train(cfg, trained) == 0:
         if trained < load_config(run.config).training.total_timesteps:  # RL not done
