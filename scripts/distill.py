@@ -22,6 +22,7 @@ from typing import Final, get_args
 
 from pydantic import ValidationError
 
+from agents.atomic import check_writable
 from agents.learning.config import ExpertIterationConfig, Rollouts, Targets, config_error
 from agents.learning.provenance import TrainingError
 from agents.learning.training import distill
@@ -87,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--torch-threads", type=int, default=PLAY_TORCH_THREADS)
     args = parser.parse_args(argv)
     try:
+        check_writable(args.out, "--out", folder=True)
         settings = ExpertIterationConfig(**{key: getattr(args, key) for key in SETTINGS_FLAGS})
         set_torch_threads(args.torch_threads)
         if is_builtin(args.start) or args.start in SEARCH_OVER_MODELS:

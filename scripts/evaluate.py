@@ -50,6 +50,7 @@ from agents.learning.multiseed import (
 from agents.registry import PLAY_TORCH_THREADS, agent_names, make_agent, set_torch_threads
 
 EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
 PAIRED_DEFAULT = "heuristic"
 DEAL_SETS = (EVALUATION_DEALS, VALIDATION_DEALS)
 
@@ -200,7 +201,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_ERROR
 
+    finished: list[AgentResult] = []
+
     def progress(result: AgentResult) -> None:
+        finished.append(result)
         low, high = result.interval
         print(
             f"  {result.agent}: {100 * result.win_rate:.2f}% "
@@ -224,9 +228,17 @@ def main(argv: list[str] | None = None) -> int:
             validation=args.deals == VALIDATION_DEALS,
             why=args.why,
         )
+        interrupted = False
     except KeyboardInterrupt:
-        print("interrupted: no results written", file=sys.stderr)
-        return 130
+        if not finished:
+            print("interrupted: no agent had finished; nothing written", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        results, interrupted = finished, True
+        print(
+            f"interrupted: reporting the {len(finished)} agent(s) that finished "
+            f"({', '.join(r.agent for r in finished)})",
+            file=sys.stderr,
+        )
     except ValueError as err:  # the seed was checked above: an agent's or env's refusal
         print(f"error: {err}", file=sys.stderr)
         return EXIT_ERROR
@@ -237,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.against != PAIRED_DEFAULT:
         print(f"warning: --against {args.against}: not among the agents evaluated", file=sys.stderr)
     try:
-        aggregates = seed_aggregates(specs, [(r.wins, r.episodes) for r in results])
+        aggregates = seed_aggregates(specs[: len(results)], [(r.wins, r.episodes) for r in results])
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_ERROR
@@ -255,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
             doc["seed_aggregates"] = [a.to_dict() for a in aggregates]
             doc["paired"] = pairs
+            if interrupted:
+                doc["interrupted"] = f"stopped by Ctrl-C: {len(results)} of {len(agents)} agents"
             atomic_write_json(args.json, doc)
             print(f"json: {args.json}")
         if args.plot:
@@ -267,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         print(f"error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
         return EXIT_ERROR
-    return 0
+    return EXIT_INTERRUPTED if interrupted else 0
 
 
 if __name__ == "__main__":

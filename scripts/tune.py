@@ -53,11 +53,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 1:
         parser.error(f"--workers must be >= 1, got {args.workers}")
 
+    from agents.atomic import check_writable
     from agents.learning.config import ConfigError
     from agents.learning.training import sigterm_as_ctrl_c
     from agents.learning.tuning import TuneError, tune
 
     sigterm_as_ctrl_c()  # SIGTERM stops the workers and keeps every finished trial, as Ctrl-C
+    try:
+        if args.out is not None:
+            check_writable(args.out, "--out", folder=True)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     try:
         result = tune(
             args.config,

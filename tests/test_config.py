@@ -453,3 +453,16 @@ def test_more_evaluation_deals_than_a_validation_seed_holds_is_refused(tmp_path:
     assert err.key == "evaluation.episodes"
     data["evaluation"]["episodes"] = 1 << STREAM_INDEX_BITS  # deals 0 .. 2**24 - 1: all there
     assert config_from_dict(data).evaluation.episodes == 1 << STREAM_INDEX_BITS
+
+
+def test_a_name_with_a_path_in_it_is_refused(tmp_path: Path) -> None:
+    """The name is the run's folder under runs/: a path would put the run elsewhere."""
+    for name in ("/tmp/elsewhere", "../up", "a\\b"):
+        assert refused(tmp_path, minimal(name=name)).key == "name"
+    assert config_from_dict(minimal(name="my-run.v2")).name == "my-run.v2"
+
+
+def test_a_win_must_pay_more_than_a_loss(tmp_path: Path) -> None:
+    err = refused(tmp_path, minimal(env={"win_reward": 0.0, "loss_reward": 1.0}))
+    assert err.key == "env.win_reward" and "loss_reward" in err.reason
+    assert config_from_dict(minimal(env={"win_reward": 1.0, "loss_reward": -1.0}))

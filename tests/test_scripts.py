@@ -6,6 +6,7 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,6 +123,12 @@ def _script(name: str) -> object:
         ("evaluate", ["--agent", "heuristic", "--plot", "README.md/e.png"], "--plot"),
         ("bound", ["--model", "nedd"], "not one of zero, need"),
         ("bound", ["--model", "zero", "--json", "scripts"], "--json scripts: is a directory"),
+        ("distill", ["--start", "trained", "--out", "README.md"], "--out README.md: is a file"),
+        (
+            "tune",
+            ["--config", "configs/tune_maskable_ppo.yaml", "--trials", "1", "--out", "README.md"],
+            "--out README.md: is a file",
+        ),
     ],
 )
 def test_a_bad_argument_is_refused_by_name_before_any_work(
@@ -136,3 +143,27 @@ def test_a_bad_argument_is_refused_by_name_before_any_work(
         code = stop.code
     assert code == 2
     assert named in capsys.readouterr().err
+
+
+def test_ctrl_c_in_evaluate_keeps_the_agents_that_finished(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The second agent stopped by Ctrl-C: the first one's result is printed and written,
+    marked interrupted, exit status 130."""
+    import json
+
+    module: Any = _script("evaluate")
+    real = module.evaluate
+
+    def stopped_after_one(agents: Any, *args: Any, progress: Any, **kwargs: Any) -> Any:
+        real(agents[:1], *args, progress=progress, **kwargs)
+        raise KeyboardInterrupt
+
+    module.evaluate = stopped_after_one
+    out = tmp_path / "e.json"
+    argv = ["--agent", "threaten", "--agent", "heuristic", "--deals", "validation", "--seed", "3"]
+    assert module.main([*argv, "--episodes", "20", "--json", str(out)]) == 130
+    doc = json.loads(out.read_text())
+    assert [a["agent"] for a in doc["agents"]] == ["threaten"]
+    assert "1 of 2" in doc["interrupted"]
+    assert "threaten" in capsys.readouterr().out

@@ -284,7 +284,7 @@ def test_a_resume_that_would_change_the_run_is_refused_before_it_writes(tmp_path
         train(more_rounds, resume=out, log=lambda _: None)
     assert files() == done
     (tmp_path / "a-file").write_text("")
-    with pytest.raises(TrainingError, match="--out .*a-file: is a file, not a directory"):
+    with pytest.raises(TrainingError, match=r"--out .*a-file: is a file, not a directory"):
         train(cfg, tmp_path / "a-file", log=lambda _: None)
 
 

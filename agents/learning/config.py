@@ -174,6 +174,16 @@ class EnvConfig(_Section):
     illegal_reward: Number = DEFAULT_ILLEGAL_REWARD
     max_illegal_actions: Count = Field(default=DEFAULT_MAX_ILLEGAL, ge=1)
 
+    @model_validator(mode="after")
+    def _a_win_pays_more(self) -> EnvConfig:
+        if not self.win_reward > self.loss_reward:
+            raise _Refusal(
+                f"{self.win_reward} must be above loss_reward ({self.loss_reward}): "
+                "the learner would be taught to lose",
+                "win_reward",
+            )
+        return self
+
 
 class ShapingConfig(_Section):
     """Potential-based reward shaping, training only (see :mod:`agents.learning.shaping`)."""
@@ -393,7 +403,8 @@ class ExpertIterationConfig(_Section):
 class Config(_Section):
     """One training run (fields in the order a config file is written)."""
 
-    name: str | None = None
+    name: str | None = Field(default=None, pattern=r"^[^/\\]+$")
+    """The run's name: its folder under ``runs/`` when there is no ``--out`` (no path)."""
     description: str | None = None
     seed: Count = Field(default=0, ge=0, lt=STREAM_SEED_LIMIT)
     env: EnvConfig = Field(default_factory=EnvConfig)
