@@ -79,7 +79,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv
 
-from agents.learning.config import CurriculumStage
+from agents.learning.config import CurriculumStage, stage_options
 from agents.learning.training import StagedEnv, StreamSeededVecEnv
 from coldiron_env.dealer import STREAM_SEED_BITS, DealStream
 from coldiron_env.env import ColdIronEnv
@@ -263,16 +263,6 @@ def parse_stages(stages: Sequence[Mapping[str, Any]]) -> list[CurriculumStage]:
                 f"stage ({parsed[i].until_fraction} after {parsed[i - 1].until_fraction})"
             )
     return parsed
-
-
-def stage_options(stages: Sequence[CurriculumStage], timesteps: int, total: int) -> dict[str, int]:
-    """The rule options in force after ``timesteps`` of a ``total``-step budget: the first
-    stage whose ``until_fraction * total`` is still ahead, then the real game (``{}``)
-    (``agents.learning.config.Config.stage_env_kwargs``)."""
-    for stage in stages:
-        if timesteps < stage.until_fraction * total:
-            return {"turns": int(stage.turns), "suits_required": int(stage.suits_required)}
-    return {}
 
 
 class CurriculumCallback(BaseCallback):

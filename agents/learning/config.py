@@ -434,12 +434,8 @@ class Config(_Section):
 
     def stage_env_kwargs(self, timesteps: int) -> dict[str, Any]:
         """Env kwargs in force after ``timesteps`` (the curriculum, then the real game)."""
-        kwargs = self.env_kwargs()
-        for stage in self.curriculum:
-            if timesteps < stage.until_fraction * self.training.total_timesteps:
-                kwargs.update({key: getattr(stage, key) for key in CURRICULUM_KEYS})
-                break
-        return kwargs
+        total = self.training.total_timesteps
+        return {**self.env_kwargs(), **stage_options(self.curriculum, timesteps, total)}
 
     @property
     def shaping_gamma(self) -> float:
@@ -661,6 +657,15 @@ def _check_shaping_gamma(cfg: Config) -> None:
             "shaping",
             "gamma",
         )
+
+
+def stage_options(stages: Sequence[CurriculumStage], timesteps: int, total: int) -> dict[str, int]:
+    """The rule options in force after ``timesteps`` of a ``total``-step budget: the first
+    stage whose ``until_fraction * total`` is still ahead, then the real game (``{}``)."""
+    for stage in stages:
+        if timesteps < stage.until_fraction * total:
+            return {key: int(getattr(stage, key)) for key in CURRICULUM_KEYS}
+    return {}
 
 
 def _check_curriculum(stages: Sequence[CurriculumStage], observation_mode: str) -> None:
