@@ -412,3 +412,28 @@ def test_resampled_games_agree_with_what_the_player_knows() -> None:
     expected = 2000 / len(unseen)
     regular = [n for c, n in firsts.items() if c < 52]
     assert min(regular) > expected * 0.5 and max(regular) < expected * 1.6
+
+
+def test_heuristic_wins_the_deals_its_record_says_it_won() -> None:
+    """What ``heuristic`` plays, held to a committed record: its per-deal wins on 4,000
+    validation deals of seed 501 (``docs/records/search_probes_501.json``). The compiled
+    rollouts are tested against the Python heuristic, so a change to both (a default
+    parameter, say) is caught only here; a deliberate change re-records the file."""
+    import json
+    from pathlib import Path
+
+    from agents.evaluation.arena import unpack_wins, validation_decks
+
+    record = Path(__file__).resolve().parents[1] / "docs" / "records" / "search_probes_501.json"
+    row = json.loads(record.read_text())["agents"]["heuristic"]
+    episodes = int(row["episodes"])
+    recorded = unpack_wins(row["wins"], episodes)
+    won: list[bool] = []
+    evaluate_agent(
+        make_agent("heuristic"),
+        validation_decks(501, episodes),
+        agent_seeds(501, episodes),
+        {},
+        callback=lambda _i, _deck, outcome, _turns: won.append(outcome == "won"),
+    )
+    assert sum(won) == row["won"] and won == recorded

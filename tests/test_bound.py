@@ -180,3 +180,48 @@ def test_the_search_is_the_reference_engines_maximum(model: str) -> None:
         w = ValueModel.need_game()
     for deck in validation_decks(905, 4):
         assert deal_bound(deck, w) == pytest.approx(reference_bound(deck, w), abs=1e-9)
+
+
+def test_w_after_each_kind_of_card_counts_its_hurt_its_joker_and_its_keep() -> None:
+    """``after_card`` against ``value`` case by case: a court drawn in a hurting draw adds a
+    Hurt (and W is 0 when it slays), a safe draw's court does not, a rack's Joker slays, any
+    other Joker is spent, a numbered card is kept. Independent of the bound's own search."""
+    from agents.evaluation.bound import (
+        DRAW_HURTING,
+        DRAW_RACK,
+        DRAW_SAFE,
+        FEATURES_PER_STATE,
+        _tables,
+        after_card,
+        value,
+    )
+    from coldiron_env.cards import FIRST_COURT, FIRST_JOKER
+    from coldiron_env.options import MAX_HURT
+
+    theta = ValueModel(np.random.default_rng(1).normal(0, 1, NUM_PARAMS)).theta
+    phi, need_t = _tables()
+    scratch = np.zeros(FEATURES_PER_STATE, dtype=np.int64)
+    hand, unseen, deck, courts, jokers, turns = 0b101, (1 << FIRST_COURT) - 1 - 0b101, 40, 9, 2, 9
+
+    def w(hand: int, unseen: int, deck: int, courts: int, jokers: int, hurt: int) -> float:
+        return float(
+            value(hand, unseen, deck, courts, jokers, turns, hurt, theta, phi, need_t, scratch)
+        )
+
+    def after(card: int, hurt: int, kind: int) -> float:
+        return float(after_card(card, hand, unseen, deck, courts, jokers, turns, hurt, kind,
+                                theta, phi, need_t, scratch))  # fmt: skip
+
+    assert w(hand, unseen, deck - 1, courts - 1, jokers, 3) != w(
+        hand, unseen, deck - 1, courts - 1, jokers, 2
+    )
+    for kind in (DRAW_HURTING, DRAW_RACK):
+        assert after(FIRST_COURT, 2, kind) == w(hand, unseen, deck - 1, courts - 1, jokers, 3)
+        assert after(FIRST_COURT, MAX_HURT - 1, kind) == 0.0  # the court's Hurt slays
+    assert after(FIRST_COURT, 2, DRAW_SAFE) == w(hand, unseen, deck - 1, courts - 1, jokers, 2)
+    assert after(FIRST_JOKER, 2, DRAW_RACK) == 0.0
+    assert after(FIRST_JOKER, 2, DRAW_HURTING) == w(hand, unseen, deck - 1, courts, jokers - 1, 2)
+    card = 3  # a numbered card still unseen: kept
+    assert after(card, 2, DRAW_RACK) == w(
+        hand | 1 << card, unseen & ~(1 << card), deck - 1, courts, jokers, 2
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -33,6 +34,7 @@ from coldiron_env.cards import DECK_SIZE, FIRST_JOKER, deck_codes
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import Game
 from coldiron_env.knowledge import Knowledge
+from coldiron_env.options import MAX_HURT
 
 TINY = PlannerConfig(samples=8, batch=4, min_samples=4, plan_from_turn=18)
 """A tiny budget that still plans the last turns."""
@@ -80,6 +82,8 @@ def test_game_from_knowledge_rebuilds_the_position() -> None:
         kn = Knowledge.from_game(game)
         rebuilt = kn.position()
         assert Knowledge.from_game(rebuilt) == kn
+        # the cards held are not discarded (a recall observation reads the discard pile)
+        assert (rebuilt.hand, rebuilt.discarded) == (game.hand, game.discarded)
         # With the real remaining cards in place, it plays exactly like the real game.
         rebuilt.deck[rebuilt.pos :] = game.deck[game.pos :]
         real = game.clone()
@@ -120,6 +124,12 @@ def test_candidates_start_with_the_heuristic_and_are_legal() -> None:
         assert candidates[0] == base
         assert len(set(candidates)) == len(candidates)
         assert all(a in LEGAL_ACTIONS[game.phase] for a in candidates)
+        if game.phase == PHASE_TURN:  # an Iron that slays at once is never worth comparing
+            assert (IRON in candidates) == (kn.hurt + 1 < MAX_HURT or base == IRON)
+            at_five = copy.copy(kn)
+            at_five.hurt = MAX_HURT - 1
+            base = decide(at_five)
+            assert (IRON in candidate_actions(at_five, base)) == (base == IRON)
 
 
 def test_paired_statistics() -> None:
@@ -381,3 +391,63 @@ def test_a_winning_iron_at_hurt_5_is_counted_so_no_winnable_position_is_hopeless
     for _ in range(3):
         game.step(IRON)
     assert game.outcome == "won"
+
+
+class ScriptedRoller:
+    """A roller whose rollouts are scripted: on each batch of orders the base action (the
+    first candidate) never wins and an alternative wins on its first ``wins[a]`` orders."""
+
+    def __init__(self, wins: dict[int, int]) -> None:
+        self.wins = wins
+        self.calls = 0
+
+    def clear(self) -> None:
+        """Nothing cached."""
+
+    def estimate(
+        self, kn: Knowledge, candidates: Any, rng: Any, samples: int, estimate: Any
+    ) -> Any:
+        from agents.players.rollouts import Estimate
+
+        self.calls += 1
+        estimate = estimate or Estimate.start(candidates)
+        won = np.zeros((samples, len(candidates)), dtype=bool)
+        for column, action in enumerate(candidates[1:], start=1):
+            won[: self.wins.get(action, 0), column] = True
+        estimate.add(won)
+        return estimate
+
+
+def _planned_position() -> tuple[Knowledge, list[int]]:
+    """A turn decision worth planning: its knowledge and the candidates the planner compares."""
+    for game in heuristic_positions(3):
+        kn = Knowledge.from_game(game)
+        if game.phase == PHASE_TURN and not hopeless(kn):
+            candidates = candidate_actions(kn, decide(kn))
+            if len(candidates) > 1:
+                return kn, candidates
+    raise AssertionError("no position to plan")
+
+
+@pytest.mark.parametrize(("net", "switches"), [(2, False), (4, True)])
+def test_the_planner_switches_only_with_enough_discordant_orders(net: int, switches: bool) -> None:
+    """At a small z the paired test passes with 2 favourable orders of 16; ``min_discordant``
+    (3) still holds the base action, and 4 make the switch."""
+    kn, candidates = _planned_position()
+    config = PlannerConfig(samples=16, batch=16, min_samples=16, z=0.5, min_discordant=3,
+                           plan_from_turn=1)  # fmt: skip
+    planner = PlannerAgent(config)
+    planner._roller = ScriptedRoller({candidates[1]: net})  # type: ignore[assignment]
+    assert planner.choose(kn) == (candidates[1] if switches else candidates[0])
+
+
+def test_an_alternative_that_only_ties_is_dropped_after_min_samples() -> None:
+    """An alternative never better than the base action stops costing rollouts once
+    ``min_samples`` orders are in: the search ends there, not at ``samples``."""
+    kn, candidates = _planned_position()
+    config = PlannerConfig(samples=1024, batch=64, min_samples=128, plan_from_turn=1)
+    planner = PlannerAgent(config)
+    roller = ScriptedRoller({})  # every alternative ties the base action (no wins at all)
+    planner._roller = roller  # type: ignore[assignment]
+    assert planner.choose(kn) == candidates[0]
+    assert roller.calls == config.min_samples // config.batch

@@ -1012,3 +1012,40 @@ def test_each_rack_ends_on_the_cards_its_name_names() -> None:
                 expected |= 1 << card
         assert RACK_TARGETS[action] == expected, name
         assert (expected != 0) == (target is not None), name
+
+
+def test_the_two_jokers_are_the_same_card_whichever_comes_first() -> None:
+    """The dealer names the first Joker drawn 52, so a bonus's Joker is always 53; the
+    reference engine must not depend on that: a deck with the two Jokers' names swapped
+    plays the same game, step by step (in every rule variant)."""
+    from agents.evaluation.arena import validation_decks
+    from agents.players.heuristic import decide
+    from coldiron_env.actions import BONUS, PHASE_BONUS, PHASE_OVER
+    from coldiron_env.cards import FIRST_JOKER
+    from coldiron_env.game import Game
+    from coldiron_env.knowledge import Knowledge
+
+    second = FIRST_JOKER + 1
+    bonus_jokers = 0
+    for rules in (RuleOptions(), RuleOptions(bonus_joker_grants_more=True)):
+        for deck in validation_decks(7, 300).tolist():
+            swapped = [
+                second if c == FIRST_JOKER else FIRST_JOKER if c == second else c for c in deck
+            ]
+            game, twin = Game(deck, rules), Game(swapped, rules)
+            while game.phase != PHASE_OVER:
+                action = decide(Knowledge.from_game(game))
+                bonus = game.phase == PHASE_BONUS and action == BONUS
+                game.step(action)
+                twin.step(action)
+                bonus_jokers += bonus and any(card >= FIRST_JOKER for card in game.drawn)
+                state = (game.hurt, game.turn, game.phase, game.outcome, game.pos, game.steps)
+                assert (
+                    twin.hurt,
+                    twin.turn,
+                    twin.phase,
+                    twin.outcome,
+                    twin.pos,
+                    twin.steps,
+                ) == state
+    assert bonus_jokers > 0, "no Joker drawn in a bonus: the check saw nothing"

@@ -531,6 +531,28 @@ def test_truncation_with_max_episode_steps() -> None:
     assert truncated.all() and "outcome" not in info and "is_success" not in info
 
 
+def test_every_next_step_episode_gets_its_whole_time_limit() -> None:
+    """Under NEXT_STEP the step that deals the next game is not one of its steps: every
+    episode, not only the first, is truncated after ``max_episode_steps`` actions."""
+    limit = 3
+    envs = ColdIronVectorEnv(2, max_episode_steps=limit, autoreset_mode="next_step")
+    _, info = envs.reset(seed=0)
+    lengths: list[int] = []
+    steps = np.zeros(2, dtype=int)
+    restarting = np.zeros(2, dtype=bool)
+    for _ in range(40):
+        mask = info["action_mask"].astype(bool)
+        actions = np.where(mask[:, REST], REST, mask.argmax(axis=1))  # Rest, else the first legal
+        _, _, terminated, truncated, info = envs.step(actions)
+        steps += ~restarting
+        for i in np.flatnonzero(truncated):
+            lengths.append(int(steps[i]))
+        done = terminated | truncated
+        steps[done] = 0
+        restarting = done
+    assert len(lengths) >= 10 and set(lengths) == {limit}, lengths
+
+
 def test_the_sb3_vec_env_passes_a_time_limit_truncation_on_without_an_outcome() -> None:
     pytest.importorskip("stable_baselines3")
     from agents.learning.sb3_vec import ColdIronSB3VecEnv
