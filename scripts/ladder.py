@@ -36,7 +36,7 @@ from agents import ladder
 from agents.atomic import atomic_write_json, check_writable
 from agents.evaluation.arena import EVALUATION_DEALS, REPORT_SEED, VALIDATION_DEALS, decks_of
 from agents.gitinfo import code_stamp
-from agents.registry import make_agent, set_torch_threads
+from agents.registry import agent_names, make_agent, set_torch_threads
 
 EXIT_ERROR: Final = 2
 EXIT_INTERRUPTED: Final = 130
@@ -213,8 +213,8 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
             f"--solver-max-nodes must be 0 (no cap) or positive, got {args.solver_max_nodes}"
         )
     for run in args.runs or ():
-        if not Path(run).exists():
-            raise ValueError(f"--runs {run}: no such run directory or model")
+        if not Path(run).exists() and run not in agent_names():
+            raise ValueError(f"--runs {run}: no such run directory, model or player name")
     check_outputs(args)
     solver_episodes = args.episodes if args.solver_episodes is None else args.solver_episodes
     if not 0 <= solver_episodes <= args.episodes:
