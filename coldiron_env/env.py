@@ -39,7 +39,7 @@ ILLEGAL_ACTION_POLICIES: Final = get_args(IllegalAction)
 DEFAULT_ILLEGAL_REWARD: Final = -0.1
 """Reward of an illegal action under ``illegal_action="penalize"``."""
 DEFAULT_MAX_ILLEGAL: Final = 10
-"""Illegal actions in one episode that truncate it under ``illegal_action="penalize"``."""
+"""Illegal actions in an episode under ``illegal_action="penalize"``: the last forfeits the game."""
 RESET_OPTION_KEYS: Final = ("deck",)
 
 
@@ -191,7 +191,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         loss_reward=0.0,
         illegal_action="end",        # or "raise", or "penalize" (learners without masks)
         illegal_reward=-0.1,         # "penalize": reward of an illegal action
-        max_illegal_actions=10,      # "penalize": truncate the episode at this many
+        max_illegal_actions=10,      # "penalize": the game is forfeit (lost) at this many
         turns=24,                    # training curricula only: not the real game
         suits_required=4,            # training curricula only: not the real game
         mask_in_observation=False,   # True: Dict(observations=, action_mask=) (RLlib, TorchRL)

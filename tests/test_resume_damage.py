@@ -42,7 +42,7 @@ def tiny() -> Any:
 def slot(root: Path, name: str, steps: int) -> Path:
     folder = root / name
     folder.mkdir()
-    (folder / "model.zip").write_bytes(b"not read here")
+    (folder / "model.zip").write_bytes(b"not a zip: a resume that gets this far refuses it")
     (folder / STATE_FILE).write_text(json.dumps({"timesteps": steps}))
     return folder
 
@@ -86,6 +86,7 @@ def _stopped_run(tmp_path: Path) -> RunDir:
     slot(run.root, SLOT_NEW, 200)
     os.symlink(SLOT_NEW, run.root / "checkpoint")
     (run.root / "meta.json").write_text(json.dumps({"status": "interrupted", "seed": 0}))
+    (run.checkpoint / STATE_FILE).write_text(json.dumps({"timesteps": 64}))  # RL to go on
     return run
 
 
@@ -101,8 +102,24 @@ def _stopped_run(tmp_path: Path) -> RunDir:
             STATE_FILE,
             "'abc'",
         ),
+        (lambda r: (r.root / "evaluations.json").write_text('{"evaluat'), "evaluations", "JSON"),
+        (lambda r: (r.root / "expert_iteration.json").write_text('{"rounds": ['), "expert", "JSON"),
+        (
+            lambda r: (r.checkpoint / "model.zip").write_bytes(b"PK\x03\x04 cut"),
+            "model.zip",
+            "cannot",
+        ),
     ],
-    ids=["meta-missing", "meta-truncated", "meta-binary", "meta-a-list", "state-not-a-count"],
+    ids=[
+        "meta-missing",
+        "meta-truncated",
+        "meta-binary",
+        "meta-a-list",
+        "state-not-a-count",
+        "evaluations",
+        "expert-rounds",
+        "model-cut-short",
+    ],
 )
 def test_a_missing_or_damaged_record_is_refused_naming_it_before_anything_is_written(
     tmp_path: Path, damage: Any, named: str, says: str
@@ -117,11 +134,30 @@ def test_a_missing_or_damaged_record_is_refused_naming_it_before_anything_is_wri
     assert after == before, "nothing written"
 
 
-def test_a_damaged_checkpoint_model_is_refused_naming_it(tmp_path: Path) -> None:
-    """The checkpoint's model.zip cut short: an error naming it, not SB3's traceback."""
-    run = _stopped_run(tmp_path)
-    meta = json.loads((run.root / "meta.json").read_text())
-    (run.root / "meta.json").write_text(json.dumps({**meta, "status": "interrupted"}))
-    (run.checkpoint / STATE_FILE).write_text(json.dumps({"timesteps": 64}))
-    with pytest.raises(TrainingError, match=r"checkpoint/model.zip: cannot resume from it"):
-        train(tiny(), resume=run.root, log=lambda _m: None)
+def test_without_symbolic_links_old_checkpoints_are_still_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where links cannot be made, ``checkpoint`` is a real folder and the one before it is
+    renamed aside: tidying removes those, as it removes unlinked slots with links."""
+    from agents.learning import training
+
+    class Model:
+        num_timesteps = 0
+
+        def save(self, target: Any) -> None:
+            target.write(b"model")
+
+        def get_vec_normalize_env(self) -> None:
+            return None
+
+    def no_links(*_args: Any) -> None:
+        raise OSError("no symbolic links here")
+
+    monkeypatch.setattr(training.os, "symlink", no_links)
+    run = RunDir(tmp_path)
+    model = Model()
+    for steps in (64, 128, 192):
+        model.num_timesteps = steps
+        training.save_checkpoint(model, run, tiny())  # type: ignore[arg-type]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
+    assert json.loads((tmp_path / "checkpoint" / STATE_FILE).read_text())["timesteps"] == 192

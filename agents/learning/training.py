@@ -599,7 +599,9 @@ def tidy_checkpoints(run: RunDir) -> list[str]:
     touched (a user's ``checkpoint-backup`` stays), and no checkpoint folder is removed
     while the link is missing or broken (:func:`relink_checkpoint` mends that first).
     Returns the names removed."""
-    linked = run.checkpoint.is_symlink() and (run.checkpoint / STATE_FILE).is_file()
+    # a sound link, or a real folder where symbolic links cannot be made (then no slot is
+    # the checkpoint, and every slot is stale)
+    linked = (run.checkpoint / STATE_FILE).is_file()
     current = run.checkpoint.resolve() if linked else None
     removed = []
     for entry in run.root.iterdir():
@@ -736,11 +738,13 @@ def _load_for_resume(cfg: Config, venv: VecEnv, run: RunDir) -> BaseAlgorithm:
 
 def prepare_run_dir(cfg: Config, out: Path | None, config_file: str | None) -> RunDir:
     """A fresh run directory (``out`` or ``runs/<name>-<time>``) holding the resolved config."""
+    flag = "--out"
     if out is None:
         stem = cfg.name or (Path(config_file).stem if config_file else cfg.algorithm.name)
         out = Path("runs") / f"{stem}-{datetime.now():%Y%m%d-%H%M%S}"
+        flag = "the run directory"
     try:
-        check_writable(out, "--out", folder=True)
+        check_writable(out, flag, folder=True)
     except ValueError as err:
         raise TrainingError(str(err)) from None
     if out.exists() and any(out.iterdir()):
@@ -1110,7 +1114,11 @@ def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
         raise TrainingError(
             f"{run.checkpoint / STATE_FILE}: timesteps must be a whole number, got {trained!r}"
         )
-    rounds = len(expert_rounds(run.root))
+    try:
+        rounds = len(expert_rounds(run.root))
+        history = run.load_history()
+    except ValueError as err:  # expert_iteration.json, evaluations.json
+        raise TrainingError(f"{err}: the run directory is damaged") from None
     if steps_to_train(cfg, trained) == 0:
         if trained < load_config(run.config).training.total_timesteps:  # RL not done
             raise TrainingError(
@@ -1133,16 +1141,20 @@ def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
             f"cannot continue after them (total_timesteps {cfg.training.total_timesteps:,} > "
             f"{trained:,} trained)"
         )
-    if meta.pop(SHA256_KEY, None) is not None:  # the files change from here
-        atomic_write_json(run.meta, meta)
-    atomic_write_text(run.config, dump_config(cfg))
     resumes = meta.setdefault("resumes", [])
     first_index = (len(resumes) + 1) * cfg.training.n_envs  # deals no earlier leg played
     try:
         venv = make_training_env(cfg, trained, run.checkpoint / VECNORMALIZE_FILE, first_index)
     except ValueError as exc:  # the training stream's indices are used up
         raise TrainingError(f"{run.root}: cannot resume again: {exc}") from None
-    model = _load_for_resume(cfg, venv, run)
+    try:  # loaded before the run's files change: a damaged checkpoint leaves them as they were
+        model = _load_for_resume(cfg, venv, run)
+    except TrainingError:
+        venv.close()
+        raise
+    if meta.pop(SHA256_KEY, None) is not None:  # the files change from here
+        atomic_write_json(run.meta, meta)
+    atomic_write_text(run.config, dump_config(cfg))
     resumes.append(
         {
             "time": utc_now(),
@@ -1153,7 +1165,6 @@ def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
     )
     meta.update(status=STATUS_RUNNING, package_version=coldiron_env.__version__)
     atomic_write_json(run.meta, meta)
-    history = run.load_history()
     kept = [h for h in history if h["timesteps"] <= model.num_timesteps]
     best = max((h["win_rate"] for h in kept), default=-1.0)
     if len(kept) < len(history):  # evaluations of a model lost with a hard kill
