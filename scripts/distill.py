@@ -23,7 +23,13 @@ from typing import Final, get_args
 from pydantic import ValidationError
 
 from agents.atomic import check_writable
-from agents.learning.config import ExpertIterationConfig, Rollouts, Targets, config_error
+from agents.learning.config import (
+    STREAM_SEED_LIMIT,
+    ExpertIterationConfig,
+    Rollouts,
+    Targets,
+    config_error,
+)
 from agents.learning.provenance import TrainingError
 from agents.learning.training import distill
 from agents.players.planner import BUDGETS
@@ -89,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         check_writable(args.out, "--out", folder=True)
+        if not 0 <= args.seed < STREAM_SEED_LIMIT:
+            raise ValueError(f"--seed must be in 0..{STREAM_SEED_LIMIT - 1}, got {args.seed}")
         settings = ExpertIterationConfig(**{key: getattr(args, key) for key in SETTINGS_FLAGS})
         set_torch_threads(args.torch_threads)
         if is_builtin(args.start) or args.start in SEARCH_OVER_MODELS:

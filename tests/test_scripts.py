@@ -124,6 +124,7 @@ def _script(name: str) -> object:
         ("bound", ["--model", "nedd"], "not one of zero, need"),
         ("bound", ["--model", "zero", "--json", "scripts"], "--json scripts: is a directory"),
         ("distill", ["--start", "trained", "--out", "README.md"], "--out README.md: is a file"),
+        ("distill", ["--start", "trained", "--out", "runs/x", "--seed", "-3"], "--seed must be"),
         (
             "tune",
             ["--config", "configs/tune_maskable_ppo.yaml", "--trials", "1", "--out", "README.md"],

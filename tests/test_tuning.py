@@ -176,6 +176,16 @@ BAD_SEARCHES = [
         "unknown config key 'policy.widths'",
     ),
     (
+        with_param("seed", {"distribution": "int", "low": 0, "high": 9}),
+        "search.parameters[seed]",
+        "luckiest",
+    ),
+    (
+        with_param("evaluation.episodes", {"distribution": "int", "low": 100, "high": 200}),
+        "search.parameters[evaluation.episodes]",
+        "scored on",
+    ),
+    (
         with_param(
             "algorithm.hyperparameters.gamma", {"distribution": "float", "low": 0.99, "high": 0.9}
         ),

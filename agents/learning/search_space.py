@@ -310,12 +310,24 @@ def _set_path(data: dict[str, Any], path: str, value: Any) -> None:
     node[last] = copy.deepcopy(value)
 
 
+NOT_SEARCHED: Final = {
+    "seed": "a study searched over seeds picks the luckiest one; compare settings on one seed",
+    "name": "it names the run, it does not change what is learnt",
+    "description": "it describes the run, it does not change what is learnt",
+    "evaluation": "it sets the deals and budget trials are scored on, the same for every trial",
+    "search": "it is the search itself",
+}
+"""Config sections and keys a study may not search over, and why."""
+
+
 def _base_value(base: Config, path: str) -> Any:
     """The base config's value at ``path`` (None for an accepted hyperparameter not set);
     ``_Refusal`` for an unknown key path."""
     parts = path.split(".")
     if any(not p.strip() for p in parts):
         raise _Refusal("must be a dotted key path such as algorithm.hyperparameters.gamma")
+    if parts[0] in NOT_SEARCHED:
+        raise _Refusal(f"{parts[0]} is not a setting to search: {NOT_SEARCHED[parts[0]]}")
     node: Any = base.to_dict()
     for i, part in enumerate(parts):
         here = ".".join(parts[:i])
