@@ -25,7 +25,13 @@ from typing import Any
 import numpy as np
 
 from agents.atomic import atomic_write_json, check_writable
-from agents.evaluation.arena import REPORT_SEED, deal_decks, validation_decks
+from agents.evaluation.arena import (
+    EVALUATION_DEALS,
+    REPORT_SEED,
+    VALIDATION_DEALS,
+    decks_of,
+    validation_decks,
+)
 from agents.evaluation.bound import ValueModel, deal_bound
 from agents.evaluation.looks import record_look
 from agents.gitinfo import git_commit, utc_now
@@ -69,9 +75,7 @@ def _inputs(args: argparse.Namespace) -> tuple[ValueModel, np.ndarray]:
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise ValueError(f"--model {path}: not a W written by --fit ({err!r:.120})") from None
     try:
-        decks = (validation_decks if args.deals == "validation" else deal_decks)(
-            args.seed, args.episodes
-        )
+        decks = decks_of(args.seed, args.episodes, args.deals == VALIDATION_DEALS)
     except ValueError as err:
         raise ValueError(f"--seed {args.seed}: {err}") from None
     return model, decks
@@ -93,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--episodes", type=int, default=200)
     parser.add_argument("--seed", type=int, default=REPORT_SEED)
-    parser.add_argument("--deals", choices=("evaluation", "validation"), default="evaluation")
+    parser.add_argument(
+        "--deals", choices=(EVALUATION_DEALS, VALIDATION_DEALS), default=EVALUATION_DEALS
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--why", help="why the report seed is looked at (the look log)")
@@ -129,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_ERROR
-    if args.deals == "evaluation":
+    if args.deals == EVALUATION_DEALS:
         record_look(args.seed, args.episodes, [f"bound ({model.name})"], args.why, REPORT_SEED)
     start = time.perf_counter()
     if args.workers > 1:
