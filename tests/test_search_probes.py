@@ -125,3 +125,45 @@ def test_a_named_field_overrides_what_the_spec_implies() -> None:
             make(f"search:distilled:network:1024:18:{bad}")
     with pytest.raises(ValueError, match="z='high' is not a number"):
         make("search:distilled:network:1024:18:z=high")
+
+
+def test_the_two_step_search_with_an_inner_search_that_never_plans_is_the_one_step_one() -> None:
+    """``lookahead:`` (scripts/experiments/lookahead.py): when the inner search only plays its
+    base policy, each rollout is the one-step search's, order for order: the grouping of the
+    next states, the inner choices and the leaf rollouts are checked against the planner's
+    own rollers (heuristic and network), on the same sampled orders."""
+    sys.path.insert(0, str(ROOT / "scripts" / "experiments"))
+    import numpy as np
+    from lookahead import LookaheadRoller, leaf_of
+    from search_probes import make
+
+    from agents.players.heuristic import DEFAULT_PARAMS, decide
+    from agents.players.planner import PlannerConfig, Roller, candidate_actions
+    from agents.players.policy_net import NetRoller
+    from coldiron_env.game import Game
+    from coldiron_env.knowledge import Knowledge
+
+    rng = np.random.default_rng(3)
+    game = Game(rng.permutation(54).tolist())
+    while game.turn < 19:  # a late position, where the search plans
+        game.step(decide(Knowledge.from_game(game)))
+        assert game.outcome is None, "the deal must last to turn 19"
+    kn = Knowledge.from_game(game)
+    candidates = candidate_actions(kn, decide(kn), DEFAULT_PARAMS, 14)
+    assert len(candidates) >= 3
+
+    def wins(roller: object) -> dict[int, list[int]]:
+        est = roller.estimate(kn, candidates, np.random.default_rng(11), 256)  # type: ignore[attr-defined]
+        return est.wins  # type: ignore[no-any-return]
+
+    never = PlannerAgent(PlannerConfig(plan_from_turn=99))  # plays the heuristic
+    heuristic = LookaheadRoller(never, leaf_of(never))
+    assert wins(heuristic) == wins(Roller(DEFAULT_PARAMS))
+    assert heuristic.inner_searches > 0
+    assert sum(map(sum, wins(heuristic).values())) > 0  # not all lost
+
+    network = make("search:distilled:network:64:99")  # the network's choice at every decision
+    assert isinstance(network, PlannerAgent) and network.rollout_policy is not None
+    assert wins(LookaheadRoller(network, leaf_of(network))) == wins(
+        NetRoller(network.rollout_policy)
+    )

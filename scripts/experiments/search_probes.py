@@ -46,6 +46,7 @@ from agents.gitinfo import git_commit, git_dirty, utc_now  # noqa: E402
 from agents.players.base import Agent  # noqa: E402
 
 SEARCH_PREFIX: Final = "search:"
+LOOKAHEAD_PREFIX: Final = "lookahead:"  # the two-step search (lookahead.py)
 SEARCH_FIELDS: Final = 4  # MODEL:ROLLOUTS:SAMPLES:FROM_TURN
 STATS_BATCH: Final = 64  # sampled orders between two looks at the statistics (the planner's)
 
@@ -54,6 +55,10 @@ def make(spec: str) -> Agent:
     """The agent ``spec`` names (see the module doc)."""
     from agents.registry import make_agent
 
+    if spec.startswith(LOOKAHEAD_PREFIX):
+        from lookahead import make_lookahead  # scripts/experiments: the two-step search
+
+        return make_lookahead(spec, make)
     if not spec.startswith(SEARCH_PREFIX):
         return make_agent(spec)
     from agents.learning.sb3_agent import KnowledgePolicy, SB3Agent, policy_net
