@@ -37,7 +37,7 @@ from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import Game
 from coldiron_env.knowledge import Knowledge
 from coldiron_env.observation import OBSERVATION_OPTIONS
-from coldiron_env.options import VARIANT_KEYS, add_variant_flags, variants_of
+from coldiron_env.options import VARIANT_KEYS, RuleOptions, add_variant_flags, variants_of
 from coldiron_env.render import legal_summary, render_text
 
 SAVE_VERSION: Final = 1
@@ -125,6 +125,10 @@ class Session:
                 f"saved game {str(path)!r}: key 'env_kwargs' must hold only "
                 f"{list(VARIANT_KEYS)}, got {kwargs!r}"
             )
+        try:
+            RuleOptions.from_kwargs(kwargs)
+        except (TypeError, ValueError) as err:
+            raise UserError(f"saved game {str(path)!r}: key 'env_kwargs': {err}") from None
         try:
             session = cls(list(data["deck"]), None, {**kwargs, **(observes or {})})
         except ValueError as err:

@@ -95,6 +95,7 @@ def test_bad_arguments_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture
         (["--solver-max-nodes", "-4"], "--solver-max-nodes"),
         (["--out-dir", str(ROOT / "README.md")], "--out-dir"),
         (["--record", str(tmp_path)], "--record"),
+        (["--planner", "heuristic"], "--planner heuristic: not a search player"),
     ):
         assert (
             ladder.main(["--episodes", "3", "--planner-episodes", "1", *bad]) == ladder.EXIT_ERROR

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from coldiron_env.cards import CARD_CODES, DECK_SIZE, NUM_SUITS, numbered_id
+from coldiron_env.options import VARIANT_KEYS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "play.py"
@@ -96,6 +97,11 @@ def test_load_refuses_a_corrupt_save(tmp_path: Path) -> None:
     save.write_text(json.dumps({"version": 99, "deck": WIN_DECK, "env_kwargs": {}, "actions": []}))
     result = play(["--load", str(save)], "")
     assert result.returncode == 2 and "version 99" in result.stderr
+    variant = VARIANT_KEYS[0]  # a rule option that is not a bool: the options, not the deck
+    save.write_text(json.dumps({"deck": WIN_DECK, "env_kwargs": {variant: "yes"}, "actions": []}))
+    result = play(["--load", str(save)], "")
+    assert result.returncode == 2
+    assert "key 'env_kwargs'" in result.stderr and variant in result.stderr, result.stderr
 
 
 def test_hint_without_planner_says_so() -> None:

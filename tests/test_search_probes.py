@@ -167,3 +167,33 @@ def test_the_two_step_search_with_an_inner_search_that_never_plans_is_the_one_st
     assert wins(LookaheadRoller(network, leaf_of(network))) == wins(
         NetRoller(network.rollout_policy)
     )
+
+
+def test_the_value_calibration_reads_the_positions_the_network_played(tmp_path: Path) -> None:
+    """scripts/experiments/value_calibration.py: from turn 1 its positions are every decision
+    of the network's games on those validation deals, and its games won theirs (counted here
+    by the evaluator); every position is in one bin of the calibration table or out of [0, 1]."""
+    from agents.evaluation.arena import agent_seeds, evaluate_agent, validation_decks
+
+    episodes, seed = 4, 9
+    record = tmp_path / "calibration.json"
+    subprocess.run(
+        [
+            *(sys.executable, "scripts/experiments/value_calibration.py", "--model", "distilled"),
+            *("--seed", str(seed), "--episodes", str(episodes), "--from-turn", "1"),
+            *("--orders", "8", "--json", str(record)),
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+    data = json.loads(record.read_text())
+    played = evaluate_agent(
+        make_agent("distilled"), validation_decks(seed, episodes), agent_seeds(seed, episodes)
+    )
+    assert data["positions"] == played.total_steps
+    assert data["games_won"] == played.wins
+    binned = sum(row["positions"] for row in data["bins"])
+    assert binned + data["value_below_0_or_above_1"] == data["positions"]
+    assert 0.0 <= data["mean_rollout_chance"] <= 1.0
+    assert data["commit"] and data["command"].startswith("scripts/experiments/value_calibration.py")
