@@ -172,7 +172,7 @@ def test_the_two_step_search_with_an_inner_search_that_never_plans_is_the_one_st
 def test_the_value_calibration_reads_the_positions_the_network_played(tmp_path: Path) -> None:
     """scripts/experiments/value_calibration.py: from turn 1 its positions are every decision
     of the network's games on those validation deals, and its games won theirs (counted here
-    by the evaluator); every position is in one bin of the calibration table or out of [0, 1]."""
+    by the evaluator); every position is in one bin of the calibration table."""
     from agents.evaluation.arena import agent_seeds, evaluate_agent, validation_decks
 
     episodes, seed = 4, 9
@@ -193,7 +193,8 @@ def test_the_value_calibration_reads_the_positions_the_network_played(tmp_path: 
     )
     assert data["positions"] == played.total_steps
     assert data["games_won"] == played.wins
-    binned = sum(row["positions"] for row in data["bins"])
-    assert binned + data["value_below_0_or_above_1"] == data["positions"]
+    assert sum(row["positions"] for row in data["bins"]) == data["positions"]
+    below = sum(row["positions"] for row in data["bins"] if row["value_from"] is None)
+    assert below == data["values_below_0"]
     assert 0.0 <= data["mean_rollout_chance"] <= 1.0
     assert data["commit"] and data["command"].startswith("scripts/experiments/value_calibration.py")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import sys
 import time
 from pathlib import Path
@@ -41,8 +42,9 @@ from coldiron_env.actions import PHASE_OVER  # noqa: E402
 from coldiron_env.game import Game  # noqa: E402
 from coldiron_env.knowledge import Knowledge  # noqa: E402
 
-BINS: Final = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.01)
-"""Edges of the value bins of the calibration table."""
+BINS: Final = (-math.inf, 0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, math.inf)
+"""Edges of the value bins of the calibration table, each bin ``[low, high)`` (a value head
+is not held to [0, 1]: the first and last bins hold what falls outside)."""
 CHUNK: Final = 256
 """Positions whose values are read in one forward pass."""
 
@@ -121,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         if inside.any():
             table.append(
                 {
-                    "value_from": low,
-                    "value_to": min(high, 1.0),
+                    "value_from": None if math.isinf(low) else low,
+                    "value_to": None if math.isinf(high) else high,
                     "positions": int(inside.sum()),
                     "mean_value": float(values[inside].mean()),
                     "mean_rollout_chance": float(chances[inside].mean()),
@@ -153,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         "spearman": float(np.corrcoef(ranks(values), ranks(chances))[0, 1]),
         "rms_gap": float(np.sqrt(np.mean((values - chances) ** 2))),
         "rms_sampling_error": sampling,
-        "value_below_0_or_above_1": int(((values < 0) | (values > 1)).sum()),
+        "values_below_0": int((values < 0).sum()),
+        "values_above_1": int((values > 1).sum()),
         "mean_moves_left": float(np.mean(moves_left)),
         "cpu_seconds": round(time.process_time() - start, 1),
         "bins": table,
