@@ -198,3 +198,60 @@ def test_the_value_calibration_reads_the_positions_the_network_played(tmp_path: 
     assert below == data["values_below_0"]
     assert 0.0 <= data["mean_rollout_chance"] <= 1.0
     assert data["commit"] and data["command"].startswith("scripts/experiments/value_calibration.py")
+
+
+def test_truncated_rollouts_play_to_the_horizon_then_read_the_value() -> None:
+    """``truncated:`` (scripts/experiments/truncated.py): past the game's end the horizon is
+    the network's own rollouts, order for order; at horizon 0 a value of 1 wins every rollout
+    still going after the candidate and a value of 0 none, so only the games it ended count;
+    and the value read is the model's value head."""
+    sys.path.insert(0, str(ROOT / "scripts" / "experiments"))
+    import numpy as np
+    import torch
+    from search_probes import make
+    from truncated import TruncatedRoller, value_net
+
+    from agents.players.heuristic import DEFAULT_PARAMS, decide
+    from agents.players.planner import candidate_actions
+    from agents.players.policy_net import NetRoller
+    from coldiron_env.game import Game
+    from coldiron_env.knowledge import Knowledge
+
+    rng = np.random.default_rng(3)
+    game = Game(rng.permutation(54).tolist())
+    while game.turn < 19:
+        game.step(decide(Knowledge.from_game(game)))
+        assert game.outcome is None, "the deal must last to turn 19"
+    kn = Knowledge.from_game(game)
+    candidates = candidate_actions(kn, decide(kn), DEFAULT_PARAMS, 14)
+    planner = make("search:distilled:network:64:18")
+    assert isinstance(planner, PlannerAgent) and planner.rollout_policy is not None
+    net = planner.rollout_policy
+
+    def wins(roller: object, samples: int = 256) -> dict[int, list[int]]:
+        est = roller.estimate(kn, candidates, np.random.default_rng(11), samples)  # type: ignore[attr-defined]
+        return est.wins  # type: ignore[no-any-return]
+
+    def constant(v: float) -> object:
+        return lambda obs: np.full(obs.shape[0], v)
+
+    to_the_end = TruncatedRoller(net, constant(0.5), horizon=99)
+    assert wins(to_the_end) == wins(NetRoller(net)) and to_the_end.valued == 0
+    assert sum(map(sum, wins(to_the_end).values())) > 0
+    ones = TruncatedRoller(net, constant(1.0), horizon=0)
+    zeros = TruncatedRoller(net, constant(0.0), horizon=0)
+    for action in candidates:
+        w1, w0 = wins(ones)[action], wins(zeros)[action]
+        assert all(a >= b for a, b in zip(w1, w0, strict=True))
+    assert ones.valued == zeros.valued > 0
+    assert sum(map(sum, wins(zeros).values())) < sum(map(sum, wins(ones).values()))
+
+    agent = make_agent("distilled")
+    assert isinstance(agent, SB3Agent)
+    obs = np.stack([kn.observation("flat", net.recall, net.counting)])
+    expected = agent.model.policy.predict_values(torch.as_tensor(obs)).item()
+    assert value_net(agent, net)(obs)[0] == pytest.approx(expected, abs=1e-5)
+    truncated = make("truncated:distilled:64:18:horizon=2:z=1.0")
+    assert isinstance(truncated, PlannerAgent) and truncated.config.z == 1.0
+    with pytest.raises(ValueError, match="horizon=H"):
+        make("truncated:distilled:64:18")

@@ -47,6 +47,7 @@ from agents.players.base import Agent  # noqa: E402
 
 SEARCH_PREFIX: Final = "search:"
 LOOKAHEAD_PREFIX: Final = "lookahead:"  # the two-step search (lookahead.py)
+TRUNCATED_PREFIX: Final = "truncated:"  # rollouts cut short, the value head (truncated.py)
 SEARCH_FIELDS: Final = 4  # MODEL:ROLLOUTS:SAMPLES:FROM_TURN
 STATS_BATCH: Final = 64  # sampled orders between two looks at the statistics (the planner's)
 
@@ -55,6 +56,10 @@ def make(spec: str) -> Agent:
     """The agent ``spec`` names (see the module doc)."""
     from agents.registry import make_agent
 
+    if spec.startswith(TRUNCATED_PREFIX):
+        from truncated import make_truncated  # scripts/experiments: value at a horizon
+
+        return make_truncated(spec, make)
     if spec.startswith(LOOKAHEAD_PREFIX):
         from lookahead import make_lookahead  # scripts/experiments: the two-step search
 
