@@ -3,7 +3,8 @@
 A spec is a built-in player's name (:data:`BUILTIN_AGENTS`), the name of a
 model shipped with the package (:data:`SHIPPED_MODELS`: ``trained``, ``distilled``: the
 strongest trained network, ``distilled-20`` and ``distilled-30``, its forerunners), or a
-path to a trained model: a run directory (this project's or rl-zoo3's) or a ``.zip`` file,
+path to a trained model: a run directory of this project's or a ``.zip`` file (an rl-zoo3
+run's folder holds its last and its best model: name the ``.zip``),
 loaded by :func:`agents.learning.sb3_agent.load_sb3_agent`; an ``.onnx`` file written by
 ``scripts/export.py`` (:mod:`agents.integrations.onnx_policy`, onnxruntime only); or
 an RLlib checkpoint directory (:mod:`agents.integrations.rllib`). Each loader is

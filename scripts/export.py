@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/export.py --agent trained --out runs/onnx/trained.onnx
     .venv/bin/python scripts/evaluate.py --agent runs/onnx/trained.onnx --agent trained \\
-        --episodes 1000 --deals validation
+        --episodes 1000 --deals validation --seed 0
 
 The file takes ``observation`` (float32, [batch, n]) and ``action_mask`` (int8,
 [batch, 19]) and gives ``action`` (int64, [batch]): the model's best legal action. Its
