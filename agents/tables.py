@@ -740,8 +740,43 @@ def probes(path: str) -> str:
     )
 
 
+def calibration(path: str) -> str:
+    """A record of ``scripts/experiments/value_calibration.py``: a network's value head against
+    the win chance its rollouts measure, by bins of the value."""
+    doc = _load(REPO_ROOT / path)
+
+    def edge(x: float | None, missing: str) -> str:
+        return missing if x is None else f"{x:g}"
+
+    def r(x: float | None) -> str:
+        return "undefined (a constant series)" if x is None else f"{x:.2f}"
+
+    rows = [
+        [f"[{edge(b['value_from'], '-inf')}, {edge(b['value_to'], 'inf')})", f"{b['positions']:,}",
+         f"{b['mean_value']:.3f}", f"{b['mean_rollout_chance']:.3f}"]
+        for b in doc["bins"]
+    ]  # fmt: skip
+    rows.append(
+        ["all", f"{doc['positions']:,}", f"{doc['mean_value']:.3f}",
+         f"{doc['mean_rollout_chance']:.3f}"]
+    )  # fmt: skip
+    header = ["value", "positions", "mean value", "rollout win chance"]
+    return markdown_table(header, rows) + (
+        f"\n`{doc['model']}`'s positions from turn {doc['from_turn']} of its games on "
+        f"{doc['episodes']:,} validation deals of seed {doc['seed']}, each rollout chance from "
+        f"{doc['orders']} orders; correlation {r(doc['pearson'])} (Spearman "
+        f"{r(doc['spearman'])}), root-mean-square gap {doc['rms_gap']:.3f} against the "
+        f"rollouts' own sampling error {doc['rms_sampling_error']:.3f}; the value clipped to "
+        f"[0, 1] as truncated rollouts score: correlation {r(doc['pearson_clipped'])}, gap "
+        f"{doc['rms_gap_clipped']:.3f}; {doc['mean_decisions_left']:.1f} decisions left in "
+        f"the network's game at such a position, that one included; "
+        f"{doc['cpu_seconds']:,.0f} CPU-s; from `{path}`: `{doc['command']}`.\n"
+    )
+
+
 RENDERERS: Final[dict[str, Callable[[str], str]]] = {
     "probes": probes,
+    "calibration": calibration,
     "history": history,
     "record": record,
 }

@@ -36,7 +36,7 @@ from agents import ladder
 from agents.atomic import atomic_write_json, check_writable
 from agents.evaluation.arena import EVALUATION_DEALS, REPORT_SEED, VALIDATION_DEALS, decks_of
 from agents.gitinfo import code_stamp
-from agents.players.planner import BUDGETS, PlannerAgent
+from agents.players.planner import BUDGETS
 from agents.registry import agent_names, make_agent, set_torch_threads
 
 EXIT_ERROR: Final = 2
@@ -227,10 +227,10 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
         raise ValueError(f"--seed {args.seed}: {err}") from None
     planners = tuple(args.planner or ladder.DEFAULT_PLANNERS)
     for name in planners:  # an unknown planner, or a player that does not search, is refused
-        if not isinstance(make_agent(name), PlannerAgent):
+        if not make_agent(name).searches:
             raise ValueError(
                 f"--planner {name}: not a search player (a planner budget, "
-                f"{', '.join(BUDGETS)}, or a search over a network such as strongest)"
+                f"{', '.join(BUDGETS)}, a search over a network such as strongest, or mcts)"
             )
     return ladder.LadderSettings(
         seed=args.seed,

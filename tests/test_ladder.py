@@ -242,3 +242,15 @@ def test_a_validation_ladder_deals_the_validation_decks_and_logs_no_look(
     too_large = ["--seed", str(1 << 20), "--deals", "validation", "--out-dir", str(out)]
     assert ladder.main(too_large) == ladder.EXIT_ERROR  # refused before anything plays
     assert "--seed 1048576" in capsys.readouterr().err and not dealt
+
+
+def test_the_planner_rows_take_the_players_that_search() -> None:
+    """``--planner`` ranks a player on the planners' share of the deals: one that searches."""
+    from agents.registry import make_agent
+
+    for name in ("planner-small", "strongest"):
+        assert make_agent(name).searches, name
+    for name in ("heuristic", "random", "trained"):
+        assert not make_agent(name).searches, name
+    pytest.importorskip("pyspiel")
+    assert make_agent("mcts").searches

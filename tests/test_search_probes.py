@@ -246,6 +246,32 @@ def test_truncated_rollouts_play_to_the_horizon_then_read_the_value() -> None:
     assert ones.valued == zeros.valued > 0
     assert sum(map(sum, wins(zeros).values())) < sum(map(sum, wins(ones).values()))
 
+    # each rollout checked on its own game: the candidate played on its sampled order
+    orders = kn.sample_order_array(np.random.default_rng(11), 256)
+    root = kn.position()
+    ended: dict[tuple[int, int], bool] = {}
+    for o, row in enumerate(orders.tolist()):
+        for action in candidates:
+            sampled = root.clone()
+            sampled.deck[root.pos :] = row
+            sampled.step(action)
+            if sampled.outcome is not None:
+                ended[o, action] = sampled.outcome == "won"
+    assert ended, "some candidate must end a game at once (racks slay)"
+    for value in (ones, zeros):
+        got = wins(value)
+        assert all(got[a][o] == won for (o, a), won in ended.items())
+    # one uniform per order, shared by the candidates: where every candidate's rollout was
+    # scored by the value (won under a value of 1 without having ended: not cut as hopeless),
+    # a constant value gives every candidate the same result
+    valued = {(o, a) for a in candidates for o in range(256) if wins(ones)[a][o]} - set(ended)
+    halves = wins(TruncatedRoller(net, constant(0.5), horizon=0))
+    shared = [a for a in candidates if sum((o, a) in valued for o in range(256)) > 200]
+    live = [o for o in range(256) if all((o, a) in valued for a in shared)]
+    assert len(shared) >= 2 and len(live) > 100
+    assert all(len({halves[a][o] for a in shared}) == 1 for o in live)
+    assert 0 < sum(halves[shared[0]][o] for o in live) < len(live)
+
     agent = make_agent("distilled")
     assert isinstance(agent, SB3Agent)
     obs = np.stack([kn.observation("flat", net.recall, net.counting)])
@@ -253,5 +279,40 @@ def test_truncated_rollouts_play_to_the_horizon_then_read_the_value() -> None:
     assert value_net(agent, net)(obs)[0] == pytest.approx(expected, abs=1e-5)
     truncated = make("truncated:distilled:64:18:horizon=2:z=1.0")
     assert isinstance(truncated, PlannerAgent) and truncated.config.z == 1.0
-    with pytest.raises(ValueError, match="horizon=H"):
-        make("truncated:distilled:64:18")
+    for bad, named in (
+        ("truncated:distilled:64:18", "horizon=H"),
+        ("truncated:distilled:64:18:horizon=abc", "horizon='abc'"),
+        ("truncated:distilled:64:18:horizon=1.5", "horizon='1.5'"),
+        ("truncated:distilled:network:64:18:horizon=2", "truncated:MODEL:SAMPLES"),
+        ("truncated:distilled:64:horizon=2:z=1.0", "truncated:MODEL:SAMPLES"),
+    ):
+        with pytest.raises(ValueError, match=named):
+            make(bad)
+
+
+def test_the_two_step_search_is_built_as_its_spec_says_and_draws_apart() -> None:
+    """``lookahead:``: the outer search takes SAMPLES and FROM_TURN, the inner one ``inner=K``
+    orders wherever the outer rollouts lead; the inner search's orders never repeat the outer
+    one's, reset with a seed or without; a bad ``inner`` is named."""
+    sys.path.insert(0, str(ROOT / "scripts" / "experiments"))
+    from lookahead import LookaheadPlanner
+    from search_probes import make
+
+    agent = make("lookahead:distilled:heuristic:128:20:z=1.0:inner=32")
+    assert isinstance(agent, LookaheadPlanner)
+    outer, inner = agent.config, agent.inner.config
+    assert (outer.samples, outer.plan_from_turn, outer.z) == (128, 20, 1.0)
+    assert (inner.samples, inner.plan_from_turn, inner.z) == (32, 0, 1.0)
+    assert agent.inner.rollout_policy is None and agent.base is not None
+    for seed in (None, 5):
+        agent.reset(seed)
+        assert agent._rng.random(4).tolist() != agent.inner._rng.random(4).tolist()
+    agent.reset(5)
+    first = agent.inner._rng.random(4).tolist()
+    agent.reset(5)
+    assert agent.inner._rng.random(4).tolist() == first
+    for bad in ("inner=abc", "inner=0", "inner="):
+        with pytest.raises(ValueError, match="not a positive whole number"):
+            make(f"lookahead:distilled:heuristic:128:20:{bad}")
+    with pytest.raises(ValueError, match="expected one inner=K"):
+        make("lookahead:distilled:heuristic:128:20")

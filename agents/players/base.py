@@ -34,9 +34,12 @@ class Agent(ABC):
 
     Attributes:
         name: the name agents are selected and reported by (``random``, ...).
+        searches: it looks ahead at each decision (the planners, MCTS): a ladder ranks it
+            among the planners, on their share of the deals.
     """
 
     name: str = "agent"
+    searches: bool = False
 
     def reset(self, seed: int | None = None) -> None:  # noqa: B027 (optional hook)
         """Forget the last episode; ``seed`` seeds any randomness of the agent."""

@@ -57,6 +57,7 @@ class MCTSAgent(Agent):
     """OpenSpiel's MCTS with random rollouts, fixed simulations a decision, seeded by ``reset``."""
 
     name = "mcts"
+    searches = True
 
     def __init__(
         self,

@@ -405,6 +405,7 @@ class PlannerAgent(Agent):
     """
 
     name = "planner"
+    searches = True
 
     def __init__(
         self,

@@ -27,7 +27,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from agents.players.planner import PlannerAgent
+from agents.players.planner import DEFAULT_SEED, PlannerAgent
 from agents.players.policy_net import play_network
 from agents.players.rollouts import Estimate, candidate_games, play_out, tables
 from agents.players.threads import one_blas_thread
@@ -121,14 +121,15 @@ class LookaheadPlanner(PlannerAgent):
         super().__init__(outer.config, name=name, base=outer.base)
         self.inner = inner
         self._roller = LookaheadRoller(inner, leaf)  # type: ignore[assignment]  # its interface
+        self.reset()
 
     def set_rules(self, rules: RuleOptions) -> None:
         super().set_rules(rules)
         self.inner.set_rules(rules)
 
     def reset(self, seed: int | None = None) -> None:
-        super().reset(seed)
-        self.inner.reset(None if seed is None else seed ^ INNER_SEED)
+        super().reset(seed)  # the inner search draws apart from the outer one, seed or not
+        self.inner.reset((DEFAULT_SEED if seed is None else seed) ^ INNER_SEED)
 
 
 def leaf_of(inner: PlannerAgent) -> Leaf:
@@ -154,6 +155,8 @@ def make_lookahead(spec: str, make: Callable[[str], object]) -> LookaheadPlanner
     if len(inner_parts) != 1:
         raise ValueError(f"{spec!r}: expected one {INNER}=K")
     inner_samples = inner_parts[0].partition("=")[2]
+    if not inner_samples.isdigit() or int(inner_samples) <= 0:
+        raise ValueError(f"{spec!r}: {INNER}={inner_samples!r} is not a positive whole number")
     kept = [p for p in parts if p not in inner_parts]
     outer = make("search:" + ":".join(kept))
     model, rollouts, _, _, *extra = kept

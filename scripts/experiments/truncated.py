@@ -136,12 +136,16 @@ def make_truncated(spec: str, make: Callable[[str], object]) -> PlannerAgent:
     horizons = [p for p in parts if p.partition("=")[0] == HORIZON]
     if len(horizons) != 1 or len(parts) < len(("MODEL", "SAMPLES", "FROM_TURN")) + 1:
         raise ValueError(f"{spec!r}: expected truncated:MODEL:SAMPLES:FROM_TURN:{HORIZON}=H")
+    horizon = horizons[0].partition("=")[2]
+    if not horizon.isdigit():
+        raise ValueError(f"{spec!r}: {HORIZON}={horizon!r} is not a whole number of moves")
     kept = [p for p in parts if p not in horizons]
+    if not (kept[1].isdigit() and kept[2].isdigit()):  # a search: spec's ROLLOUTS in its place
+        raise ValueError(f"{spec!r}: expected truncated:MODEL:SAMPLES:FROM_TURN:{HORIZON}=H")
     planner = make(":".join(["search", kept[0], "network", *kept[1:]]))
     if not isinstance(planner, PlannerAgent) or planner.rollout_policy is None:
         raise ValueError(f"{spec!r}: not a search over a network")
     value = value_net(make_agent(kept[0]), planner.rollout_policy)
-    horizon = int(horizons[0].partition("=")[2])
-    planner._roller = TruncatedRoller(planner.rollout_policy, value, horizon)  # type: ignore[assignment]
+    planner._roller = TruncatedRoller(planner.rollout_policy, value, int(horizon))  # type: ignore[assignment]
     planner.name = spec
     return planner

@@ -12,9 +12,12 @@ from the network's value head, and its win chance under the network's own play e
 by ``--orders`` network rollouts on sampled orders of the unseen cards (the planner's
 rollouts: the network's action, then the network to the end; a game that can no longer be
 won stops there, lost). The record holds, over those positions: the means, the correlation
-(Pearson and Spearman), the root-mean-square gap between value and rollout estimate against
-the rollouts' own sampling error, the same by bins of the value (calibration), and the
-moves a rollout plays from such a position (what a truncation could save at most).
+(Pearson, and Spearman with tied ranks averaged), the root-mean-square gap between value and
+rollout estimate against the rollouts' own sampling error, the same with the value clipped
+to [0, 1] (what ``truncated.py`` scores with), the means by bins of the value
+(calibration), and the decisions left in the network's own game at such a position, that
+one included (a rollout from there plays about as many, fewer where it stops at a game that
+can no longer be won; a truncation saves at most the ones after the candidate).
 """
 
 from __future__ import annotations
@@ -99,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         won_games += game.outcome == "won"
         moves_left += list(range(len(marks), 0, -1))
 
+    if not kept:
+        parser.error(f"no decision from turn {args.from_turn} in the network's games")
     obs = np.stack([kn.observation("flat", net.recall, net.counting) for kn in kept])
     values = np.concatenate(
         [
@@ -113,9 +118,13 @@ def main(argv: list[str] | None = None) -> int:
             actions, games = candidate_games(kn, orders, [action])
             chances[i] = play_network(net, actions, games, kn.rules).mean()
 
-    def ranks(x: np.ndarray) -> np.ndarray:
-        return np.argsort(np.argsort(x, kind="stable"), kind="stable").astype(float)
+    from scipy.stats import pearsonr, spearmanr
 
+    def correlation(result: Any) -> float | None:  # None where a series is constant
+        r = float(result.statistic)
+        return None if math.isnan(r) else r
+
+    clipped = np.clip(values, 0.0, 1.0)
     sampling = float(np.sqrt(np.mean(chances * (1 - chances) / args.orders)))
     table = []
     for low, high in itertools.pairwise(BINS):
@@ -151,13 +160,16 @@ def main(argv: list[str] | None = None) -> int:
         "positions": len(kept),
         "mean_value": float(values.mean()),
         "mean_rollout_chance": float(chances.mean()),
-        "pearson": float(np.corrcoef(values, chances)[0, 1]),
-        "spearman": float(np.corrcoef(ranks(values), ranks(chances))[0, 1]),
+        "pearson": correlation(pearsonr(values, chances)) if len(kept) > 1 else None,
+        "spearman": correlation(spearmanr(values, chances)),
         "rms_gap": float(np.sqrt(np.mean((values - chances) ** 2))),
+        "mean_clipped_value": float(clipped.mean()),
+        "pearson_clipped": correlation(pearsonr(clipped, chances)) if len(kept) > 1 else None,
+        "rms_gap_clipped": float(np.sqrt(np.mean((clipped - chances) ** 2))),
         "rms_sampling_error": sampling,
         "values_below_0": int((values < 0).sum()),
         "values_above_1": int((values > 1).sum()),
-        "mean_moves_left": float(np.mean(moves_left)),
+        "mean_decisions_left": float(np.mean(moves_left)),
         "cpu_seconds": round(time.process_time() - start, 1),
         "bins": table,
     }
