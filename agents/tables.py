@@ -719,24 +719,36 @@ def record(path: str) -> str:
     return markdown_table(doc["header"], doc["rows"]) + f"\nFrom `{path}`: {said}.\n"
 
 
-def probes(path: str) -> str:
+def probes(argument: str) -> str:
     """A record of ``scripts/experiments/search_probes.py``: each player on the same
-    validation deals, paired with the record's first, and its cost."""
+    validation deals, paired with the record's first, and its cost. ``PATH;BASE;OTHER...``:
+    only the players named, each paired with ``BASE`` (from the per-deal wins)."""
+    path, *chosen = argument.split(";")
     doc = _load(REPO_ROOT / path)
+    agents = doc["agents"]
+    missing = [spec for spec in chosen if spec not in agents]
+    if missing:
+        raise KeyError(f"{path} holds no player {', '.join(map(repr, missing))}")
+    against = chosen[0] if chosen else next(iter(agents))
+    n = doc["episodes"]
     rows = []
-    for spec, entry in doc["agents"].items():
-        pair = entry.get("paired")
+    for spec in chosen or agents:
+        entry = agents[spec]
+        if not chosen:
+            pair = entry.get("paired")
+        elif spec != against:
+            pair = mcnemar(unpack_wins(agents[against]["wins"], n), unpack_wins(entry["wins"], n))
+        else:
+            pair = None
         cell = "" if pair is None else _paired_text(pair)
         rows.append(
             [f"`{spec}`", _pct(entry["win_rate"]), _interval(entry["ci_low"], entry["ci_high"]),
              cell, f"{entry['cpu_seconds_per_game']:.3f}", f"{entry['cpu_ms_per_decision']:.2f}"]
         )  # fmt: skip
-    against = next(iter(doc["agents"]))
     header = ["player", "win rate", "95% interval", f"paired with `{against}` (points, 95%)",
               "CPU s a game", "CPU ms a decision"]  # fmt: skip
     return markdown_table(header, rows) + (
-        f"\n{doc['episodes']:,} validation deals of seed {doc['seed']}; from `{path}`: "
-        f"`{doc['command']}`.\n"
+        f"\n{n:,} validation deals of seed {doc['seed']}; from `{path}`: `{doc['command']}`.\n"
     )
 
 

@@ -170,3 +170,19 @@ def test_every_record_names_the_commit_it_ran_at_or_says_it_cannot() -> None:
         assert isinstance(bracket, dict), f"{path}: names no commit (stamp it: code_stamp)"
         for key in ("first_committed", "last_changed"):
             assert re.fullmatch(r"[0-9a-f]{40}", bracket[key]), (path, key)
+
+
+def test_a_probes_table_of_chosen_players_pairs_them_as_the_record_does() -> None:
+    """``probes:PATH;BASE;OTHER``: the players named, paired with BASE from their per-deal wins;
+    with BASE the record's first player, each row is the full table's (paired when run)."""
+    path = "docs/records/search_probes_501.json"
+    players = list(json.loads((ROOT / path).read_text(encoding="utf-8"))["agents"])
+    first, others = players[0], players[1:4]
+    full = tables.render(f"probes:{path}").splitlines()
+    chosen = tables.render(f"probes:{path};{first};{';'.join(others)}").splitlines()
+    for spec in others:
+        row = next(line for line in chosen if line.startswith(f"| `{spec}` |"))
+        assert row in full and row.split(" | ")[3], spec  # a paired cell, as recorded
+    assert len([line for line in chosen if line.startswith("| `")]) == 1 + len(others)
+    with pytest.raises(KeyError, match="no player 'nobody'"):
+        tables.render(f"probes:{path};{first};nobody")
