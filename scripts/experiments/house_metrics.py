@@ -60,6 +60,9 @@ COUNTED_APART: Final[dict[str, tuple[str, ...]]] = {
         "agents/players/policy_net.py",
         "agents/players/threads.py",
         "scripts/experiments/search_probes.py",
+        "scripts/experiments/lookahead.py",
+        "scripts/experiments/truncated.py",
+        "scripts/experiments/value_calibration.py",
     ),
     "OpenSpiel": (
         "coldiron_env/openspiel.py",
