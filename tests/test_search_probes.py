@@ -175,18 +175,22 @@ def test_the_value_calibration_reads_the_positions_the_network_played(tmp_path: 
     by the evaluator); every position is in one bin of the calibration table."""
     from agents.evaluation.arena import agent_seeds, evaluate_agent, validation_decks
 
+    sys.path.insert(0, str(ROOT / "scripts" / "experiments"))
+    import torch
+    import value_calibration
+
     episodes, seed = 4, 9
     record = tmp_path / "calibration.json"
-    subprocess.run(
-        [
-            *(sys.executable, "scripts/experiments/value_calibration.py", "--model", "distilled"),
-            *("--seed", str(seed), "--episodes", str(episodes), "--from-turn", "1"),
-            *("--orders", "8", "--json", str(record)),
-        ],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    )
+    threads = torch.get_num_threads()
+    try:  # in this process (a subprocess would import torch again): it sets one thread
+        value_calibration.main(
+            [
+                *("--model", "distilled", "--seed", str(seed), "--episodes", str(episodes)),
+                *("--from-turn", "1", "--orders", "8", "--json", str(record)),
+            ]
+        )
+    finally:
+        torch.set_num_threads(threads)
     data = json.loads(record.read_text())
     played = evaluate_agent(
         make_agent("distilled"), validation_decks(seed, episodes), agent_seeds(seed, episodes)
@@ -236,15 +240,16 @@ def test_truncated_rollouts_play_to_the_horizon_then_read_the_value() -> None:
         return lambda obs: np.full(obs.shape[0], v)
 
     to_the_end = TruncatedRoller(net, constant(0.5), horizon=99)
-    assert wins(to_the_end) == wins(NetRoller(net)) and to_the_end.valued == 0
-    assert sum(map(sum, wins(to_the_end).values())) > 0
+    played = wins(to_the_end)
+    assert played == wins(NetRoller(net)) and to_the_end.valued == 0
+    assert sum(map(sum, played.values())) > 0
     ones = TruncatedRoller(net, constant(1.0), horizon=0)
     zeros = TruncatedRoller(net, constant(0.0), horizon=0)
+    by_ones, by_zeros = wins(ones), wins(zeros)
     for action in candidates:
-        w1, w0 = wins(ones)[action], wins(zeros)[action]
-        assert all(a >= b for a, b in zip(w1, w0, strict=True))
+        assert all(a >= b for a, b in zip(by_ones[action], by_zeros[action], strict=True))
     assert ones.valued == zeros.valued > 0
-    assert sum(map(sum, wins(zeros).values())) < sum(map(sum, wins(ones).values()))
+    assert sum(map(sum, by_zeros.values())) < sum(map(sum, by_ones.values()))
 
     # each rollout checked on its own game: the candidate played on its sampled order
     orders = kn.sample_order_array(np.random.default_rng(11), 256)
@@ -258,13 +263,12 @@ def test_truncated_rollouts_play_to_the_horizon_then_read_the_value() -> None:
             if sampled.outcome is not None:
                 ended[o, action] = sampled.outcome == "won"
     assert ended, "some candidate must end a game at once (racks slay)"
-    for value in (ones, zeros):
-        got = wins(value)
+    for got in (by_ones, by_zeros):
         assert all(got[a][o] == won for (o, a), won in ended.items())
     # one uniform per order, shared by the candidates: where every candidate's rollout was
     # scored by the value (won under a value of 1 without having ended: not cut as hopeless),
     # a constant value gives every candidate the same result
-    valued = {(o, a) for a in candidates for o in range(256) if wins(ones)[a][o]} - set(ended)
+    valued = {(o, a) for a in candidates for o in range(256) if by_ones[a][o]} - set(ended)
     halves = wins(TruncatedRoller(net, constant(0.5), horizon=0))
     shared = [a for a in candidates if sum((o, a) in valued for o in range(256)) > 200]
     live = [o for o in range(256) if all((o, a) in valued for a in shared)]
