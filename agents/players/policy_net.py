@@ -48,6 +48,18 @@ ACTIVATIONS: Final[dict[str, Callable[[F32], F32]]] = {
 """Hidden-layer activations a :class:`PolicyNet` can run (the configs' names)."""
 
 
+def mlp(obs: F32, weights: Sequence[F32], biases: Sequence[F32], activation: str) -> F32:
+    """``W_k(... act(W_1 obs + b_1) ...) + b_k``: a trained MLP's output for a batch."""
+    act = ACTIVATIONS[activation]
+    h = obs
+    last = len(weights) - 1
+    for i, (w, b) in enumerate(zip(weights, biases, strict=True)):
+        h = h @ w + b
+        if i < last:
+            h = act(h)
+    return h
+
+
 @dataclass(frozen=True)
 class PolicyNet:
     """A trained policy's MLP: ``logits = W_k(... act(W_1 x + b_1) ...) + b_k``.
@@ -86,14 +98,7 @@ class PolicyNet:
 
     def logits(self, obs: F32) -> F32:
         """Action scores of a batch of flat observations, shape (n, 19)."""
-        act = ACTIVATIONS[self.activation]
-        h = obs
-        last = len(self.weights) - 1
-        for i, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
-            h = h @ w + b
-            if i < last:
-                h = act(h)
-        return h
+        return mlp(obs, self.weights, self.biases, self.activation)
 
     def act(self, obs: F32, phases: I64) -> I64:
         """The best-scoring legal action of each game (its phase gives the legal ones)."""

@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from agents.players.planner import DEFAULT_SEED, PlannerAgent
 from agents.players.policy_net import play_network
-from agents.players.rollouts import Estimate, candidate_games, play_out, tables
+from agents.players.rollouts import Estimate, candidate_games, pack_params, play_out, tables
 from agents.players.threads import one_blas_thread
 from coldiron_env.batched import CODE_WON, PLAYING, pack_rules, step_games
 from coldiron_env.game import Games
@@ -136,7 +136,7 @@ def leaf_of(inner: PlannerAgent) -> Leaf:
     """What the inner search's own rollouts play after its choice: the heuristic or its net."""
     net = inner.rollout_policy
     if net is None:
-        packed = inner._roller.packed  # type: ignore[union-attr]
+        packed = pack_params(inner.config.params)
         return lambda first, games, kn: play_out(
             first, games, pack_rules(kn.rules), tables(), packed
         )

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agents.players.planner import PlannerAgent
-from agents.players.policy_net import ACTIVATIONS, PolicyNet
+from agents.players.policy_net import PolicyNet, mlp
 from agents.players.rollouts import Estimate, candidate_games, hopeless_games, tables
 from agents.players.threads import one_blas_thread
 from coldiron_env.batched import CODE_WON, PLAYING, SKIP, pack_rules, step_games
@@ -47,14 +47,7 @@ class ValueNet:
     activation: str
 
     def __call__(self, obs: F32) -> npt.NDArray[np.float64]:
-        act = ACTIVATIONS[self.activation]
-        h = obs
-        last = len(self.weights) - 1
-        for i, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
-            h = h @ w + b
-            if i < last:
-                h = act(h)
-        return h[:, 0].astype(np.float64)
+        return mlp(obs, self.weights, self.biases, self.activation)[:, 0].astype(np.float64)
 
 
 def value_net(agent: Any, actor: PolicyNet) -> ValueNet:
