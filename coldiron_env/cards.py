@@ -64,6 +64,9 @@ for _card in range(FIRST_COURT):
     if CARD_CODES[_card].startswith("10"):
         _CODE_TO_ID["T" + CARD_CODES[_card][2:]] = _card
 
+_CANONICAL_IDS: Final = {**_CODE_TO_ID, JOKER_CODE: FIRST_JOKER}
+"""The codes :func:`parse_deck` reads with one lookup (both Jokers as the first)."""
+
 
 def parse_card(code: str) -> int:
     """Id of the card named by ``code``; a Joker parses as the first Joker (52).
@@ -99,7 +102,14 @@ def parse_deck(codes: Iterable[str]) -> list[int]:
     codes = list(codes)  # also takes a tuple or a NumPy array of codes
     if len(codes) != DECK_SIZE:
         raise ValueError(f"deck must hold exactly {DECK_SIZE} cards, got {len(codes)}")
-    ids: list[int] = []
+    try:  # the usual case first, one lookup a card; anything else is parsed and checked below
+        ids = [_CANONICAL_IDS[code] for code in codes]
+    except (KeyError, TypeError):
+        ids = []
+    if ids.count(FIRST_JOKER) == NUM_JOKERS and len(set(ids)) == FIRST_JOKER + 1:  # a full pack
+        ids[ids.index(FIRST_JOKER, ids.index(FIRST_JOKER) + 1)] = FIRST_JOKER + 1
+        return ids
+    ids = []
     jokers = 0
     seen: dict[int, int] = {}
     for position, code in enumerate(codes):

@@ -9,13 +9,18 @@ from typing import Any
 import numpy as np
 import pytest
 
+from agents.evaluation.arena import validation_decks
 from agents.evaluation.lockstep import Episode, Move, play_lockstep
 from agents.learning.imitation import collect_dagger, collect_demonstrations
 from agents.learning.sb3_agent import MaskedPolicy, SB3Agent
 from agents.players.base import Agent
 from agents.players.heuristic import HeuristicAgent
+from agents.players.planner import PlannerAgent
 from agents.registry import make_agent
+from coldiron_env.cards import deck_codes
 from coldiron_env.env import ColdIronEnv
+from coldiron_env.knowledge import Knowledge
+from coldiron_env.options import RuleOptions
 
 GAMMA = 0.9
 
@@ -137,3 +142,58 @@ def test_the_vector_engine_refuses_seats_and_hooks() -> None:
     with pytest.raises(ValueError, match="batch must be positive"):
         play_lockstep(lambda _: _Counter(), {}, resets, batch=0)
     assert play_lockstep(lambda _: _Counter(), {}, []) == []  # no game: nothing played
+
+
+@pytest.mark.parametrize("rules", [{}, {"bonus_always": True, "turns": 12}])
+def test_the_game_engine_plays_the_envs_games_and_shows_only_knowledge(
+    rules: dict[str, Any],
+) -> None:
+    """On the rules engine, a player deciding from knowledge plays the games the env plays
+    (the same actions, outcomes, turns and decks), its hooks shown what a player knows
+    (never the ``Game``: its deck order), the env's masks and its win reward."""
+    decks = validation_decks(77, 12)
+    resets = [{"options": {"deck": deck_codes(row)}} for row in decks.tolist()]
+    moves: dict[str, dict[int, list[Move]]] = {}
+    ended = {}
+    for engine in ("game", "single"):
+
+        def seat(game: int) -> Agent:
+            agent = make_agent("planner")  # its sampled orders seeded by the game
+            assert isinstance(agent, PlannerAgent)
+            agent.set_rules(RuleOptions.from_kwargs(rules))  # as evaluation tells it
+            agent.reset(seed=game)
+            return agent
+
+        played = moves.setdefault(engine, {})
+        ended[engine] = play_lockstep(
+            seat,
+            rules,
+            resets,
+            1,
+            engine,  # type: ignore[arg-type]
+            on_move=lambda move, played=played: played.setdefault(move.game, []).append(move),
+        )
+    assert ended["game"] == ended["single"] and len({e.outcome for e in ended["game"]}) > 1
+    for game, played in moves["game"].items():
+        env_moves = moves["single"][game]
+        assert [m.action for m in played] == [m.action for m in env_moves]
+        assert [m.reward for m in played] == [m.reward for m in env_moves]
+        for move, env_move in zip(played, env_moves, strict=True):
+            assert isinstance(move.obs, Knowledge) and not hasattr(move.obs, "deck")
+            assert np.array_equal(move.info["action_mask"], env_move.info["action_mask"])
+            assert move.obs.turn == env_move.info["turn"] and move.obs.hurt == env_move.info["hurt"]
+        assert all(a.next_obs is b.obs for a, b in itertools.pairwise(played))
+        assert played[-1].terminated and not any(m.terminated for m in played[:-1])
+
+
+def test_the_game_engine_refuses_what_it_cannot_play() -> None:
+    deck = {"options": {"deck": deck_codes(validation_decks(77, 1)[0].tolist())}}
+    agent = make_agent("trained")
+    with pytest.raises(ValueError, match="game engine plays seats"):
+        play_lockstep(agent.batch_policy, {}, [deck], engine="game")  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="game engine plays given decks"):
+        play_lockstep(lambda _: HeuristicAgent(), {}, [{"seed": 3}], engine="game")
+    with pytest.raises(ValueError, match="'agent' cannot play on the engine"):
+        play_lockstep(lambda _: _Counter(), {}, [deck], engine="game")
+    with pytest.raises(ValueError, match="engine must be one of"):
+        play_lockstep(lambda _: _Counter(), {}, [deck], engine="fast")  # type: ignore[arg-type]

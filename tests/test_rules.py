@@ -39,6 +39,7 @@ from helpers import (
     stack,
 )
 
+from coldiron_env.cards import DECK_SIZE, FIRST_JOKER, deck_codes, parse_deck
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import GameOverError, IllegalActionError
 from coldiron_env.options import RuleOptions
@@ -210,6 +211,22 @@ def test_bad_deck_refused(deck: list[str], needle: str) -> None:
     env = ColdIronEnv()
     with pytest.raises(ValueError, match=re.escape(needle)):
         env.reset(options={"deck": deck})
+
+
+@rule("R1")
+def test_a_deck_of_codes_parses_the_same_however_written() -> None:
+    """Canonical codes (one lookup a card) and codes written otherwise (lower case, ``T``,
+    spaces: parsed card by card) give the same ids, the first Joker drawn 52."""
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        ids = [int(c) for c in rng.permutation(DECK_SIZE)]
+        codes = deck_codes(ids)
+        loose = [f" {c.lower().replace('10', 't')}" for c in codes]
+        parsed = parse_deck(codes)
+        assert parsed == parse_deck(loose) == parse_deck(np.array(codes))
+        jokers = [i for i in parsed if i >= FIRST_JOKER]
+        assert jokers == [FIRST_JOKER, FIRST_JOKER + 1]
+        assert sorted(parsed) == list(range(DECK_SIZE))
 
 
 # ------------------------------------------------------------------------------ R2

@@ -17,8 +17,9 @@ with a ``batch_policy`` (a trained model: :class:`BatchPolicy`) plays up to
 (in the native vector env when Gymnasium has it, whose batched observation makes a
 ``counting`` network's evaluation several times faster; else in plain envs). Any other
 agent plays one :class:`~coldiron_env.env.ColdIronEnv` at a time with the deck passed as
-``reset(options={"deck": codes})``. Both go through the one play loop
-(:func:`~agents.evaluation.lockstep.play_lockstep`). All three give identical games (tested).
+``reset(options={"deck": codes})``. All three go through the one play loop
+(:func:`~agents.evaluation.lockstep.play_lockstep`, its ``game``, ``vector`` and ``single``
+engines) and give identical games (tested).
 Evaluation always uses the plain env with its default rewards: no shaping
 wrapper ever applies; the outcome is what is counted.
 """
@@ -33,16 +34,14 @@ from typing import Any, Final, Literal
 
 import numpy as np
 
-from agents.evaluation.lockstep import LOCKSTEP_BATCH, BatchPolicy, Seat, play_lockstep
+from agents.evaluation.lockstep import LOCKSTEP_BATCH, BatchPolicy, Engine, Seat, play_lockstep
 from agents.evaluation.looks import record_look
 from agents.evaluation.stats import mcnemar, wilson_interval
 from agents.players.base import Agent, KnowledgeActor, RuleAware
-from coldiron_env.actions import LEGAL_BITS, PHASE_OVER
 from coldiron_env.cards import deck_codes
 from coldiron_env.dealer import DealStream, check_evaluation_seed, shuffled_decks, stream_seed
 from coldiron_env.env import ColdIronEnv
-from coldiron_env.game import OUTCOMES, Game, action_index
-from coldiron_env.knowledge import Knowledge
+from coldiron_env.game import OUTCOMES
 from coldiron_env.observation import OBSERVATION_OPTIONS
 from coldiron_env.options import RULE_KEYS, RuleOptions, plain
 
@@ -219,20 +218,6 @@ def batch_policy_of(agent: Agent) -> BatchPolicy | None:
     return policy if isinstance(policy, BatchPolicy) else None
 
 
-def _play_game(agent: KnowledgeActor, game: Game) -> int:
-    """Play ``game`` to its end, the agent seeing what a player knows; returns the decisions."""
-    steps = 0
-    while game.phase != PHASE_OVER:
-        # not an action at all raises, as the env does (R18); an illegal one loses the game
-        action = action_index(agent.act_knowledge(Knowledge.from_game(game)))
-        steps += 1
-        if LEGAL_BITS[game.phase] >> action & 1:
-            game.step(action)
-        else:
-            game.forfeit(action)
-    return steps
-
-
 def evaluate_agent(
     agent: Agent,
     decks: np.ndarray,
@@ -267,35 +252,25 @@ def evaluate_agent(
         use_batch = batch_policy is not None and not use_engine
     if use_batch and batch_policy is None:
         raise ValueError(f"agent {result.agent!r} cannot play in batches (no batch_policy)")
+    if use_engine and not isinstance(agent, KnowledgeActor):
+        raise ValueError(f"agent {result.agent!r} cannot play on the engine (no act_knowledge)")
+
+    def seat(i: int) -> Agent:
+        agent.reset(seed=seeds[i])
+        return agent
+
+    players: BatchPolicy | Seat = seat  # one game at a time
+    if use_batch:
+        assert batch_policy is not None
+        players = batch_policy
+    resets = [{"options": {"deck": deck_codes(row)}} for row in decks.tolist()]
+    batch = LOCKSTEP_BATCH if use_batch else 1
+    engine: Engine = "game" if use_engine else "auto"
     start = time.perf_counter()
-    if use_engine:
-        if not isinstance(agent, KnowledgeActor):
-            raise ValueError(f"agent {result.agent!r} cannot play on the engine (no act_knowledge)")
-        game = Game(decks[0].tolist(), rules)
-        for i, row in enumerate(decks.tolist()):
-            agent.reset(seed=seeds[i])
-            game.reset(row)
-            steps = _play_game(agent, game)
-            assert game.outcome is not None
-            result.add(game.outcome, game.turn, steps)
-            if callback is not None:
-                callback(i, list(game.deck), game.outcome, game.turn)
-    else:
-
-        def seat(i: int) -> Agent:
-            agent.reset(seed=seeds[i])
-            return agent
-
-        players: BatchPolicy | Seat = seat  # one env at a time
-        if use_batch:
-            assert batch_policy is not None
-            players = batch_policy
-        resets = [{"options": {"deck": deck_codes(row)}} for row in decks.tolist()]
-        batch = LOCKSTEP_BATCH if use_batch else 1
-        for i, episode in enumerate(play_lockstep(players, kwargs, resets, batch)):
-            result.add(episode.outcome, episode.turn, episode.steps)
-            if callback is not None:
-                callback(i, list(episode.deck), episode.outcome, episode.turn)
+    for i, episode in enumerate(play_lockstep(players, kwargs, resets, batch, engine)):
+        result.add(episode.outcome, episode.turn, episode.steps)
+        if callback is not None:
+            callback(i, list(episode.deck), episode.outcome, episode.turn)
     result.seconds = time.perf_counter() - start
     return result
 

@@ -9,7 +9,9 @@ their games through :func:`play_lockstep`. Who plays:
   and an all-legal mask until the batch ends; its action is ignored);
 * or a *seat* ``seat(game) -> Agent``: the :class:`~agents.players.base.Agent` that plays
   game ``game`` (reset for it by the seat), asked ``act(obs, info["action_mask"], info)``
-  one game at a time (``batch=1`` when one agent plays every game).
+  one game at a time (``batch=1`` when one agent plays every game); on the ``game``
+  engine asked ``act_knowledge(kn)`` instead (a
+  :class:`~agents.players.base.KnowledgeActor`, the built-in players).
 
 What a caller keeps comes through two hooks, called as the games are played:
 ``on_start(game, obs, info)`` after each reset and ``on_move(move)`` after each step
@@ -21,19 +23,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, cast, runtime_checkable
 
 import numpy as np
 
-from agents.players.base import Agent
-from coldiron_env.actions import NUM_ACTIONS
-from coldiron_env.env import ColdIronEnv
+from agents.players.base import Agent, KnowledgeActor
+from coldiron_env.actions import ENV_MASKS, LEGAL_BITS, NUM_ACTIONS, PHASE_OVER
+from coldiron_env.cards import parse_deck
+from coldiron_env.env import ColdIronEnv, reset_deck_option
+from coldiron_env.game import WON, Game, action_index
+from coldiron_env.knowledge import Knowledge
+from coldiron_env.options import RuleOptions
 
 LOCKSTEP_BATCH: Final = 256
 """Games a :class:`BatchPolicy` plays at once (one forward pass per step for all)."""
-ENGINES: Final = ("auto", "single", "vector")
+ENGINES: Final = ("auto", "single", "vector", "game")
 
-Engine = Literal["auto", "single", "vector"]
+Engine = Literal["auto", "single", "vector", "game"]
 
 
 @runtime_checkable
@@ -110,15 +116,25 @@ def play_lockstep(
     ``env_kwargs``); ``vector`` plays them in one native vector env
     (:class:`~coldiron_env.vector.ColdIronVectorEnv`, the same games move for move: its
     lockstep tests), whose batched observation is several times faster with ``counting``,
-    for a :class:`BatchPolicy` without hooks; ``auto`` (the default) takes ``vector``
-    when it can and Gymnasium has it.
+    for a :class:`BatchPolicy` without hooks; ``game`` plays each game on the rules engine
+    (:class:`~coldiron_env.game.Game`, no observation encoded: several times faster), its
+    seat's agent told :meth:`Knowledge.from_game <coldiron_env.knowledge.Knowledge.from_game>`
+    before each decision, never the game, on decks given as ``options={"deck": codes}``;
+    its hooks see that :class:`~coldiron_env.knowledge.Knowledge` as the observation and
+    ``info`` holds the ``action_mask``; the rewards, the end of the game and an illegal
+    action (the game lost) are the env's defaults. ``auto`` (the default) takes
+    ``vector`` when it can and Gymnasium has it, else ``single``.
     """
     if batch <= 0:
         raise ValueError(f"batch must be positive, got {batch!r}")
     if engine not in ENGINES:
-        raise ValueError(f"engine must be 'auto', 'single' or 'vector', got {engine!r}")
+        raise ValueError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
     if not resets:
         return []
+    if engine == "game":
+        if isinstance(players, BatchPolicy) or envs is not None:
+            raise ValueError("the game engine plays seats' agents (no BatchPolicy or envs)")
+        return _play_games(players, RuleOptions.from_kwargs(env_kwargs), resets, on_start, on_move)
     policy = players if isinstance(players, BatchPolicy) else None
     per_game = policy is None or envs is not None or on_start is not None or on_move is not None
     if engine == "vector" and per_game:
@@ -199,6 +215,53 @@ def _play_chunk(
                     str(info["outcome"]), int(info["turn"]), int(steps[i]), tuple(env.game.deck)
                 )
     return [e for e in ended if e is not None]
+
+
+def _play_games(
+    seat: Seat,
+    rules: RuleOptions,
+    resets: Sequence[Mapping[str, Any]],
+    on_start: Callable[[int, Any, dict[str, Any]], None] | None,
+    on_move: Callable[[Move], None] | None,
+) -> list[Episode]:
+    """:func:`play_lockstep`'s ``game`` engine: one game after another on one engine."""
+    episodes: list[Episode] = []
+    game: Game | None = None
+    checked: Agent | None = None
+    for i, kwargs in enumerate(resets):
+        if set(kwargs) - {"options"} or reset_deck_option(kwargs.get("options")) is None:
+            raise ValueError(f"the game engine plays given decks, not reset({dict(kwargs)!r})")
+        deck = parse_deck(kwargs["options"]["deck"])
+        if game is None:
+            game = Game(deck, rules)
+        else:
+            game.reset(deck)
+        agent = seat(i)
+        # a Protocol's isinstance is slow: checked once an agent
+        if agent is not checked and not isinstance(agent, KnowledgeActor):
+            raise ValueError(f"agent {agent.name!r} cannot play on the engine (no act_knowledge)")
+        checked = agent
+        decide = cast(KnowledgeActor, agent).act_knowledge
+        kn = Knowledge.from_game(game)
+        if on_start is not None:
+            on_start(i, kn, {"action_mask": ENV_MASKS[game.phase].astype(np.int8)})
+        while game.phase != PHASE_OVER:
+            # not an action at all raises, as the env does (R18); an illegal one loses the game
+            action = action_index(decide(kn))
+            if LEGAL_BITS[game.phase] >> action & 1:
+                game.step(action)
+            else:
+                game.forfeit(action)
+            after = Knowledge.from_game(game)
+            if on_move is not None:
+                over = game.phase == PHASE_OVER
+                infos = [{"action_mask": ENV_MASKS[k.phase].astype(np.int8)} for k in (kn, after)]
+                reward = float(game.outcome == WON)
+                on_move(Move(i, kn, infos[0], action, reward, after, infos[1], over, False))
+            kn = after
+        assert game.outcome is not None
+        episodes.append(Episode(game.outcome, game.turn, game.steps, tuple(game.deck)))
+    return episodes
 
 
 def _vector_can_play(resets: Sequence[Mapping[str, Any]]) -> bool:

@@ -23,32 +23,35 @@ import time
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
 from agents.atomic import atomic_write_json
 from agents.evaluation.arena import agent_env_kwargs, validation_decks
 from agents.evaluation.bound import ValueModel, deal_bound, twin_result
+from agents.evaluation.lockstep import play_lockstep
 from agents.gitinfo import code_stamp
 from agents.registry import make_agent
-from coldiron_env.cards import CARD_CODES
+from coldiron_env.cards import deck_codes
 
 Z_95 = 1.96
 SEED = 913
 PLAYERS = ("heuristic", "planner", "distilled-30")
 
 
-def actions_of(agent: Any, env: gym.Env[Any, Any], deck: np.ndarray, seed: int) -> list[int]:
-    """The actions ``agent`` takes on ``deck`` (what it sees: the env's observation)."""
-    agent.reset(seed=seed)
-    obs, info = env.reset(seed=seed, options={"deck": [CARD_CODES[int(c)] for c in deck]})
-    actions = []
-    done = False
-    while not done:
-        action = int(agent.act(obs, info["action_mask"], info))
-        actions.append(action)
-        obs, _, terminated, truncated, info = env.step(action)
-        done = terminated or truncated
+def actions_of(agent: Any, decks: np.ndarray) -> list[list[int]]:
+    """The actions ``agent`` takes on each deck (what it sees: the env's observation), reset
+    with seed ``k`` before deck ``k``."""
+    actions: list[list[int]] = [[] for _ in decks]
+
+    def seat(k: int) -> Any:
+        agent.reset(seed=k)
+        return agent
+
+    resets = [{"seed": k, "options": {"deck": deck_codes(d)}} for k, d in enumerate(decks.tolist())]
+    on_move = lambda move: actions[move.game].append(move.action)  # noqa: E731
+    play_lockstep(
+        seat, agent_env_kwargs(agent, {}), resets, batch=1, engine="single", on_move=on_move
+    )
     return actions
 
 
@@ -67,11 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in args.players:
         agent = make_agent(name)
-        env = gym.make("coldiron/ColdIron-v0", **agent_env_kwargs(agent, {}))
         start = time.perf_counter()
+        played = actions_of(agent, decks)
         zs, slack, wins, twin_wins, twin_sure = [], [], 0, 0, 0
         for k, deck in enumerate(decks):
-            r, z, outcome = twin_result(deck, actions_of(agent, env, deck, k), model)
+            r, z, outcome = twin_result(deck, played[k], model)
             zs.append(z)
             slack.append(bounds[k] - (r - z))
             wins += outcome == "won"

@@ -24,11 +24,12 @@ sys.path.insert(0, str(ROOT))
 
 from agents.atomic import atomic_write_json  # noqa: E402
 from agents.evaluation.arena import validation_decks  # noqa: E402
+from agents.evaluation.lockstep import Move, play_lockstep  # noqa: E402
 from agents.gitinfo import code_stamp  # noqa: E402
-from agents.players.heuristic import decide  # noqa: E402
+from agents.players.heuristic import HeuristicAgent  # noqa: E402
 from agents.players.planner import hopeless  # noqa: E402
-from coldiron_env.actions import PHASE_OVER, PHASE_TURN  # noqa: E402
-from coldiron_env.game import Game  # noqa: E402
+from coldiron_env.actions import PHASE_TURN  # noqa: E402
+from coldiron_env.cards import deck_codes  # noqa: E402
 from coldiron_env.knowledge import Knowledge  # noqa: E402
 from coldiron_env.observation import COUNTING_FIELDS, COUNTING_KEY  # noqa: E402
 
@@ -43,20 +44,25 @@ def observation_says_hopeless(kn: Knowledge) -> bool:
 
 
 def measure(seed: int, episodes: int) -> dict[str, Any]:
-    decisions = flagged = 0
+    counts = {"decisions": 0, "flagged": 0}
     games: list[int] = []
-    for index, deck in enumerate(validation_decks(seed, episodes)):
-        game = Game(deck.tolist())
-        while game.phase != PHASE_OVER:
-            kn = Knowledge.from_game(game)
-            if game.phase == PHASE_TURN:
-                decisions += 1
-                if observation_says_hopeless(kn) and not hopeless(kn):
-                    flagged += 1
-                    if not games or games[-1] != index:
-                        games.append(index)
-            game.step(decide(kn))
-    return {"decisions": decisions, "flagged": flagged, "games": games}
+
+    def count(move: Move) -> None:
+        kn = move.obs
+        if kn.phase == PHASE_TURN:
+            counts["decisions"] += 1
+            if observation_says_hopeless(kn) and not hopeless(kn):
+                counts["flagged"] += 1
+                if not games or games[-1] != move.game:
+                    games.append(move.game)
+
+    player = HeuristicAgent()
+    resets = [
+        {"options": {"deck": deck_codes(deck)}}
+        for deck in validation_decks(seed, episodes).tolist()
+    ]
+    play_lockstep(lambda _: player, {}, resets, engine="game", on_move=count)
+    return {**counts, "games": games}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,12 +37,13 @@ sys.path.insert(0, str(ROOT))
 
 from agents.atomic import atomic_write_json, check_writable  # noqa: E402
 from agents.evaluation.arena import validation_decks  # noqa: E402
+from agents.evaluation.lockstep import Move, play_lockstep  # noqa: E402
 from agents.gitinfo import code_stamp  # noqa: E402
 from agents.players.policy_net import play_network  # noqa: E402
 from agents.players.rollouts import candidate_games  # noqa: E402
 from agents.players.threads import one_blas_thread  # noqa: E402
-from coldiron_env.actions import PHASE_OVER  # noqa: E402
-from coldiron_env.game import Game  # noqa: E402
+from coldiron_env.cards import deck_codes  # noqa: E402
+from coldiron_env.game import WON  # noqa: E402
 from coldiron_env.knowledge import Knowledge  # noqa: E402
 
 BINS: Final = (-math.inf, 0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, math.inf)
@@ -86,21 +87,22 @@ def main(argv: list[str] | None = None) -> int:
 
     kept: list[Knowledge] = []
     first: list[int] = []
-    moves_left: list[int] = []
-    won_games = 0
-    for deck in validation_decks(args.seed, args.episodes).tolist():
-        game = Game(deck)
-        marks: list[int] = []
-        while game.phase != PHASE_OVER:
-            kn = Knowledge.from_game(game)
-            action = net.act_knowledge(kn)
-            if kn.turn >= args.from_turn:
-                kept.append(kn)
-                first.append(action)
-                marks.append(game.pos)
-            game.step(action)
-        won_games += game.outcome == "won"
-        moves_left += list(range(len(marks), 0, -1))
+    per_game = [0] * args.episodes
+
+    def keep(move: Move) -> None:  # the network's decisions from the turn, game by game
+        if move.obs.turn >= args.from_turn:
+            kept.append(move.obs)
+            first.append(move.action)
+            per_game[move.game] += 1
+
+    def seat(_: int) -> Any:  # the network itself, deciding from what a player knows
+        return net
+
+    decks = validation_decks(args.seed, args.episodes).tolist()
+    resets = [{"options": {"deck": deck_codes(row)}} for row in decks]
+    played = play_lockstep(seat, {}, resets, engine="game", on_move=keep)
+    won_games = sum(episode.outcome == WON for episode in played)
+    moves_left = [left for count in per_game for left in range(count, 0, -1)]
 
     if not kept:
         parser.error(f"no decision from turn {args.from_turn} in the network's games")
