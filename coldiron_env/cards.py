@@ -103,10 +103,11 @@ def parse_deck(codes: Iterable[str]) -> list[int]:
     if len(codes) != DECK_SIZE:
         raise ValueError(f"deck must hold exactly {DECK_SIZE} cards, got {len(codes)}")
     try:  # the usual case first, one lookup a card; anything else is parsed and checked below
-        ids = [_CANONICAL_IDS[code] for code in codes]
-    except (KeyError, TypeError):
+        ids = [_CANONICAL_IDS[code] for code in codes if isinstance(code, str)]
+    except KeyError:
         ids = []
-    if ids.count(FIRST_JOKER) == NUM_JOKERS and len(set(ids)) == FIRST_JOKER + 1:  # a full pack
+    whole = len(ids) == DECK_SIZE and len(set(ids)) == FIRST_JOKER + 1  # 53 kinds, 54 cards
+    if whole and ids.count(FIRST_JOKER) == NUM_JOKERS:  # the one repeat: the Joker
         ids[ids.index(FIRST_JOKER, ids.index(FIRST_JOKER) + 1)] = FIRST_JOKER + 1
         return ids
     ids = []

@@ -286,3 +286,19 @@ def test_an_observation_option_a_network_was_not_trained_on_is_refused_by_name()
     with pytest.raises(ValueError, match=r"net plays on .* \(counting=True\), not counting=False"):
         agent_env_kwargs(Network(), {"counting": False})
     assert agent_env_kwargs(HeuristicAgent(), {"counting": False}) == {"counting": False}
+
+
+def test_evaluation_refuses_decks_that_are_not_whole_and_engine_with_batches() -> None:
+    """A deck of ids must hold each card once (a second Joker id, -1 or 54 named by its deal,
+    on either path), and an agent plays on the engine or in batches, not both."""
+    decks = deal_decks(0, 3)
+    for wrong in (52, -1, 54):
+        bad = decks.copy()
+        bad[1, np.flatnonzero(bad[1] == 53)[0]] = wrong
+        for engine in (True, False):
+            with pytest.raises(ValueError, match="deal 1: the deck must hold each card id"):
+                evaluate_agent(HeuristicAgent(), bad, [0, 1, 2], use_engine=engine)
+    with pytest.raises(ValueError, match="rows of 54 card ids"):
+        evaluate_agent(HeuristicAgent(), decks[0], [0])
+    with pytest.raises(ValueError, match="'heuristic': play on the engine or in batches"):
+        evaluate_agent(HeuristicAgent(), decks, [0, 1, 2], use_engine=True, use_batch=True)

@@ -4,6 +4,7 @@ imitation and DAgger datasets it records, against the same games replayed one en
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
 import numpy as np
@@ -154,6 +155,7 @@ def test_the_game_engine_plays_the_envs_games_and_shows_only_knowledge(
     decks = validation_decks(77, 12)
     resets = [{"options": {"deck": deck_codes(row)}} for row in decks.tolist()]
     moves: dict[str, dict[int, list[Move]]] = {}
+    starts: dict[str, dict[int, list[int]]] = {"game": {}, "single": {}}
     ended = {}
     for engine in ("game", "single"):
 
@@ -172,6 +174,9 @@ def test_the_game_engine_plays_the_envs_games_and_shows_only_knowledge(
             1,
             engine,  # type: ignore[arg-type]
             on_move=lambda move, played=played: played.setdefault(move.game, []).append(move),
+            on_start=lambda game, _, info, engine=engine: starts[engine].__setitem__(
+                game, info["action_mask"].tolist()
+            ),
         )
     assert ended["game"] == ended["single"] and len({e.outcome for e in ended["game"]}) > 1
     for game, played in moves["game"].items():
@@ -180,8 +185,15 @@ def test_the_game_engine_plays_the_envs_games_and_shows_only_knowledge(
         assert [m.reward for m in played] == [m.reward for m in env_moves]
         for move, env_move in zip(played, env_moves, strict=True):
             assert isinstance(move.obs, Knowledge) and not hasattr(move.obs, "deck")
-            assert np.array_equal(move.info["action_mask"], env_move.info["action_mask"])
+            for key in ("info", "next_info"):
+                mask, env_mask = (
+                    getattr(move, key)["action_mask"],
+                    getattr(env_move, key)["action_mask"],
+                )
+                assert mask.dtype == env_mask.dtype and np.array_equal(mask, env_mask)
             assert move.obs.turn == env_move.info["turn"] and move.obs.hurt == env_move.info["hurt"]
+            assert (move.terminated, move.truncated) == (env_move.terminated, env_move.truncated)
+        assert starts["game"][game] == starts["single"][game]
         assert all(a.next_obs is b.obs for a, b in itertools.pairwise(played))
         assert played[-1].terminated and not any(m.terminated for m in played[:-1])
 
@@ -197,3 +209,23 @@ def test_the_game_engine_refuses_what_it_cannot_play() -> None:
         play_lockstep(lambda _: _Counter(), {}, [deck], engine="game")
     with pytest.raises(ValueError, match="engine must be one of"):
         play_lockstep(lambda _: _Counter(), {}, [deck], engine="fast")  # type: ignore[arg-type]
+
+
+def test_the_game_engine_takes_seeds_beside_decks_and_refuses_other_options() -> None:
+    """A reset's seed does not change a given deck's game (as in the env); options beyond the
+    rules and the observation are refused by name, not dropped (rewards, the illegal-action
+    rule, a misspelt option)."""
+    deck = deck_codes(validation_decks(78, 1)[0].tolist())
+    plain = play_lockstep(lambda _: HeuristicAgent(), {}, [{"options": {"deck": deck}}], 1, "game")
+    seeded = [{"seed": 5, "options": {"deck": deck}}]
+    assert play_lockstep(lambda _: HeuristicAgent(), {}, seeded, 1, "game") == plain
+    observed = {"observation_mode": "dict", "recall": True, "counting": True}
+    assert play_lockstep(lambda _: HeuristicAgent(), observed, seeded, 1, "game") == plain
+    for kwargs, needle in (
+        ({"win_reward": 5.0}, "['win_reward'] not allowed"),
+        ({"illegal_action": "raise"}, "['illegal_action'] not allowed"),
+        ({"turn": 10}, "turn"),
+        ({"turns": 0}, "turns"),
+    ):
+        with pytest.raises((ValueError, TypeError), match=re.escape(needle)):
+            play_lockstep(lambda _: HeuristicAgent(), kwargs, seeded, 1, "game")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import UserString
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,7 @@ from helpers import (
     stack,
 )
 
-from coldiron_env.cards import DECK_SIZE, FIRST_JOKER, deck_codes, parse_deck
+from coldiron_env.cards import CARD_CODES, DECK_SIZE, FIRST_JOKER, deck_codes, parse_deck
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import GameOverError, IllegalActionError
 from coldiron_env.options import RuleOptions
@@ -204,8 +205,10 @@ def test_codes_case_insensitive_and_T_for_ten() -> None:
         ([*stack()[:53], "ZZ"], "ZZ"),
         ([*stack()[:52], "AH", "JK"], "AH"),
         ([JOKER if c == "AH" else c for c in stack()], "Joker"),
+        (["AH" if c == "2H" else c for c in CARD_CODES], "AH"),
+        ([UserString(c) for c in CARD_CODES], "must be a string"),
     ],
-    ids=["short", "unknown", "duplicate", "third-joker"],
+    ids=["short", "unknown", "duplicate", "third-joker", "duplicate-two-jokers", "not-str"],
 )
 def test_bad_deck_refused(deck: list[str], needle: str) -> None:
     env = ColdIronEnv()

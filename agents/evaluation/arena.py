@@ -38,7 +38,7 @@ from agents.evaluation.lockstep import LOCKSTEP_BATCH, BatchPolicy, Engine, Seat
 from agents.evaluation.looks import record_look
 from agents.evaluation.stats import mcnemar, wilson_interval
 from agents.players.base import Agent, KnowledgeActor, RuleAware
-from coldiron_env.cards import deck_codes
+from coldiron_env.cards import DECK_SIZE, deck_codes
 from coldiron_env.dealer import DealStream, check_evaluation_seed, shuffled_decks, stream_seed
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import OUTCOMES
@@ -212,6 +212,19 @@ def unpack_wins(bits: str, episodes: int) -> list[bool]:
     return [bool(x) for x in unpacked]
 
 
+def check_decks(decks: np.ndarray) -> None:
+    """Refuse, naming the deal, decks that are not rows of each card id once."""
+    if decks.shape[1:] != (DECK_SIZE,):
+        raise ValueError(f"decks must be rows of {DECK_SIZE} card ids, got shape {decks.shape}")
+    whole = (np.sort(decks, axis=1) == np.arange(DECK_SIZE)).all(axis=1)
+    if not whole.all():
+        deal = int(np.flatnonzero(~whole)[0])
+        raise ValueError(
+            f"deal {deal}: the deck must hold each card id 0..{DECK_SIZE - 1} once, got "
+            f"{decks[deal].tolist()}"
+        )
+
+
 def batch_policy_of(agent: Agent) -> BatchPolicy | None:
     """The agent's :class:`BatchPolicy` (a trained model's ``batch_policy``), if it has one."""
     policy = getattr(agent, "batch_policy", None)
@@ -240,16 +253,19 @@ def evaluate_agent(
     # a trained model's observation options (flat or dict, recall) added; a clash refused
     kwargs = check_env_kwargs(agent_env_kwargs(agent, env_kwargs or {}))
     rules = RuleOptions.from_kwargs(kwargs)
+    check_decks(decks)
     if len(seeds) != len(decks):
         raise ValueError(f"got {len(seeds)} agent seeds for {len(decks)} decks")
     if isinstance(agent, RuleAware):
         agent.set_rules(rules)
     result = AgentResult(label or agent.name)
     if use_engine is None:
-        use_engine = isinstance(agent, KnowledgeActor)
+        use_engine = not use_batch and isinstance(agent, KnowledgeActor)
     batch_policy = batch_policy_of(agent)
     if use_batch is None:
         use_batch = batch_policy is not None and not use_engine
+    if use_batch and use_engine:
+        raise ValueError(f"agent {result.agent!r}: play on the engine or in batches, not both")
     if use_batch and batch_policy is None:
         raise ValueError(f"agent {result.agent!r} cannot play in batches (no batch_policy)")
     if use_engine and not isinstance(agent, KnowledgeActor):

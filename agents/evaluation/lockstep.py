@@ -33,7 +33,8 @@ from coldiron_env.cards import parse_deck
 from coldiron_env.env import ColdIronEnv, reset_deck_option
 from coldiron_env.game import WON, Game, action_index
 from coldiron_env.knowledge import Knowledge
-from coldiron_env.options import RuleOptions
+from coldiron_env.observation import OBSERVATION_OPTIONS
+from coldiron_env.options import RULE_KEYS, RuleOptions
 
 LOCKSTEP_BATCH: Final = 256
 """Games a :class:`BatchPolicy` plays at once (one forward pass per step for all)."""
@@ -134,7 +135,7 @@ def play_lockstep(
     if engine == "game":
         if isinstance(players, BatchPolicy) or envs is not None:
             raise ValueError("the game engine plays seats' agents (no BatchPolicy or envs)")
-        return _play_games(players, RuleOptions.from_kwargs(env_kwargs), resets, on_start, on_move)
+        return _play_games(players, game_rules(env_kwargs), resets, on_start, on_move)
     policy = players if isinstance(players, BatchPolicy) else None
     per_game = policy is None or envs is not None or on_start is not None or on_move is not None
     if engine == "vector" and per_game:
@@ -217,6 +218,21 @@ def _play_chunk(
     return [e for e in ended if e is not None]
 
 
+def game_rules(env_kwargs: Mapping[str, Any]) -> RuleOptions:
+    """The rules of the ``game`` engine's games: ``env_kwargs`` checked as the env checks them,
+    and refused, by name, beyond the rules and the observation's options (which a player
+    deciding from knowledge does not use): the engine plays the env's default rewards and
+    illegal-action rule."""
+    ColdIronEnv(**env_kwargs).close()  # a bad key or value: the env's ValueError naming it
+    other = sorted(set(env_kwargs) - set(RULE_KEYS) - set(OBSERVATION_OPTIONS))
+    if other:
+        raise ValueError(
+            f"the game engine plays the env's default rewards and illegal-action rule: "
+            f"env option(s) {other} not allowed (allowed: {[*RULE_KEYS, *OBSERVATION_OPTIONS]})"
+        )
+    return RuleOptions.from_kwargs(env_kwargs)
+
+
 def _play_games(
     seat: Seat,
     rules: RuleOptions,
@@ -224,27 +240,30 @@ def _play_games(
     on_start: Callable[[int, Any, dict[str, Any]], None] | None,
     on_move: Callable[[Move], None] | None,
 ) -> list[Episode]:
-    """:func:`play_lockstep`'s ``game`` engine: one game after another on one engine."""
+    """:func:`play_lockstep`'s ``game`` engine: one game after another on one engine (a
+    reset's ``seed`` does not change a given deck's game, as in the env)."""
     episodes: list[Episode] = []
     game: Game | None = None
     checked: Agent | None = None
     for i, kwargs in enumerate(resets):
-        if set(kwargs) - {"options"} or reset_deck_option(kwargs.get("options")) is None:
+        if set(kwargs) - {"seed", "options"} or reset_deck_option(kwargs.get("options")) is None:
             raise ValueError(f"the game engine plays given decks, not reset({dict(kwargs)!r})")
         deck = parse_deck(kwargs["options"]["deck"])
         if game is None:
             game = Game(deck, rules)
         else:
-            game.reset(deck)
+            game.reset(deck, dealt=True)  # parse_deck checked it
         agent = seat(i)
         # a Protocol's isinstance is slow: checked once an agent
         if agent is not checked and not isinstance(agent, KnowledgeActor):
-            raise ValueError(f"agent {agent.name!r} cannot play on the engine (no act_knowledge)")
+            name = getattr(agent, "name", type(agent).__name__)
+            raise ValueError(f"agent {name!r} cannot play on the engine (no act_knowledge)")
         checked = agent
         decide = cast(KnowledgeActor, agent).act_knowledge
         kn = Knowledge.from_game(game)
+        info = {"action_mask": ENV_MASKS[game.phase].astype(np.int8)}
         if on_start is not None:
-            on_start(i, kn, {"action_mask": ENV_MASKS[game.phase].astype(np.int8)})
+            on_start(i, kn, info)
         while game.phase != PHASE_OVER:
             # not an action at all raises, as the env does (R18); an illegal one loses the game
             action = action_index(decide(kn))
@@ -254,10 +273,11 @@ def _play_games(
                 game.forfeit(action)
             after = Knowledge.from_game(game)
             if on_move is not None:
-                over = game.phase == PHASE_OVER
-                infos = [{"action_mask": ENV_MASKS[k.phase].astype(np.int8)} for k in (kn, after)]
+                next_info = {"action_mask": ENV_MASKS[game.phase].astype(np.int8)}
                 reward = float(game.outcome == WON)
-                on_move(Move(i, kn, infos[0], action, reward, after, infos[1], over, False))
+                over = game.phase == PHASE_OVER
+                on_move(Move(i, kn, info, action, reward, after, next_info, over, False))
+                info = next_info
             kn = after
         assert game.outcome is not None
         episodes.append(Episode(game.outcome, game.turn, game.steps, tuple(game.deck)))
