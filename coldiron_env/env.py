@@ -101,7 +101,13 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
     ``recall=True`` appends the discard pile (54 values), ``counting=True``
     what a card-counting player computes from the cards seen (153 values:
     the deck's contents, each suit's live run windows and useful cards, each
-    rack's odds...); with both, ``(255,)``:
+    rack's odds...); with both, ``(255,)``, laid out as below (without
+    ``recall`` there is no ``discarded`` and every later block starts 54
+    places earlier: ``observation.flat_fields(recall, counting)`` gives the
+    slices of any combination). A card id is ``suit * 10 + rank - 1`` for
+    the numbered cards (suits Hearts, Diamonds, Clubs, Spades; Ace = 1),
+    ``40 + suit * 3 + court`` for Jack, Queen, King, and 52, 53 for the
+    Jokers in the order they are drawn (``coldiron_env.cards``):
 
     {layout}
 
@@ -144,7 +150,9 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
       Under ``"end"`` such a learner's first illegal action ends the episode
       with the same reward as any loss, which teaches it nothing.
 
-    An action outside ``Discrete(19)`` always raises.
+    An action outside ``Discrete(19)`` always raises. ``illegal_reward`` and
+    ``max_illegal_actions`` other than their defaults are refused under another
+    policy (they would do nothing).
 
     ## Starting State
     A shuffled deck drawn from ``self.np_random`` (or the deck given as
@@ -161,12 +169,15 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
     ``illegal_action="end"`` or the ``max_illegal_actions``-th with
     ``"penalize"`` (``illegal``). Every game ends within 74 decisions in the
     standard game, so no time limit is needed and the env never truncates;
-    ``max_episode_steps`` bounds an episode's steps, illegal actions included
-    (for a ``TimeLimit`` that never cuts a game short).
+    ``env.unwrapped.max_episode_steps`` bounds an episode's steps, illegal actions
+    included (for a ``TimeLimit`` that never cuts a game short; the registration sets
+    none, so ``gym.make`` adds no ``TimeLimit``). ``step`` before ``reset`` or after
+    the episode ended raises :class:`~coldiron_env.game.GameOverError`.
 
     ## Information
     After ``reset`` and every ``step``: ``action_mask`` (``np.int8``, shape
-    (19,), a fresh array each call), ``phase`` (``"turn"``, ``"iron"``,
+    (19,), a fresh array each call; once the episode has ended it marks every
+    action, so an all-zero mask never signals the end), ``phase`` (``"turn"``, ``"iron"``,
     ``"bonus"``, ``"over"``), ``turn``, ``hurt``, ``deck_count``, ``iron_count``,
     ``hand`` (card codes sorted by suit then rank), ``drawn`` (codes of the
     cards the step drew, in order); when the episode ends, ``outcome``
@@ -202,15 +213,28 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
     A training curriculum changes ``turns`` and ``suits_required`` between deals, in any
     framework: ``env.unwrapped.set_env_kwargs({"suits_required": 1})`` (or
     ``envs.call("set_env_kwargs", {...})`` on Gymnasium's sync or async vector env,
-    ``envs.set_env_kwargs({...})`` on the native one, which has no ``call``) takes effect at the
-    next ``reset``; the observation space stays as built.
+    ``envs.set_env_kwargs({...})`` on the native one, which has no ``call``, and
+    ``envs.unwrapped.set_env_kwargs({...})`` once it is wrapped) takes effect at the next
+    ``reset``; the observation space stays as built.
 
     ## Version History
-    * v0: Initial version (``mask_in_observation`` added later; off by default, so
-      the observation of every earlier configuration is unchanged). On 2026-12-04
-      the forfeit under ``illegal_action="penalize"`` became a termination with the
-      loss's reward added; it was a truncation, so learners bootstrapped from the
-      value of a game that was over. Every other configuration is unchanged.
+    * v0: Initial version. The id stays ``v0`` (other code relies on it, as the
+      project's contract lays down), so the changes are listed here:
+
+      - added later, each off by default (the earlier configurations' observations
+        and rewards unchanged): ``counting``, ``illegal_action="penalize"`` with
+        ``illegal_reward`` and ``max_illegal_actions``, ``render_mode="rgb_array"``,
+        ``mask_in_observation``;
+      - 2026-12-04: the forfeit under ``illegal_action="penalize"`` became a
+        termination with the loss's reward added; it was a truncation, so learners
+        bootstrapped from the value of a game that was over;
+      - the native vector env refuses float actions (it truncated them to ints, 0.9
+        playing as 0, before commit 52b114f) and, since 2026-12-05, a batch of actions
+        not shaped ``(num_envs,)`` (it reshaped any array of ``num_envs`` values) and a
+        negative seed before any env is reseeded;
+      - 2026-12-05: ``illegal_reward`` or ``max_illegal_actions`` set under a policy
+        other than ``"penalize"`` is refused (it did nothing); the text render names a
+        penalized illegal action as the last action and says it was penalized.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}  # noqa: RUF012 (Gymnasium declares it so)
@@ -286,6 +310,19 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
             raise ValueError(
                 f"max_illegal_actions must be a positive int, got {max_illegal_actions!r}"
             )
+        inert = [
+            f"{name}={value!r}"
+            for name, value, default in (
+                ("illegal_reward", illegal_reward, DEFAULT_ILLEGAL_REWARD),
+                ("max_illegal_actions", max_illegal_actions, DEFAULT_MAX_ILLEGAL),
+            )
+            if value != default
+        ]
+        if inert and illegal_action != "penalize":  # an option that would do nothing
+            raise ValueError(
+                f"{', '.join(inert)} applies only under illegal_action='penalize', "
+                f"not {illegal_action!r}"
+            )
         rules = RuleOptions(
             bonus_always=bonus_always,
             bonus_joker_grants_more=bonus_joker_grants_more,
@@ -306,6 +343,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         self._penalize = illegal_action == "penalize"
         self.illegal_count = 0
         """Illegal actions taken in this episode (``penalize``)."""
+        self._penalized = False  # the last step an illegal action penalized (the text shows it)
 
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self.observation_space = obs_layout.observation_space(
@@ -329,6 +367,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
             self._apply_rules(self._next_rules)
         self.game.reset(self._dealer.deal(self.np_random, codes), dealt=True)
         self.illegal_count = 0
+        self._penalized = False
         self._needs_reset = False
         self._encoder.clear()
         self._hand_mask = -1
@@ -341,6 +380,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         a = action_index(action)
         if self._needs_reset or game.phase == PHASE_OVER:
             raise GameOverError("step() called before reset() or after the episode ended")
+        self._penalized = False
         if LEGAL_BITS[game.phase] >> a & 1:
             game.step(a)
         elif self._raise_illegal:
@@ -348,6 +388,8 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         elif self._penalize:
             self.illegal_count += 1
             game.drawn = []
+            game.last_action = a  # what the table shows as the last action
+            self._penalized = True
             forfeit = self.illegal_count >= self.max_illegal_actions
             if forfeit:  # the game is lost: penalized, and the loss's reward
                 game.forfeit(a)
@@ -375,6 +417,9 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         if self.render_mode == "rgb_array":
             return draw_table(self.game)
         text = render_text(self.game)
+        if self._penalized and self.game.outcome is None:
+            count = f"{self.illegal_count} of {self.max_illegal_actions}"
+            text = f"{text.rstrip()}\n(that action was illegal: penalized, {count})\n"
         if self.render_mode == "human":
             print(text)
             return None

@@ -359,12 +359,21 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
     # ------------------------------------------------------------ queries
     def hand_codes(self, i: int) -> list[str]:
         """Card codes of game ``i``'s hand, sorted by suit then rank (the single env's ``hand``)."""
-        return hand_codes(int(self._games.hand[i]))
+        return hand_codes(int(self._games.hand[self._env_index(i)]))
 
     def deck_ids(self, i: int) -> tuple[int, ...]:
         """Card ids of game ``i`` in the order the game uses them, Jokers relabelled as drawn
         (the single env's ``game.deck``)."""
-        return tuple(int(c) for c in self._games.deck[i])
+        return tuple(int(c) for c in self._games.deck[self._env_index(i)])
+
+    def _env_index(self, i: int) -> int:
+        if (
+            isinstance(i, bool)
+            or not isinstance(i, (int, np.integer))
+            or not 0 <= i < self.num_envs
+        ):
+            raise IndexError(f"env index must be an int in 0..{self.num_envs - 1}, got {i!r}")
+        return int(i)
 
     def state_nbytes(self) -> int:
         """Bytes of NumPy state held for all games (grows linearly with ``num_envs``)."""
@@ -375,12 +384,10 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
     def _check_actions(self, actions: Any) -> I64:
         a = np.asarray(actions)
         if a.shape != (self.num_envs,):
-            if a.ndim == 0 or a.size != self.num_envs:
-                raise IllegalActionError(
-                    f"actions must be an array of {self.num_envs} integers (one per env), "
-                    f"got shape {a.shape}"
-                )
-            a = a.reshape(self.num_envs)
+            raise IllegalActionError(
+                f"actions must be an array of {self.num_envs} integers (one per env, shape "
+                f"({self.num_envs},)), got shape {a.shape}"
+            )
         if a.dtype.kind not in "iu":
             raise IllegalActionError(
                 f"actions must be integers in 0..{NUM_ACTIONS - 1}, got dtype {a.dtype}"
@@ -399,6 +406,8 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         if seed is None:
             return [None] * n
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            if seed < 0:
+                raise ValueError(f"seed must be at least 0, got {int(seed)}")
             return [int(seed) + i for i in range(n)]
         if isinstance(seed, (str, bytes)) or not isinstance(seed, Sequence):
             raise ValueError(f"seed must be None, an int or a list of {n} ints, got {seed!r}")
@@ -408,6 +417,8 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         for i, s in enumerate(seed):
             if s is not None and (isinstance(s, bool) or not isinstance(s, (int, np.integer))):
                 raise ValueError(f"seed for env {i} must be an int or None, got {s!r}")
+            if s is not None and s < 0:  # refused before any env is reseeded
+                raise ValueError(f"seed for env {i} must be at least 0, got {int(s)}")
             out.append(None if s is None else operator.index(s))
         return out
 
@@ -502,7 +513,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             "iron_count": self._games.iron_count.copy(),
         }
         for key in list(info):
-            info["_" + key] = present
+            info["_" + key] = present.copy()  # one array a key, as Gymnasium's vector envs
         if outcome is not None and (over := outcome != PLAYING).any():  # absent when none ended
             info["outcome"] = OUTCOME_NAME_ARRAY[outcome]
             info["_outcome"] = over

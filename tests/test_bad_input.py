@@ -15,6 +15,7 @@ from helpers import BONUS, IRON, JOKER, STOP, THREATEN, stack
 
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import GameOverError, IllegalActionError
+from coldiron_env.vector import ColdIronVectorEnv
 
 
 def fresh(**kwargs: Any) -> ColdIronEnv:
@@ -268,6 +269,7 @@ def test_numpy_scalar_options_are_taken_as_the_values_they_hold() -> None:
         loss_reward=np.int64(-1),
         recall=np.bool_(True),
         max_illegal_actions=np.int64(3),
+        illegal_action="penalize",
         turns=np.int64(20),
         bonus_always=np.bool_(True),
     )
@@ -280,6 +282,20 @@ def test_numpy_scalar_options_are_taken_as_the_values_they_hold() -> None:
         ColdIronEnv(recall=np.float32(1.0))
     with pytest.raises(ValueError, match=r"rule option 'turns' must be an int, got 20\.0"):
         ColdIronEnv(turns=np.float64(20.0))
+
+
+@pytest.mark.parametrize("policy", ["end", "raise"])
+def test_penalize_options_that_would_do_nothing_are_refused(policy: str) -> None:
+    """``illegal_reward`` and ``max_illegal_actions`` act only under ``penalize``: set to
+    anything but their defaults under another policy they are refused by name (the vector
+    env validates through the single env); at their defaults they pass."""
+    with pytest.raises(ValueError, match=rf"illegal_reward=5\.0 applies only .* not '{policy}'"):
+        ColdIronEnv(illegal_action=policy, illegal_reward=5.0)
+    with pytest.raises(ValueError, match=r"max_illegal_actions=3 applies only"):
+        ColdIronVectorEnv(2, illegal_action=policy, max_illegal_actions=3)
+    defaults = {"illegal_reward": ColdIronEnv().illegal_reward, "max_illegal_actions": 10}
+    ColdIronEnv(illegal_action=policy, **defaults)
+    ColdIronEnv(illegal_action="penalize", illegal_reward=5.0, max_illegal_actions=3)
 
 
 @pytest.mark.parametrize("options", ["deck", [], ("deck",)])

@@ -18,6 +18,7 @@ import gymnasium
 import numpy as np
 import pytest
 from helpers import (
+    BONUS,
     IRON,
     JOKER,
     THREATEN,
@@ -264,6 +265,25 @@ def test_render_ansi_at_the_end_names_the_outcome() -> None:
     env.step(2 + 8)  # rack 9: 5H discarded, Joker slays
     text = env.render()
     assert isinstance(text, str) and "slain" in text
+
+
+def test_render_names_a_penalized_illegal_action_until_the_next_legal_one() -> None:
+    """Under ``penalize`` the text names the illegal action as the last one, drawing
+    nothing, and says it was penalized (how many of the episode's allowance); a legal action
+    after it, or a new deal, clears the note."""
+    env = ColdIronEnv(render_mode="ansi", illegal_action="penalize", max_illegal_actions=3)
+    env.reset(options={"deck": stack("5H", "KD")})
+    env.step(THREATEN)
+    assert "Last: Threaten; drew 5H" in str(env.render()) and "penalized" not in str(env.render())
+    env.step(BONUS)  # illegal in the turn phase
+    text = str(env.render())
+    assert "Last: Take the bonus; drew nothing" in text
+    assert "(that action was illegal: penalized, 1 of 3)" in text
+    env.step(THREATEN)
+    assert "penalized" not in str(env.render()) and "drew KD" in str(env.render())
+    env.step(BONUS)
+    env.reset(seed=1)
+    assert "penalized" not in str(env.render())
 
 
 # ---------------------------------------------------------------------- observation

@@ -608,6 +608,9 @@ def test_illegal_actions_end_or_raise() -> None:
         (np.array([-1, 0]), "env 0: action -1 is outside"),
         (np.array([0.0, 1.0]), "must be integers"),
         (np.array([0, 1, 2]), "array of 2 integers"),
+        (np.array([[0, 0]]), r"shape \(2,\)\), got shape \(1, 2\)"),
+        (np.array([[0], [0]]), r"got shape \(2, 1\)"),
+        (np.int64(0), r"got shape \(\)"),
     ):
         with pytest.raises(IllegalActionError, match=message):
             envs.step(actions)
@@ -1033,3 +1036,26 @@ def test_the_finished_only_monitor_reports_what_sb3s_vec_monitor_reports() -> No
                 )
                 episodes += 1
     assert episodes > 100 and ours.episode_count == sb3.episode_count == episodes
+
+
+def test_a_refused_seed_reseeds_no_env_and_an_env_index_is_checked() -> None:
+    """``reset(seed=[5, -1])`` is refused naming env 1 before env 0 is reseeded (its next
+    deal is the one it would have had); every ``_key`` of ``info`` is its own array; an env
+    index out of range is refused by name, not read from the end."""
+    envs, untouched = ColdIronVectorEnv(2), ColdIronVectorEnv(2)
+    for venv in (envs, untouched):
+        venv.reset(seed=100)
+    with pytest.raises(ValueError, match="seed for env 1 must be at least 0, got -1"):
+        envs.reset(seed=[5, -1])
+    with pytest.raises(ValueError, match="seed must be at least 0, got -3"):
+        envs.reset(seed=-3)
+    _, info = envs.reset()
+    untouched.reset()
+    assert envs.deck_ids(0) == untouched.deck_ids(0) and envs.deck_ids(1) == untouched.deck_ids(1)
+    present = [info[key] for key in info if key.startswith("_")]
+    assert len({id(array) for array in present}) == len(present) > 1
+    for i in (-1, 2, 1.0):
+        with pytest.raises(IndexError, match=r"env index must be an int in 0..1"):
+            envs.hand_codes(i)  # type: ignore[arg-type]
+        with pytest.raises(IndexError, match=r"env index must be an int in 0..1"):
+            envs.deck_ids(i)  # type: ignore[arg-type]
