@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Final, Literal, SupportsFloat, get_args
@@ -41,6 +42,16 @@ DEFAULT_ILLEGAL_REWARD: Final = -0.1
 DEFAULT_MAX_ILLEGAL: Final = 10
 """Illegal actions in an episode under ``illegal_action="penalize"``: the last forfeits the game."""
 RESET_OPTION_KEYS: Final = ("deck",)
+
+
+def seed_value(seed: Any) -> int | None:
+    """``reset``'s seed as Gymnasium takes it: None or an int (a NumPy integer as the int it
+    holds; a bool or anything else refused by name, as the vector env does)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ValueError(f"seed must be an int or None, got {seed!r}")
+    return operator.index(seed)
 
 
 def reset_deck_option(options: Any) -> Any:
@@ -362,7 +373,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         codes = reset_deck_option(options)
-        super().reset(seed=seed)
+        super().reset(seed=seed_value(seed))
         if self._next_rules is not self.rules:  # a curriculum's new stage
             self._apply_rules(self._next_rules)
         self.game.reset(self._dealer.deal(self.np_random, codes), dealt=True)

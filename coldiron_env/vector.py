@@ -146,8 +146,9 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
       ``final_info``, with ``final_obs``). A key that no game has this step is
       absent, as in Gymnasium. The per-game ``hand`` and ``drawn`` lists of the
       single env are left out (see :meth:`hand_codes`).
-    * ``reset(seed=s)`` seeds game ``i`` with ``s + i`` (or takes a list of N
-      seeds, ``None`` entries keeping that game's generator);
+    * ``reset(seed=s)`` seeds game ``i`` with ``s + i`` (or takes a list or NumPy
+      array of N seeds, ``None`` entries keeping that game's generator; every seed is
+      checked before any game is reseeded);
       ``reset(options={"deck": decks})`` deals ``decks[i]`` (54 codes, or
       ``None`` for a shuffled deck) to game ``i``.
     * :meth:`set_env_kwargs` changes ``turns`` / ``suits_required`` (training
@@ -243,7 +244,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
     def reset(
         self,
         *,
-        seed: int | Sequence[int | None] | None = None,
+        seed: int | Sequence[int | None] | npt.NDArray[np.integer[Any]] | None = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[Any, dict[str, Any]]:
         """Deal a new game to every env (see the class docstring for ``seed`` and ``options``)."""
@@ -401,7 +402,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             )
         return out
 
-    def _seed_list(self, seed: int | Sequence[int | None] | None) -> list[int | None]:
+    def _seed_list(self, seed: object) -> list[int | None]:
         n = self.num_envs
         if seed is None:
             return [None] * n
@@ -409,6 +410,8 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             if seed < 0:
                 raise ValueError(f"seed must be at least 0, got {int(seed)}")
             return [int(seed) + i for i in range(n)]
+        if isinstance(seed, np.ndarray) and seed.ndim == 1:
+            seed = seed.tolist()  # one seed an env, as a list
         if isinstance(seed, (str, bytes)) or not isinstance(seed, Sequence):
             raise ValueError(f"seed must be None, an int or a list of {n} ints, got {seed!r}")
         if len(seed) != n:

@@ -101,6 +101,29 @@ def test_bad_deck_leaves_env_usable() -> None:
 
 
 # --------------------------------------------------------------------------- actions
+def test_a_seed_is_an_int_numpys_included_in_the_single_env_as_in_the_vector_env() -> None:
+    """A NumPy integer seeds as the int it holds (the deals a sweep's seed gives); a bool, a
+    string or a float is refused by name, in the single env as in the vector env."""
+    env, plain = ColdIronEnv(), ColdIronEnv()
+    env.reset(seed=np.int64(3))
+    plain.reset(seed=3)
+    assert env.game.deck == plain.game.deck
+    env.reset()
+    plain.reset()
+    assert env.game.deck == plain.game.deck  # the generator too, not only the first deal
+    listed, arrayed = ColdIronVectorEnv(2), ColdIronVectorEnv(2)
+    listed.reset(seed=[4, 9])
+    arrayed.reset(seed=np.array([4, 9]))  # a NumPy array of seeds, as the list it holds
+    assert listed.deck_ids(1) == arrayed.deck_ids(1)
+    for bad in (True, "3", 3.0):
+        with pytest.raises(
+            ValueError, match=re.escape(f"seed must be an int or None, got {bad!r}")
+        ):
+            ColdIronEnv().reset(seed=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="seed must be None, an int or a list"):
+            ColdIronVectorEnv(2).reset(seed=bad)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("policy", ["end", "raise"])
 @pytest.mark.parametrize("action", [-1, 19, 20, 10**6, np.int64(19), np.int8(-3)])
 def test_out_of_range_action_raises_naming_it(policy: str, action: Any) -> None:
