@@ -27,9 +27,11 @@ from agents.atomic import atomic_write_json, check_writable
 from agents.evaluation.arena import (
     EVAL_ENV_KWARGS,
     EVALUATION_DEALS,
+    MAX_EPISODES,
     REPORT_SEED,
     VALIDATION_DEALS,
     AgentResult,
+    agent_env_kwargs,
     check_env_kwargs,
     decks_of,
     evaluate,
@@ -153,15 +155,30 @@ def distinct(labels: list[str], specs: list[str]) -> list[str]:
     ]  # still shared (a shortened label equal to another's own): the specs as given
 
 
+def check_outputs_apart(args: argparse.Namespace, specs: list[str]) -> None:
+    """Refuse a ``--json`` or ``--plot`` that is, or lies inside, a model given to ``--agent``
+    (it would be overwritten after the evaluation)."""
+    for flag, path in (("--json", args.json), ("--plot", args.plot)):
+        if path is None:
+            continue
+        out = Path(path).resolve()
+        for spec in specs:
+            given = Path(spec).resolve()
+            if Path(spec).exists() and (out == given or given in out.parents):
+                raise ValueError(f"{flag} {path}: it would overwrite --agent {spec}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command = shlex.join(["scripts/evaluate.py", *(sys.argv[1:] if argv is None else argv)])
     stamp = code_stamp(Path(args.json) if args.json else None)  # the code, before it plays
     try:
-        if args.episodes <= 0:
-            raise ValueError(f"--episodes must be positive, got {args.episodes}")
+        if not 0 < args.episodes <= MAX_EPISODES:
+            raise ValueError(f"--episodes must be in 1..{MAX_EPISODES}, got {args.episodes}")
         for flag, path in (("--json", args.json), ("--plot", args.plot)):
             if path is not None:
+                if not path.strip():
+                    raise ValueError(f"{flag}: an empty file name")
                 check_writable(path, flag)
         if args.json and args.plot and Path(args.json).resolve() == Path(args.plot).resolve():
             raise ValueError(
@@ -175,9 +192,11 @@ def main(argv: list[str] | None = None) -> int:
         set_torch_threads(args.torch_threads)
         agents = []
         specs = [run for spec in args.agent for run in expand_seed_root(spec)]
-        twice = sorted({spec for spec in specs if specs.count(spec) > 1})
+        same = [str(Path(spec).resolve()) if Path(spec).exists() else spec for spec in specs]
+        twice = sorted({spec for spec, key in zip(specs, same, strict=True) if same.count(key) > 1})
         if twice:
             raise ValueError(f"--agent {', '.join(twice)}: given more than once")
+        check_outputs_apart(args, specs)
         for twins in twin_seed_groups(specs):
             print(
                 f"warning: {twins} are runs of one config with a repeated seed: "
@@ -190,6 +209,14 @@ def main(argv: list[str] | None = None) -> int:
             agents.append((label, agent))
         labels = distinct([label for label, _ in agents], specs)
         agents = [(label, agent) for label, (_, agent) in zip(labels, agents, strict=True)]
+        for label, agent in agents:  # a clash with a model's observation, before any play
+            try:
+                check_env_kwargs(agent_env_kwargs(agent, env_kwargs))
+            except ValueError as err:
+                raise ValueError(f"--agent {label}: {err}") from None
+        against = dict(zip(specs, labels, strict=True)).get(args.against, args.against)
+        if args.against != PAIRED_DEFAULT and against not in labels:
+            raise ValueError(f"--against {args.against}: not one of the agents {labels}")
         for run, status in unfinished_runs(specs):
             state = f"status {status}" if status else "no meta.json"
             print(
@@ -243,11 +270,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_ERROR
     print(format_table(results))
-    pairs = paired_lines(results, args.against)
+    pairs = paired_lines(results, against)
     if pairs:
         print(format_paired(pairs))
     elif args.against != PAIRED_DEFAULT:
-        print(f"warning: --against {args.against}: not among the agents evaluated", file=sys.stderr)
+        print(f"warning: --against {args.against}: it did not finish", file=sys.stderr)
     try:
         aggregates = seed_aggregates(specs[: len(results)], [(r.wins, r.episodes) for r in results])
     except ValueError as err:

@@ -24,6 +24,7 @@ import argparse
 import sys
 
 from agents.atomic import atomic_write_json
+from agents.evaluation.arena import validation_decks
 from agents.integrations.onnx_export import CHECK_ROWS, benchmark, check_out_path, export_onnx
 from agents.registry import PLAY_TORCH_THREADS, SHIPPED_MODELS, set_torch_threads
 
@@ -86,6 +87,11 @@ def main(argv: list[str] | None = None) -> int:
         check_out_path(args.out)
         if args.benchmark is not None and not args.benchmark.endswith(".json"):
             raise ValueError(f"--benchmark {args.benchmark!r}: the record must be a .json file")
+        if args.benchmark is not None:  # its deals, before anything is written
+            try:
+                validation_decks(args.benchmark_seed, 1)
+            except ValueError as err:
+                raise ValueError(f"--benchmark-seed {args.benchmark_seed}: {err}") from None
         set_torch_threads(PLAY_TORCH_THREADS)
         result = export_onnx(args.agent, args.out, check_rows=args.check_rows)
     except ImportError as err:

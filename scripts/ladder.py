@@ -56,8 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--seed",
         type=int,
-        default=REPORT_SEED,
-        help=f"seed of the deals (default {REPORT_SEED}, the report seed: every look is logged)",
+        default=None,
+        help=f"seed of the deals (default {REPORT_SEED}, the report seed: every look is logged; "
+        "--add-row plays the seed of its --ladder)",
     )
     parser.add_argument(
         "--deals",
@@ -70,9 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--planner-episodes",
         type=int,
-        default=ladder.DEFAULT_PLANNER_EPISODES,
-        help=f"first deals the planners play (default {ladder.DEFAULT_PLANNER_EPISODES}, "
-        "at most --episodes)",
+        default=None,
+        help=f"first deals the planners play (default {ladder.DEFAULT_PLANNER_EPISODES} or "
+        "--episodes if fewer; at most --episodes)",
     )
     parser.add_argument(
         "--solver-episodes",
@@ -165,6 +166,10 @@ def add_row_main(args: argparse.Namespace, command: str, stamp: dict[str, Any], 
         played = VALIDATION_DEALS if settings.validation else EVALUATION_DEALS
         if args.deals not in (None, played):
             raise ValueError(f"--deals {args.deals}: {args.ladder} played its {played} deals")
+        if args.seed not in (None, settings.seed):
+            raise ValueError(f"--seed {args.seed}: {args.ladder} played seed {settings.seed}")
+        if args.episodes != ladder.DEFAULT_EPISODES:
+            raise ValueError(f"--episodes: --add-row plays the first --add-deals of {args.ladder}")
         base, row, pair = ladder.add_row(
             result,
             settings,
@@ -200,6 +205,8 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
     """The ladder's settings from the arguments (``ValueError`` naming a bad option)."""
+    if args.planner_episodes is None:
+        args.planner_episodes = min(ladder.DEFAULT_PLANNER_EPISODES, args.episodes)
     for name in ("episodes", "planner_episodes", "workers"):
         if getattr(args, name) <= 0:
             raise ValueError(
@@ -221,6 +228,8 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
     if not 0 <= solver_episodes <= args.episodes:
         raise ValueError(f"--solver-episodes must be in 0..{args.episodes}, got {solver_episodes}")
     validation = args.deals == VALIDATION_DEALS
+    if args.seed is None:
+        args.seed = REPORT_SEED
     try:
         decks_of(args.seed, 1, validation)
     except ValueError as err:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ from agents.players.heuristic import HeuristicAgent
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "evaluate.py"
 Z = 1.96
+EXIT_ERROR = 2
 
 
 def wilson_reference(k: int, n: int) -> tuple[float, float]:
@@ -302,3 +304,40 @@ def test_evaluation_refuses_decks_that_are_not_whole_and_engine_with_batches() -
         evaluate_agent(HeuristicAgent(), decks[0], [0])
     with pytest.raises(ValueError, match="'heuristic': play on the engine or in batches"):
         evaluate_agent(HeuristicAgent(), decks, [0, 1, 2], use_engine=True, use_batch=True)
+
+
+def test_cli_checks_outputs_against_and_observation_clashes_before_any_play(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Refused before any agent plays, naming the flag: an output that would overwrite a
+    model, one model given twice by two paths, an --against that is not an agent, a network
+    whose observation clashes with --env-kwarg, too many deals, an empty file name; an
+    --against given as the model's path pairs with its label."""
+    from agents.evaluation.arena import MAX_EPISODES
+
+    cli = load_file(SCRIPT, "coldiron_evaluate_cli_checks")
+    model = tmp_path / "mine"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "agents" / "models" / "trained", model)
+    meta = (model / "meta.json").read_bytes()
+    base = ["--deals", "validation", "--seed", "3", "--episodes", "4"]
+    refusals = (
+        (["--agent", str(model), "--json", str(model / "meta.json")], "would overwrite --agent"),
+        (["--agent", "heuristic", "--agent", str(model), "--plot", str(model / "model.zip")],
+         "would overwrite"),
+        (["--agent", str(model), "--agent", f"{model}/../mine"], "given more than once"),
+        (["--agent", "heuristic", "--against", "heuristc"], "--against heuristc: not one of"),
+        (["--agent", "heuristic", "--agent", "trained", "--env-kwarg", "counting=false"],
+         "--agent trained: "),
+        (["--agent", "heuristic", "--episodes", str(MAX_EPISODES + 1)], "--episodes must be in"),
+        (["--agent", "heuristic", "--json", ""], "--json: an empty file name"),
+    )  # fmt: skip
+    for extra, needle in refusals:
+        assert cli.main([*base, *extra]) == EXIT_ERROR, extra
+        err = capsys.readouterr().err
+        assert needle in err and "  heuristic:" not in err, (extra, err)  # nothing played
+    assert (model / "meta.json").read_bytes() == meta
+    out = tmp_path / "paired.json"
+    assert cli.main([*base, "--agent", "heuristic", "--agent", str(model), "--against",
+                     str(model), "--json", str(out)]) == 0  # fmt: skip
+    pairs = json.loads(out.read_text())["paired"]
+    assert [p["agent"] for p in pairs] == ["heuristic"] and pairs[0]["against"] != str(model)

@@ -370,6 +370,9 @@ def test_the_script_reports_errors_and_writes_nothing(
     out = tmp_path / "h.onnx"
     assert export.main(["--agent", "heuristic", "--out", str(out)]) == export.EXIT_ERROR
     assert "built-in player" in capsys.readouterr().err and not out.exists()
+    bench = ["--benchmark", str(tmp_path / "b.json"), "--benchmark-seed", "70000"]
+    assert export.main(["--agent", "trained", "--out", str(out), *bench]) == export.EXIT_ERROR
+    assert "--benchmark-seed 70000" in capsys.readouterr().err and not out.exists()
     assert export.main(["--agent", "trained", "--out", str(tmp_path / "t.zip")]) == 2
     assert "must end in .onnx" in capsys.readouterr().err
 

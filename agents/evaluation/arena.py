@@ -39,7 +39,13 @@ from agents.evaluation.looks import record_look
 from agents.evaluation.stats import mcnemar, wilson_interval
 from agents.players.base import Agent, KnowledgeActor, RuleAware
 from coldiron_env.cards import DECK_SIZE, deck_codes
-from coldiron_env.dealer import DealStream, check_evaluation_seed, shuffled_decks, stream_seed
+from coldiron_env.dealer import (
+    STREAM_INDEX_BITS,
+    DealStream,
+    check_evaluation_seed,
+    shuffled_decks,
+    stream_seed,
+)
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import OUTCOMES
 from coldiron_env.observation import OBSERVATION_OPTIONS
@@ -98,9 +104,17 @@ def agent_seeds(seed: int, episodes: int) -> list[int]:
     return rng.integers(0, MAX_AGENT_SEED, size=episodes).tolist()  # type: ignore[no-any-return]
 
 
+MAX_EPISODES: Final = 1 << STREAM_INDEX_BITS
+"""The most deals an evaluation plays: a seed's validation deals (16,777,216)."""
+
+
 def _check_count(episodes: int) -> None:
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes <= 0:
         raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
+    if episodes > MAX_EPISODES:
+        raise ValueError(
+            f"episodes must be at most {MAX_EPISODES:,} (a seed's deals), got {episodes:,}"
+        )
 
 
 def check_env_kwargs(env_kwargs: Mapping[str, Any]) -> dict[str, Any]:

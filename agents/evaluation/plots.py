@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import os
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Final
 
 from agents.atomic import atomic_target
 from agents.evaluation.arena import AgentResult
+
+TITLE_CHARS_PER_INCH: Final = 9
+"""Characters of the chart's title a line per inch of figure (wrapped, not clipped)."""
 
 PERCENT = 100.0
 
@@ -55,7 +60,11 @@ def plot_win_rates(
         ax.set_ylabel("win rate (%)")
         episodes = {r.episodes for r in results}
         count = f"{episodes.pop()} deals" if len(episodes) == 1 else "deals"
-        ax.set_title(title or f"Cold Iron win rate on {count} (Wilson 95% interval)")
+        text = title or f"Cold Iron win rate on {count} (Wilson 95% interval)"
+        width = fig.get_figwidth()
+        ax.set_title(
+            textwrap.fill(text, width=int(TITLE_CHARS_PER_INCH * width)), fontsize="medium"
+        )
         ax.set_ylim(0, max(max(r + h for r, h in zip(rates, highs, strict=True)) * 1.2, 1.0))
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
