@@ -514,6 +514,37 @@ def test_load_incompatible_model_names_it(tmp_path: Path) -> None:
         load_sb3_agent(path)
 
 
+@pytest.mark.parametrize(
+    ("algorithm", "env_kwargs"),
+    [
+        ("maskable_ppo", {"counting": True}),
+        ("ppo", {"observation_mode": "dict", "recall": True}),
+        ("a2c", {}),
+        ("dqn", {"mask_in_observation": True, "recall": True}),
+    ],
+)
+def test_a_zip_saved_by_sb3_itself_loads_with_its_algorithm_and_observation(
+    tmp_path: Path, algorithm: str, env_kwargs: dict[str, Any]
+) -> None:
+    """A model a user's own loop built and saved with SB3 alone (untagged, no config beside
+    it): its algorithm read from the policy class SB3 recorded (PPO and A2C told apart), its
+    observation options from its observation space, and it plays."""
+    import gymnasium as gym
+
+    from agents.learning.algorithms import get_algorithm
+
+    spec = get_algorithm(algorithm)
+    dict_space = env_kwargs.get("observation_mode") == "dict" or "mask_in_observation" in env_kwargs
+    policy = spec.dict_policy if dict_space else spec.flat_policy
+    model = spec.load_class()(policy, gym.make("coldiron/ColdIron-v0", **env_kwargs))
+    path = tmp_path / "own.zip"
+    model.save(path)
+    agent = load_sb3_agent(path)
+    assert type(agent.model).__name__ == spec.class_name and agent.env_kwargs == env_kwargs
+    result = evaluate_agent(agent, deal_decks(5, 3), agent_seeds(5, 3))
+    assert result.episodes == 3
+
+
 def test_load_zip_of_unknown_algorithm_names_it(tmp_path: Path) -> None:
     model = small_model("ppo")
     tag_model(model, "sac", {})

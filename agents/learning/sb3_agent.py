@@ -19,6 +19,7 @@ whose message names the file.
 
 from __future__ import annotations
 
+import itertools
 import json
 import pickle
 import zipfile
@@ -37,6 +38,7 @@ from agents.players.policy_net import PolicyNet
 from coldiron_env import ENV_ID
 from coldiron_env.actions import ENV_MASKS
 from coldiron_env.knowledge import Knowledge
+from coldiron_env.observation import ACTION_MASK_KEY, OBSERVATIONS_KEY, with_mask
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -92,6 +94,11 @@ class MaskedPolicy:
         self.spec: AlgorithmSpec = algorithm_of(model)
         self.obs_normalizer = obs_normalizer
         self._lstm_states: Any = None
+        space = model.observation_space
+        self._mask_inside = isinstance(space, gym.spaces.Dict) and set(space.spaces) == {
+            OBSERVATIONS_KEY,
+            ACTION_MASK_KEY,
+        }  # trained with mask_in_observation: the envs that play it give the mask beside
 
     def reset_states(self) -> None:
         self._lstm_states = None
@@ -124,6 +131,8 @@ class MaskedPolicy:
     def act(
         self, obs: Any, masks: np.ndarray, episode_starts: np.ndarray | None = None
     ) -> np.ndarray:
+        if self._mask_inside and not (isinstance(obs, dict) and ACTION_MASK_KEY in obs):
+            obs = with_mask(obs, np.asarray(masks, dtype=np.int8))
         scores = self.scores(obs, episode_starts)
         legal = th.as_tensor(legal_rows(masks), device=scores.device)
         masked = th.where(legal, scores, th.full_like(scores, -th.inf))
@@ -358,24 +367,29 @@ def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
         if zoo is not None:
             algo_name = algo_name or zoo[0]
             env_kwargs = env_kwargs if env_kwargs is not None else zoo[1]
+    if algo_name is None:  # a model saved by a user's own loop: read from SB3's own record
+        algo_name = algorithm_from_data(data)
     if algo_name is None:
         raise ModelLoadError(
             f"{zip_path}: cannot tell which algorithm trained this model "
-            f"(no {ALGORITHM_ATTR!r} in the file, no {CONFIG_FILE} beside it, and not an "
-            "rl-zoo3 run)"
+            f"(no {ALGORITHM_ATTR!r} in the file, no {CONFIG_FILE} beside it, not an "
+            "rl-zoo3 run, and its policy class is none of a registered algorithm's; "
+            "agents.learning.sb3_agent.tag_model(model, ALGORITHM, ENV_KWARGS) before "
+            "model.save() records both)"
         )
     try:
         spec = get_algorithm(str(algo_name))
     except ValueError as exc:
         raise ModelLoadError(f"{zip_path}: {exc}") from None
-    env_kwargs = dict(env_kwargs or {})
-
     try:
         model = spec.load_class().load(zip_path, device="cpu")
     except Exception as exc:  # SB3 raises many kinds on a bad file
         raise ModelLoadError(
             f"{zip_path}: cannot load as {spec.class_name}: {type(exc).__name__}: {exc}"
         ) from None
+    if env_kwargs is None:  # the observation options whose space the model was built on
+        env_kwargs = observation_kwargs_of(model.observation_space) or {}
+    env_kwargs = dict(env_kwargs)
     _check_compatible(model, env_kwargs, zip_path)
 
     normalizer = None
@@ -393,6 +407,42 @@ def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
         normalizer.training = False
     label = name or (given.name if given.is_dir() else given.stem)
     return SB3Agent(model, env_kwargs, name=label, obs_normalizer=normalizer)
+
+
+POLICY_MODULES: Final = {
+    "sb3_contrib.common.maskable.policies": "maskable_ppo",
+    "sb3_contrib.common.recurrent.policies": "recurrent_ppo",
+    "sb3_contrib.qrdqn.policies": "qrdqn",
+    "stable_baselines3.dqn.policies": "dqn",
+}
+"""The registered algorithm of a policy class's module (SB3's own actor-critic is below)."""
+ACTOR_CRITIC_MODULE: Final = "stable_baselines3.common.policies"
+PPO_ONLY_KEY: Final = "clip_range"
+"""Saved by PPO, not A2C (which share the actor-critic policy)."""
+
+
+def algorithm_from_data(data: dict[str, Any]) -> str | None:
+    """The registered algorithm of a zip saved by SB3 itself, read from its ``data`` record
+    (its policy class's module; PPO and A2C told apart by PPO's ``clip_range``), or None."""
+    policy = data.get("policy_class")
+    module = policy.get("__module__") if isinstance(policy, dict) else None
+    if module == ACTOR_CRITIC_MODULE:
+        return "ppo" if PPO_ONLY_KEY in data else "a2c"
+    return POLICY_MODULES.get(str(module))
+
+
+def observation_kwargs_of(space: gym.Space[Any]) -> dict[str, Any] | None:
+    """The env's observation options (mode, recall, counting, the mask inside) whose space is
+    ``space`` under the standard rules, or None when none is."""
+    names = ("observation_mode", "recall", "counting", "mask_in_observation")
+    for values in itertools.product(("flat", "dict"), *[(False, True)] * (len(names) - 1)):
+        kwargs: dict[str, Any] = dict(zip(names, values, strict=True))
+        env = gym.make(ENV_ID, **kwargs)
+        matches = env.observation_space == space
+        env.close()
+        if matches:
+            return {k: v for k, v in kwargs.items() if v not in (False, "flat")}
+    return None
 
 
 def _check_compatible(model: BaseAlgorithm, env_kwargs: dict[str, Any], zip_path: Path) -> None:
