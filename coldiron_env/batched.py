@@ -96,7 +96,10 @@ def compiled(fn: Any, cache: bool = True) -> Any:
     if numba is None:
         fn.py_func = fn
         return fn
-    return numba.njit(cache=cache, nogil=True)(fn)
+    try:
+        return numba.njit(cache=cache, nogil=True)(fn)
+    except RuntimeError:  # no writable place for the cache (a read-only install, no HOME)
+        return numba.njit(cache=False, nogil=True)(fn)
 
 
 def compiled_uncached(fn: Any) -> Any:

@@ -1059,3 +1059,30 @@ def test_a_refused_seed_reseeds_no_env_and_an_env_index_is_checked() -> None:
             envs.hand_codes(i)  # type: ignore[arg-type]
         with pytest.raises(IndexError, match=r"env index must be an int in 0..1"):
             envs.deck_ids(i)  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(not NUMBA_AVAILABLE, reason="numba is not installed")
+def test_the_loop_compiles_without_its_cache_where_numba_cannot_write_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where numba finds no writable place for its cache (a read-only install, no HOME) it
+    raises at decoration; the loop is then compiled without the cache, not refused."""
+    from coldiron_env import batched
+
+    real = batched.numba.njit
+    asked: list[bool] = []
+
+    def njit(*args: Any, **kwargs: Any) -> Any:  # numba calls it too, positionally
+        if "cache" in kwargs:
+            asked.append(kwargs["cache"])
+            if kwargs["cache"]:
+                raise RuntimeError("cannot cache function 'f': no locator available for file")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(batched.numba, "njit", njit)
+
+    def double(x: int) -> int:
+        return 2 * x
+
+    fast = batched.compiled(double)
+    assert asked == [True, False] and fast(21) == 42 and fast.py_func is double
