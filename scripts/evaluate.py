@@ -11,7 +11,8 @@ Run directories that are seeds of one config are also reported together: the mea
 of their win rates with a Student-t 95% interval across seeds (agents/learning/multiseed.py).
 
 Every agent plays the same deals: deal i is row i of
-``shuffled_decks(numpy.random.default_rng(SEED), EPISODES)``. Evaluation uses the
+``shuffled_decks(numpy.random.default_rng(SEED), EPISODES)`` (with ``--deals validation``,
+the env's deal on ``reset(seed=stream_seed(VALIDATION, SEED, i))``). Evaluation uses the
 plain env (default rewards, no shaping); what is counted is the outcome.
 """
 
@@ -50,6 +51,7 @@ from agents.learning.multiseed import (
     unfinished_runs,
 )
 from agents.registry import PLAY_TORCH_THREADS, agent_names, make_agent, set_torch_threads
+from coldiron_env.options import RuleOptions
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -214,6 +216,18 @@ def main(argv: list[str] | None = None) -> int:
                 check_env_kwargs(agent_env_kwargs(agent, env_kwargs))
             except ValueError as err:
                 raise ValueError(f"--agent {label}: {err}") from None
+            trained_on = getattr(agent, "env_kwargs", None)
+            if isinstance(trained_on, dict):
+                rules, played = (
+                    RuleOptions.from_kwargs(trained_on),
+                    RuleOptions.from_kwargs(env_kwargs),
+                )
+                if rules != played:
+                    trained, plays = (r.changes() or "the standard rules" for r in (rules, played))
+                    print(
+                        f"warning: {label} was trained on {trained}; it plays {plays}",
+                        file=sys.stderr,
+                    )
         against = dict(zip(specs, labels, strict=True)).get(args.against, args.against)
         if args.against != PAIRED_DEFAULT and against not in labels:
             raise ValueError(f"--against {args.against}: not one of the agents {labels}")
@@ -292,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                     "the env's deal on reset(seed=coldiron_env.dealer.stream_seed("
                     "DealStream.VALIDATION, seed, i)) for deal i, identical for every agent"
                 )
+            doc["deal_set"] = args.deals
             doc["seed_aggregates"] = [a.to_dict() for a in aggregates]
             doc["paired"] = pairs
             if interrupted:

@@ -341,3 +341,17 @@ def test_cli_checks_outputs_against_and_observation_clashes_before_any_play(
                      str(model), "--json", str(out)]) == 0  # fmt: skip
     pairs = json.loads(out.read_text())["paired"]
     assert [p["agent"] for p in pairs] == ["heuristic"] and pairs[0]["against"] != str(model)
+
+
+def test_cli_warns_when_a_network_plays_rules_it_was_not_trained_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli = load_file(SCRIPT, "coldiron_evaluate_cli_rules")
+    out = tmp_path / "v.json"
+    base = ["--deals", "validation", "--seed", "3", "--episodes", "2", "--json", str(out)]
+    assert cli.main([*base, "--agent", "trained", "--env-kwarg", "bonus_always=true"]) == 0
+    err = capsys.readouterr().err
+    assert "trained was trained on the standard rules; it plays {'bonus_always': True}" in err
+    assert json.loads(out.read_text())["deal_set"] == "validation"
+    assert cli.main([*base, "--agent", "trained"]) == 0
+    assert "warning" not in capsys.readouterr().err
