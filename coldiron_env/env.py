@@ -162,8 +162,8 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
       with the same reward as any loss, which teaches it nothing.
 
     An action outside ``Discrete(19)`` always raises. ``illegal_reward`` and
-    ``max_illegal_actions`` other than their defaults are refused under another
-    policy (they would do nothing).
+    ``max_illegal_actions`` other than their defaults under another policy do
+    nothing, and the env warns so.
 
     ## Starting State
     A shuffled deck drawn from ``self.np_random`` (or the deck given as
@@ -182,8 +182,10 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
     standard game, so no time limit is needed and the env never truncates;
     ``env.unwrapped.max_episode_steps`` bounds an episode's steps, illegal actions
     included (for a ``TimeLimit`` that never cuts a game short; the registration sets
-    none, so ``gym.make`` adds no ``TimeLimit``). ``step`` before ``reset`` or after
-    the episode ended raises :class:`~coldiron_env.game.GameOverError`.
+    none, so ``gym.make`` adds no ``TimeLimit``). ``step`` after the episode ended
+    raises :class:`~coldiron_env.game.GameOverError`, and so does ``step`` before the
+    first ``reset`` on the env itself (through ``gym.make``, Gymnasium's
+    ``OrderEnforcing`` raises ``ResetNeeded`` first).
 
     ## Information
     After ``reset`` and every ``step``: ``action_mask`` (``np.int8``, shape
@@ -239,13 +241,17 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
       - 2026-12-04: the forfeit under ``illegal_action="penalize"`` became a
         termination with the loss's reward added; it was a truncation, so learners
         bootstrapped from the value of a game that was over;
-      - the native vector env refuses float actions (it truncated them to ints, 0.9
-        playing as 0, before commit 52b114f) and, since 2026-12-05, a batch of actions
-        not shaped ``(num_envs,)`` (it reshaped any array of ``num_envs`` values) and a
-        negative seed before any env is reseeded;
-      - 2026-12-05: ``illegal_reward`` or ``max_illegal_actions`` set under a policy
-        other than ``"penalize"`` is refused (it did nothing); the text render names a
-        penalized illegal action as the last action and says it was penalized.
+      - 2026-12-05, the native vector env: a batch of actions not shaped
+        ``(num_envs,)`` is refused (it reshaped any array of ``num_envs`` values), a
+        negative seed is refused (``ValueError``) before any env is reseeded, a NumPy
+        array of seeds is taken, every ``_key`` of ``info`` is its own array, and
+        ``hand_codes`` / ``deck_ids`` refuse an index outside ``0..num_envs - 1`` (-1
+        read the last env);
+      - 2026-12-05, the single env: a NumPy integer seed is taken as the int it holds
+        and a bool seed refused, as the vector env does; ``illegal_reward`` or
+        ``max_illegal_actions`` set under a policy other than ``"penalize"`` is warned
+        about (it does nothing); the text render names a penalized illegal action as
+        the last action and says it was penalized.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}  # noqa: RUF012 (Gymnasium declares it so)
@@ -329,10 +335,10 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
             )
             if value != default
         ]
-        if inert and illegal_action != "penalize":  # an option that would do nothing
-            raise ValueError(
+        if inert and illegal_action != "penalize":  # an option that does nothing: said
+            gym.logger.warn(
                 f"{', '.join(inert)} applies only under illegal_action='penalize', "
-                f"not {illegal_action!r}"
+                f"not {illegal_action!r}: it does nothing here"
             )
         rules = RuleOptions(
             bonus_always=bonus_always,

@@ -50,7 +50,13 @@ from agents.learning.multiseed import (
     twin_seed_groups,
     unfinished_runs,
 )
-from agents.registry import PLAY_TORCH_THREADS, agent_names, make_agent, set_torch_threads
+from agents.registry import (
+    PLAY_TORCH_THREADS,
+    SHIPPED_MODELS,
+    agent_names,
+    make_agent,
+    set_torch_threads,
+)
 from coldiron_env.options import RuleOptions
 
 EXIT_ERROR = 2
@@ -157,17 +163,24 @@ def distinct(labels: list[str], specs: list[str]) -> list[str]:
     ]  # still shared (a shortened label equal to another's own): the specs as given
 
 
+def model_path(spec: str) -> Path | None:
+    """Where the model ``spec`` names lives (a shipped network's folder for its name), if it
+    is a file or folder."""
+    path = SHIPPED_MODELS.get(spec, Path(spec))
+    return path.resolve() if path.exists() else None
+
+
 def check_outputs_apart(args: argparse.Namespace, specs: list[str]) -> None:
-    """Refuse a ``--json`` or ``--plot`` that is, or lies inside, a model given to ``--agent``
-    (it would be overwritten after the evaluation)."""
+    """Refuse a ``--json`` or ``--plot`` that is a model given to ``--agent`` (a shipped
+    network by its name too) or a file already in its folder: it would be overwritten."""
     for flag, path in (("--json", args.json), ("--plot", args.plot)):
         if path is None:
             continue
         out = Path(path).resolve()
         for spec in specs:
-            given = Path(spec).resolve()
-            if Path(spec).exists() and (out == given or given in out.parents):
-                raise ValueError(f"{flag} {path}: it would overwrite --agent {spec}")
+            given = model_path(spec)
+            if given is not None and (out == given or (out.exists() and given in out.parents)):
+                raise ValueError(f"{flag} {path}: it would overwrite --agent {spec}'s files")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         set_torch_threads(args.torch_threads)
         agents = []
         specs = [run for spec in args.agent for run in expand_seed_root(spec)]
-        same = [str(Path(spec).resolve()) if Path(spec).exists() else spec for spec in specs]
+        same = [str(model_path(spec) or spec) for spec in specs]
         twice = sorted({spec for spec, key in zip(specs, same, strict=True) if same.count(key) > 1})
         if twice:
             raise ValueError(f"--agent {', '.join(twice)}: given more than once")
@@ -217,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError as err:
                 raise ValueError(f"--agent {label}: {err}") from None
             trained_on = getattr(agent, "env_kwargs", None)
-            if isinstance(trained_on, dict):
+            if isinstance(trained_on, dict) and not getattr(agent, "env_kwargs_inferred", False):
                 rules, played = (
                     RuleOptions.from_kwargs(trained_on),
                     RuleOptions.from_kwargs(env_kwargs),
@@ -228,7 +241,8 @@ def main(argv: list[str] | None = None) -> int:
                         f"warning: {label} was trained on {trained}; it plays {plays}",
                         file=sys.stderr,
                     )
-        against = dict(zip(specs, labels, strict=True)).get(args.against, args.against)
+        by_spec = {**dict(zip(same, labels, strict=True)), **dict(zip(specs, labels, strict=True))}
+        against = by_spec.get(str(model_path(args.against) or args.against), args.against)
         if args.against != PAIRED_DEFAULT and against not in labels:
             raise ValueError(f"--against {args.against}: not one of the agents {labels}")
         for run, status in unfinished_runs(specs):

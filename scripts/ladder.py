@@ -50,8 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--episodes",
         type=int,
-        default=ladder.DEFAULT_EPISODES,
-        help=f"deals (default {ladder.DEFAULT_EPISODES})",
+        default=None,
+        help=f"deals (default {ladder.DEFAULT_EPISODES}; --add-row: its --ladder's)",
     )
     parser.add_argument(
         "--seed",
@@ -168,8 +168,11 @@ def add_row_main(args: argparse.Namespace, command: str, stamp: dict[str, Any], 
             raise ValueError(f"--deals {args.deals}: {args.ladder} played its {played} deals")
         if args.seed not in (None, settings.seed):
             raise ValueError(f"--seed {args.seed}: {args.ladder} played seed {settings.seed}")
-        if args.episodes != ladder.DEFAULT_EPISODES:
-            raise ValueError(f"--episodes: --add-row plays the first --add-deals of {args.ladder}")
+        if args.episodes not in (None, settings.episodes):
+            raise ValueError(
+                f"--episodes {args.episodes}: {args.ladder} played {settings.episodes} deals "
+                "(--add-row plays its first --add-deals)"
+            )
         base, row, pair = ladder.add_row(
             result,
             settings,
@@ -205,6 +208,8 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
     """The ladder's settings from the arguments (``ValueError`` naming a bad option)."""
+    if args.episodes is None:
+        args.episodes = ladder.DEFAULT_EPISODES
     if args.planner_episodes is None:
         args.planner_episodes = min(ladder.DEFAULT_PLANNER_EPISODES, args.episodes)
     for name in ("episodes", "planner_episodes", "workers"):

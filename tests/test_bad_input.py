@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -308,17 +309,18 @@ def test_numpy_scalar_options_are_taken_as_the_values_they_hold() -> None:
 
 
 @pytest.mark.parametrize("policy", ["end", "raise"])
-def test_penalize_options_that_would_do_nothing_are_refused(policy: str) -> None:
+def test_penalize_options_that_would_do_nothing_are_warned_about(policy: str) -> None:
     """``illegal_reward`` and ``max_illegal_actions`` act only under ``penalize``: set to
-    anything but their defaults under another policy they are refused by name (the vector
-    env validates through the single env); at their defaults they pass."""
-    with pytest.raises(ValueError, match=rf"illegal_reward=5\.0 applies only .* not '{policy}'"):
+    anything but their defaults under another policy the env warns, naming them (a config or
+    model that sets them still loads); at their defaults, or under penalize, it is silent."""
+    with pytest.warns(UserWarning, match=rf"illegal_reward=5\.0 applies only .* not '{policy}'"):
         ColdIronEnv(illegal_action=policy, illegal_reward=5.0)
-    with pytest.raises(ValueError, match=r"max_illegal_actions=3 applies only"):
+    with pytest.warns(UserWarning, match=r"max_illegal_actions=3 applies only"):
         ColdIronVectorEnv(2, illegal_action=policy, max_illegal_actions=3)
-    defaults = {"illegal_reward": ColdIronEnv().illegal_reward, "max_illegal_actions": 10}
-    ColdIronEnv(illegal_action=policy, **defaults)
-    ColdIronEnv(illegal_action="penalize", illegal_reward=5.0, max_illegal_actions=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ColdIronEnv(illegal_action=policy, illegal_reward=-0.1, max_illegal_actions=10)
+        ColdIronEnv(illegal_action="penalize", illegal_reward=5.0, max_illegal_actions=3)
 
 
 @pytest.mark.parametrize("options", ["deck", [], ("deck",)])

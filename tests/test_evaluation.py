@@ -330,6 +330,10 @@ def test_cli_checks_outputs_against_and_observation_clashes_before_any_play(
          "--agent trained: "),
         (["--agent", "heuristic", "--episodes", str(MAX_EPISODES + 1)], "--episodes must be in"),
         (["--agent", "heuristic", "--json", ""], "--json: an empty file name"),
+        (["--agent", "trained", "--plot", str(REPO / "agents/models/trained/model.zip")],
+         "would overwrite --agent trained's files"),
+        (["--agent", "trained", "--agent", str(REPO / "agents/models/trained")],
+         "given more than once"),
     )  # fmt: skip
     for extra, needle in refusals:
         assert cli.main([*base, *extra]) == EXIT_ERROR, extra
@@ -341,6 +345,10 @@ def test_cli_checks_outputs_against_and_observation_clashes_before_any_play(
                      str(model), "--json", str(out)]) == 0  # fmt: skip
     pairs = json.loads(out.read_text())["paired"]
     assert [p["agent"] for p in pairs] == ["heuristic"] and pairs[0]["against"] != str(model)
+    beside = model / "eval.json"  # a new file in a run's folder overwrites nothing
+    assert cli.main([*base, "--agent", str(model), "--against", f"{model}/", "--json",
+                     str(beside)]) == 0  # fmt: skip
+    assert beside.is_file() and (model / "meta.json").read_bytes() == meta
 
 
 def test_cli_warns_when_a_network_plays_rules_it_was_not_trained_on(

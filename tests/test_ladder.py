@@ -238,11 +238,17 @@ def test_a_validation_ladder_deals_the_validation_decks_and_logs_no_look(
     assert json.loads((out / "ladder.json").read_text())["deals"] == "validation"
     assert ladder.main([*args, "--out-dir", str(out), "--deals", "evaluation"]) == ladder.EXIT_ERROR
     assert "validation deals" in capsys.readouterr().err
-    for other, needle in ((["--seed", "78"], "--seed 78: "), (["--episodes", "9"], "--episodes")):
+    for other, needle in ((["--seed", "78"], "--seed 78: "), (["--episodes", "9"], "--episodes 9")):
         dealt.clear()
         assert ladder.main([*args, "--out-dir", str(out), *other]) == ladder.EXIT_ERROR
         assert needle in capsys.readouterr().err and not dealt  # not ignored: refused
-    assert ladder.main([*args, "--out-dir", str(out), "--seed", str(seed)]) == 0  # its own seed
+    own = [
+        "--seed",
+        str(seed),
+        "--episodes",
+        str(json.loads((tmp_path / "out" / "ladder.json").read_text())["episodes"]),
+    ]
+    assert ladder.main([*args, "--out-dir", str(out), *own]) == 0  # its own seed and deals
     dealt.clear()
     too_large = ["--seed", str(1 << 20), "--deals", "validation", "--out-dir", str(out)]
     assert ladder.main(too_large) == ladder.EXIT_ERROR  # refused before anything plays

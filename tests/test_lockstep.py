@@ -226,6 +226,8 @@ def test_the_game_engine_takes_seeds_beside_decks_and_refuses_other_options() ->
         ({"illegal_action": "raise"}, "['illegal_action'] not allowed"),
         ({"turn": 10}, "turn"),
         ({"turns": 0}, "turns"),
+        ({"observation_mode": "nonsense"}, "observation_mode"),
+        ({"counting": "yes"}, "counting"),
     ):
         with pytest.raises((ValueError, TypeError), match=re.escape(needle)):
             play_lockstep(lambda _: HeuristicAgent(), kwargs, seeded, 1, "game")

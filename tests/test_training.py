@@ -541,8 +541,21 @@ def test_a_zip_saved_by_sb3_itself_loads_with_its_algorithm_and_observation(
     model.save(path)
     agent = load_sb3_agent(path)
     assert type(agent.model).__name__ == spec.class_name and agent.env_kwargs == env_kwargs
+    assert agent.env_kwargs_inferred
     result = evaluate_agent(agent, deal_decks(5, 3), agent_seeds(5, 3))
     assert result.episodes == 3
+    if env_kwargs.get("mask_in_observation"):  # played on the plain observation, mask beside
+        plain = ColdIronEnv(recall=True)
+        obs, info = plain.reset(seed=4)
+        for _ in range(20):
+            mask = info["action_mask"]
+            inside = {"observations": obs[None], "action_mask": mask[None]}
+            q = model.q_net(model.policy.obs_to_tensor(inside)[0])[0].detach().numpy()
+            expected = int(np.flatnonzero(mask)[np.argmax(q[mask.astype(bool)])])
+            assert agent.act(obs, mask, info) == expected
+            obs, _, done, _, info = plain.step(expected)
+            if done:
+                obs, info = plain.reset()
 
 
 def test_load_zip_of_unknown_algorithm_names_it(tmp_path: Path) -> None:

@@ -61,10 +61,9 @@ def plot_win_rates(
         episodes = {r.episodes for r in results}
         count = f"{episodes.pop()} deals" if len(episodes) == 1 else "deals"
         text = title or f"Cold Iron win rate on {count} (Wilson 95% interval)"
-        width = fig.get_figwidth()
-        ax.set_title(
-            textwrap.fill(text, width=int(TITLE_CHARS_PER_INCH * width)), fontsize="medium"
-        )
+        chars = int(TITLE_CHARS_PER_INCH * fig.get_figwidth())  # a caller's newlines kept
+        wrapped = "\n".join(textwrap.fill(line, width=chars) for line in text.splitlines())
+        ax.set_title(wrapped, fontsize="medium")
         ax.set_ylim(0, max(max(r + h for r, h in zip(rates, highs, strict=True)) * 1.2, 1.0))
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()

@@ -151,6 +151,9 @@ class SB3Agent(Agent):
     ) -> None:
         self.model = model
         self.env_kwargs = dict(env_kwargs)
+        self.env_kwargs_inferred = False
+        """Whether ``env_kwargs`` were read from the observation space (a zip saved by SB3
+        alone): its rule options unknown, the standard ones assumed."""
         self.name = name
         self.policy = MaskedPolicy(model, obs_normalizer)
         self._episode_start = True
@@ -387,8 +390,16 @@ def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
         raise ModelLoadError(
             f"{zip_path}: cannot load as {spec.class_name}: {type(exc).__name__}: {exc}"
         ) from None
+    inferred = env_kwargs is None
     if env_kwargs is None:  # the observation options whose space the model was built on
-        env_kwargs = observation_kwargs_of(model.observation_space) or {}
+        env_kwargs = observation_kwargs_of(model.observation_space)
+        if env_kwargs is None:
+            raise ModelLoadError(
+                f"{zip_path}: no env options of the standard rules give its observation space "
+                f"{model.observation_space} (a rule variant or a curriculum's turns change a "
+                "dict space): record them with agents.learning.sb3_agent.tag_model(model, "
+                "ALGORITHM, ENV_KWARGS) before model.save()"
+            )
     env_kwargs = dict(env_kwargs)
     _check_compatible(model, env_kwargs, zip_path)
 
@@ -406,7 +417,9 @@ def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
             ) from None
         normalizer.training = False
     label = name or (given.name if given.is_dir() else given.stem)
-    return SB3Agent(model, env_kwargs, name=label, obs_normalizer=normalizer)
+    agent = SB3Agent(model, env_kwargs, name=label, obs_normalizer=normalizer)
+    agent.env_kwargs_inferred = inferred  # its rules unknown: the standard ones assumed
+    return agent
 
 
 POLICY_MODULES: Final = {
@@ -419,6 +432,8 @@ POLICY_MODULES: Final = {
 ACTOR_CRITIC_MODULE: Final = "stable_baselines3.common.policies"
 PPO_ONLY_KEY: Final = "clip_range"
 """Saved by PPO, not A2C (which share the actor-critic policy)."""
+TRPO_KEY: Final = "cg_max_steps"
+"""Saved by sb3-contrib's TRPO (not registered), which shares the actor-critic policy too."""
 
 
 def algorithm_from_data(data: dict[str, Any]) -> str | None:
@@ -427,7 +442,7 @@ def algorithm_from_data(data: dict[str, Any]) -> str | None:
     policy = data.get("policy_class")
     module = policy.get("__module__") if isinstance(policy, dict) else None
     if module == ACTOR_CRITIC_MODULE:
-        return "ppo" if PPO_ONLY_KEY in data else "a2c"
+        return "ppo" if PPO_ONLY_KEY in data else None if TRPO_KEY in data else "a2c"
     return POLICY_MODULES.get(str(module))
 
 
