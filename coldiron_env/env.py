@@ -432,7 +432,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
             )
             return None
         if self.render_mode == "rgb_array":
-            return draw_table(self.game)
+            return draw_table(self.game, self._penalized and self.game.outcome is None)
         text = render_text(self.game)
         if self._penalized and self.game.outcome is None:
             count = f"{self.illegal_count} of {self.max_illegal_actions}"

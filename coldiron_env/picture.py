@@ -206,8 +206,9 @@ def draw_card(
     draw_text(img, x + (w - text_width(suit, scale)) // 2 + scale, y + h // 2 + 3, suit, ink, scale)
 
 
-def draw_table(game: Game) -> np.ndarray:
-    """The table of ``game`` as an RGB image of shape ``FRAME_SHAPE``, dtype ``uint8``."""
+def draw_table(game: Game, penalized: bool = False) -> np.ndarray:
+    """The table of ``game`` as an RGB image of shape ``FRAME_SHAPE``, dtype ``uint8``
+    (``penalized``: its last action was illegal and penalized, not played)."""
     img = np.empty(FRAME_SHAPE, dtype=np.uint8)
     img[:] = FELT
     # Header: title, clock, turn, phase.
@@ -253,7 +254,9 @@ def draw_table(game: Game) -> np.ndarray:
     # The last action and its draws.
     if game.last_action >= 0:
         label = f"LAST: {ACTION_LABELS[game.last_action]}"
-        if not game.drawn:
+        if penalized:
+            label += " - ILLEGAL, PENALIZED"
+        elif not game.drawn:
             label += " - NO DRAW"
         elif len(game.drawn) > MAX_SHOWN_DRAWS:
             label += f" - {len(game.drawn)} DRAWN, LAST {MAX_SHOWN_DRAWS} SHOWN"

@@ -284,6 +284,17 @@ def test_render_names_a_penalized_illegal_action_until_the_next_legal_one() -> N
     env.step(BONUS)
     env.reset(seed=1)
     assert "penalized" not in str(env.render())
+    pictures = ColdIronEnv(render_mode="rgb_array", illegal_action="penalize")
+    pictures.reset(options={"deck": stack("5H", "KD")})
+    pictures.step(THREATEN)
+    before = pictures.render()
+    pictures.step(BONUS)  # the picture marks it too: not the same label as a plain Bonus
+    marked = pictures.render()
+    assert isinstance(before, np.ndarray) and isinstance(marked, np.ndarray)
+    from coldiron_env.picture import draw_table
+
+    assert not np.array_equal(marked, draw_table(pictures.game))
+    assert np.array_equal(marked, draw_table(pictures.game, penalized=True))
 
 
 # ---------------------------------------------------------------------- observation
