@@ -219,6 +219,10 @@ def test_the_game_engine_takes_seeds_beside_decks_and_refuses_other_options() ->
     plain = play_lockstep(lambda _: HeuristicAgent(), {}, [{"options": {"deck": deck}}], 1, "game")
     seeded = [{"seed": 5, "options": {"deck": deck}}]
     assert play_lockstep(lambda _: HeuristicAgent(), {}, seeded, 1, "game") == plain
+    ids = [{"options": {"deck": validation_decks(78, 1)[0].tolist()}}]  # the engine's card ids
+    assert play_lockstep(lambda _: HeuristicAgent(), {}, ids, 1, "game") == plain
+    with pytest.raises(ValueError, match=re.escape("each card id 0..53 once")):
+        play_lockstep(lambda _: HeuristicAgent(), {}, [{"options": {"deck": [0] * 54}}], 1, "game")
     observed = {"observation_mode": "dict", "recall": True, "counting": True}
     assert play_lockstep(lambda _: HeuristicAgent(), observed, seeded, 1, "game") == plain
     for kwargs, needle in (

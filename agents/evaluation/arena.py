@@ -293,9 +293,10 @@ def evaluate_agent(
     if use_batch:
         assert batch_policy is not None
         players = batch_policy
-    resets = [{"options": {"deck": deck_codes(row)}} for row in decks.tolist()]
-    batch = LOCKSTEP_BATCH if use_batch else 1
     engine: Engine = "game" if use_engine else "auto"
+    rows = decks.tolist()  # the rules engine takes card ids, an env codes
+    resets = [{"options": {"deck": row if use_engine else deck_codes(row)}} for row in rows]
+    batch = LOCKSTEP_BATCH if use_batch else 1
     start = time.perf_counter()
     for i, episode in enumerate(play_lockstep(players, kwargs, resets, batch, engine)):
         result.add(episode.outcome, episode.turn, episode.steps)

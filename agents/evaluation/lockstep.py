@@ -120,7 +120,8 @@ def play_lockstep(
     for a :class:`BatchPolicy` without hooks; ``game`` plays each game on the rules engine
     (:class:`~coldiron_env.game.Game`, no observation encoded: several times faster), its
     seat's agent told :meth:`Knowledge.from_game <coldiron_env.knowledge.Knowledge.from_game>`
-    before each decision, never the game, on decks given as ``options={"deck": codes}``;
+    before each decision, never the game, on decks given as ``options={"deck": codes}`` (or
+    a list of card ids, which the rules engine takes: no codes to parse);
     its hooks see that :class:`~coldiron_env.knowledge.Knowledge` as the observation and
     ``info`` holds the ``action_mask``; the rewards, the end of the game and an illegal
     action (the game lost) are the env's defaults. ``auto`` (the default) takes
@@ -248,11 +249,13 @@ def _play_games(
     for i, kwargs in enumerate(resets):
         if set(kwargs) - {"seed", "options"} or reset_deck_option(kwargs.get("options")) is None:
             raise ValueError(f"the game engine plays given decks, not reset({dict(kwargs)!r})")
-        deck = parse_deck(kwargs["options"]["deck"])
+        given = kwargs["options"]["deck"]
+        ids = isinstance(given, (list, tuple)) and bool(given) and isinstance(given[0], int)
+        deck = list(given) if ids else parse_deck(given)  # card ids (the engine's) or codes
         if game is None:
             game = Game(deck, rules)
         else:
-            game.reset(deck, dealt=True)  # parse_deck checked it
+            game.reset(deck, dealt=not ids)  # ids checked by the engine, codes by parse_deck
         agent = seat(i)
         # a Protocol's isinstance is slow: checked once an agent
         if agent is not checked and not isinstance(agent, KnowledgeActor):
