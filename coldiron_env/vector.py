@@ -48,7 +48,6 @@ deals after ``reset(seed=s + i)``, on the first deal and on every automatic one.
 
 from __future__ import annotations
 
-import operator
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -94,7 +93,7 @@ from coldiron_env.cards import (
     parse_deck,
 )
 from coldiron_env.dealer import SHUFFLE_BATCH, audit_deals, auditing, relabel_jokers
-from coldiron_env.env import ColdIronEnv, check_curriculum, reset_deck_option
+from coldiron_env.env import ColdIronEnv, check_curriculum, reset_deck_option, seed_value
 from coldiron_env.game import (
     I8,
     I64,
@@ -418,11 +417,13 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             raise ValueError(f"seed list must hold {n} entries (one per env), got {len(seed)}")
         out: list[int | None] = []
         for i, s in enumerate(seed):
-            if s is not None and (isinstance(s, bool) or not isinstance(s, (int, np.integer))):
-                raise ValueError(f"seed for env {i} must be an int or None, got {s!r}")
-            if s is not None and s < 0:  # refused before any env is reseeded
-                raise ValueError(f"seed for env {i} must be at least 0, got {int(s)}")
-            out.append(None if s is None else operator.index(s))
+            try:
+                value = seed_value(s)  # the single env's rule
+            except ValueError as err:
+                raise ValueError(f"seed for env {i}: {err}") from None
+            if value is not None and value < 0:  # refused before any env is reseeded
+                raise ValueError(f"seed for env {i} must be at least 0, got {value}")
+            out.append(value)
         return out
 
     def _deck_option(self, options: dict[str, Any] | None) -> list[list[int] | None]:
