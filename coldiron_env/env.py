@@ -44,14 +44,23 @@ DEFAULT_MAX_ILLEGAL: Final = 10
 RESET_OPTION_KEYS: Final = ("deck",)
 
 
+class SeedError(ValueError, gym.error.Error):
+    """A seed ``reset`` cannot take. Both a ``ValueError`` and Gymnasium's own ``Error`` (what
+    Gymnasium raises for a negative seed), so the single and the vector env raise one class
+    and code catching either keeps working."""
+
+
 def seed_value(seed: Any) -> int | None:
-    """``reset``'s seed as Gymnasium takes it: None or an int (a NumPy integer as the int it
-    holds; a bool or anything else refused by name, as the vector env does)."""
+    """``reset``'s seed as Gymnasium takes it: None or an int of at least 0 (a NumPy integer
+    as the int it holds; a bool or anything else refused by name, as the vector env does)."""
     if seed is None:
         return None
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"seed must be an int or None, got {seed!r}")
-    return operator.index(seed)
+        raise SeedError(f"seed must be an int or None, got {seed!r}")
+    value = operator.index(seed)
+    if value < 0:
+        raise SeedError(f"seed must be at least 0, got {value}")
+    return value
 
 
 def reset_deck_option(options: Any) -> Any:
@@ -251,7 +260,12 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         and a bool seed refused, as the vector env does; ``illegal_reward`` or
         ``max_illegal_actions`` set under a policy other than ``"penalize"`` is warned
         about (it does nothing); the text render names a penalized illegal action as
-        the last action and says it was penalized.
+        the last action and says it was penalized, and says why a slain Changeling died
+        (a Joker drawn by a rack, or Hurt 6);
+      - 2026-12-05, both envs: a seed ``reset`` cannot take raises ``SeedError``
+        (``coldiron_env.env.SeedError``), both a ``ValueError`` and Gymnasium's
+        ``gymnasium.error.Error``, so a negative seed is one error in both envs (the
+        single env raised Gymnasium's, the vector env a ``ValueError``).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}  # noqa: RUF012 (Gymnasium declares it so)

@@ -15,6 +15,7 @@ from coldiron_env.actions import (
 )
 from coldiron_env.cards import (
     CARD_CODES,
+    FIRST_JOKER,
     NUM_RANKS,
     NUM_SUITS,
     RANK_CODES,
@@ -79,6 +80,16 @@ def legal_summary(actions: tuple[int, ...]) -> str:
     return ", ".join(parts)
 
 
+def slain_by(game: Game) -> str:
+    """Why a slain Changeling died (a Joker drawn by a rack, or Hurt 6); "" otherwise."""
+    if game.outcome != "slain":
+        return ""
+    joker = any(card >= FIRST_JOKER for card in game.drawn)
+    if is_rack(game.last_action) and joker:
+        return " (a rack drew a Joker: that slays the Changeling at once)"
+    return " (Hurt reached 6)"
+
+
 def render_text(game: Game) -> str:
     """The table as text: clock, Hurt bar, deck count, hand by suit, last action, legal actions."""
     lines = [
@@ -97,7 +108,7 @@ def render_text(game: Game) -> str:
         drew = ", ".join(CARD_CODES[c] for c in game.drawn) or "nothing"
         lines.append(f"Last: {ACTION_LABELS[game.last_action]}; drew {drew}")
     if game.outcome is not None:
-        lines.append(f"Game over: {game.outcome}")
+        lines.append(f"Game over: {game.outcome}{slain_by(game)}")
     else:
         lines.append(f"Legal: {legal_summary(LEGAL_ACTIONS[game.phase])}")
     return "\n".join(lines) + "\n"

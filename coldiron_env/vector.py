@@ -93,7 +93,13 @@ from coldiron_env.cards import (
     parse_deck,
 )
 from coldiron_env.dealer import SHUFFLE_BATCH, audit_deals, auditing, relabel_jokers
-from coldiron_env.env import ColdIronEnv, check_curriculum, reset_deck_option, seed_value
+from coldiron_env.env import (
+    ColdIronEnv,
+    SeedError,
+    check_curriculum,
+    reset_deck_option,
+    seed_value,
+)
 from coldiron_env.game import (
     I8,
     I64,
@@ -406,24 +412,21 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         if seed is None:
             return [None] * n
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            if seed < 0:
-                raise ValueError(f"seed must be at least 0, got {int(seed)}")
-            return [int(seed) + i for i in range(n)]
+            first = seed_value(seed)  # the single env's rule (and error)
+            assert first is not None
+            return [first + i for i in range(n)]
         if isinstance(seed, np.ndarray) and seed.ndim == 1:
             seed = seed.tolist()  # one seed an env, as a list
         if isinstance(seed, (str, bytes)) or not isinstance(seed, Sequence):
-            raise ValueError(f"seed must be None, an int or a list of {n} ints, got {seed!r}")
+            raise SeedError(f"seed must be None, an int or a list of {n} ints, got {seed!r}")
         if len(seed) != n:
-            raise ValueError(f"seed list must hold {n} entries (one per env), got {len(seed)}")
+            raise SeedError(f"seed list must hold {n} entries (one per env), got {len(seed)}")
         out: list[int | None] = []
-        for i, s in enumerate(seed):
+        for i, s in enumerate(seed):  # every seed checked before any env is reseeded
             try:
-                value = seed_value(s)  # the single env's rule
-            except ValueError as err:
-                raise ValueError(f"seed for env {i}: {err}") from None
-            if value is not None and value < 0:  # refused before any env is reseeded
-                raise ValueError(f"seed for env {i} must be at least 0, got {value}")
-            out.append(value)
+                out.append(seed_value(s))  # the single env's rule
+            except SeedError as err:
+                raise SeedError(f"seed for env {i}: {err}") from None
         return out
 
     def _deck_option(self, options: dict[str, Any] | None) -> list[list[int] | None]:

@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from helpers import BONUS, IRON, JOKER, STOP, THREATEN, stack
@@ -121,6 +122,9 @@ def test_a_seed_is_an_int_numpys_included_in_the_single_env_as_in_the_vector_env
             ValueError, match=re.escape(f"seed must be an int or None, got {bad!r}")
         ):
             ColdIronEnv().reset(seed=bad)  # type: ignore[arg-type]
+    for catch in (ValueError, gym.error.Error):  # one class in both envs, caught as either
+        with pytest.raises(catch, match="seed must be at least 0, got -2"):
+            ColdIronEnv().reset(seed=np.int64(-2))
     if ColdIronVectorEnv is None:
         return
     listed, arrayed = ColdIronVectorEnv(2), ColdIronVectorEnv(2)
@@ -130,6 +134,9 @@ def test_a_seed_is_an_int_numpys_included_in_the_single_env_as_in_the_vector_env
     for bad in (True, "3", 3.0):
         with pytest.raises(ValueError, match="seed must be None, an int or a list"):
             ColdIronVectorEnv(2).reset(seed=bad)  # type: ignore[arg-type]
+    for catch in (ValueError, gym.error.Error):
+        with pytest.raises(catch, match="seed for env 0: seed must be at least 0, got -2"):
+            ColdIronVectorEnv(2).reset(seed=np.array([-2, 1]))
 
 
 @pytest.mark.parametrize("policy", ["end", "raise"])

@@ -31,7 +31,7 @@ from coldiron_env.actions import (
 )
 from coldiron_env.cards import CARD_CODES, DECK_SIZE, parse_card
 from coldiron_env.dealer import shuffled_deck
-from coldiron_env.env import ColdIronEnv
+from coldiron_env.env import ColdIronEnv, SeedError
 from coldiron_env.game import GameOverError, IllegalActionError
 from coldiron_env.vector import NUMBA_AVAILABLE, ColdIronVectorEnv
 
@@ -1045,10 +1045,10 @@ def test_a_refused_seed_reseeds_no_env_and_an_env_index_is_checked() -> None:
     envs, untouched = ColdIronVectorEnv(2), ColdIronVectorEnv(2)
     for venv in (envs, untouched):
         venv.reset(seed=100)
-    with pytest.raises(ValueError, match="seed for env 1 must be at least 0, got -1"):
+    with pytest.raises(SeedError, match="seed for env 1: seed must be at least 0, got -1"):
         envs.reset(seed=[5, -1])
-    with pytest.raises(ValueError, match="seed must be at least 0, got -3"):
-        envs.reset(seed=-3)
+    with pytest.raises(gym.error.Error, match="seed must be at least 0, got -3"):
+        envs.reset(seed=-3)  # Gymnasium's error, as the single env raises (and a ValueError)
     _, info = envs.reset()
     untouched.reset()
     assert envs.deck_ids(0) == untouched.deck_ids(0) and envs.deck_ids(1) == untouched.deck_ids(1)
