@@ -67,6 +67,7 @@ from agents.evaluation.looks import record_look
 from agents.evaluation.plots import pyplot
 from agents.evaluation.stats import Z_95, intervals_disjoint, mcnemar
 from agents.learning.multiseed import run_label
+from agents.players.base import Agent
 from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
 from agents.registry import make_agent, set_torch_threads
 from coldiron_env.game import OUTCOMES
@@ -424,9 +425,9 @@ def write_outputs(
         md += ["**Interrupted: only the rows finished are shown.**", ""]
     md += [table_markdown(rows, settings.seed, settings.episodes, settings.validation), ""]
     if ladder.comparisons:
-        md += ["## Planner vs heuristic on the same deals (paired)", ""]
+        md += ["## The planners and the added rows, paired with heuristic on the same deals", ""]
         md += [
-            "| planner | deals | planner-only wins | heuristic-only wins | difference [95%] | "
+            "| player | deals | planner-only wins | heuristic-only wins | difference [95%] | "
             "McNemar p | intervals disjoint | deals for disjoint (projected) | s/decision |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
@@ -470,8 +471,13 @@ def write_outputs(
 
 
 # --------------------------------------------------------------------------- one more row
-ADDED_KIND: Final[ResultKind] = "planner"
-"""An added row's kind: a search player on the first deals, paired with ``heuristic``."""
+def added_kind(agent: Agent) -> ResultKind:
+    """The kind of an added row: ``planner`` for a player that searches (coloured and
+    chunked as the ladder's own planners), ``agent`` for the rest (a network added to the
+    ladder is drawn as the networks are)."""
+    return "planner" if agent.searches else "agent"
+
+
 LOAD_AVERAGE_MINUTES: Final = 1
 """Which of ``os.getloadavg()``'s figures a record keeps (the 1-minute one)."""
 
@@ -544,7 +550,7 @@ def add_row(
     full = next((r for r in ladder.rows if r.agent == PLANNER_BASELINE), None)
     if full is None or full.episodes != settings.episodes:
         raise ValueError(f"the ladder has no {PLANNER_BASELINE!r} row on all its deals")
-    make_agent(spec)  # an unknown player is refused before anything runs
+    kind = added_kind(make_agent(spec))  # an unknown player is refused before anything runs
     if not settings.validation:
         record_look(settings.seed, deals, [spec, PLANNER_BASELINE], why, REPORT_SEED)
     seed, n, val = settings.seed, settings.episodes, settings.validation
@@ -560,7 +566,7 @@ def add_row(
                     "deals the ladder's row says it won: the deals or the player changed"
                 )
             ladder.rows.append(base)
-        row = play_row(pool, spec, spec, ADDED_KIND, seed, n, deals, val)
+        row = play_row(pool, spec, spec, kind, seed, n, deals, val)
     finally:
         close_pool(pool)
     ladder.rows.append(row)

@@ -205,11 +205,12 @@ def headline() -> str:
     path, bound = _ceilings()[0]
     label, best = _best_player()
     return (
-        f"**A player who sees only what a player sees wins at most {_pct(bound['mean'])} of "
-        f"deals (at most {_pct(bound['ci_high'])} at the 95% level); the best player here "
-        f"wins {_pct(best['win_rate'])} (`{label}`).** The ceiling "
-        f"is an information-relaxation bound, valid for every such player by construction, "
-        f"on {bound['episodes']:,} deals of report seed {bound['seed']} (95% interval "
+        f"**A player who sees only what a player sees wins at most {_pct(bound['ci_high'])} "
+        f"of deals, at the 95% level (the ceiling's estimate: {_pct(bound['mean'])}); the best "
+        f"player here wins {_pct(best['win_rate'])} (`{label}`).** The ceiling is an "
+        f"information-relaxation bound: the mean over all deals of a per-deal bound is at "
+        f"least every such player's win rate, by construction; that mean is estimated on "
+        f"{bound['episodes']:,} deals of report seed {bound['seed']} (95% interval "
         f"{_interval(bound['ci_low'], bound['ci_high'])}); the best player's interval is "
         f"{_interval(best['ci_low'], best['ci_high'])} on {best['episodes']:,} deals. From "
         f"`{_shown(path)}` and `{_shown(LADDER_JSON)}`.\n"
@@ -222,19 +223,22 @@ def ceiling_chart(path: Path = CEILING_PNG) -> None:
     plt = pyplot()
     rows = ladder_rows()
     bound = _ceilings()[0][1]
-    labels = [lab for lab, _, _ in RESULT_ROWS]
+    labels = sorted((lab for lab, _, _ in RESULT_ROWS), key=lambda lab: rows[lab]["win_rate"])
     rates = [PERCENT * rows[lab]["win_rate"] for lab in labels]
     lows = [PERCENT * (rows[lab]["win_rate"] - rows[lab]["ci_low"]) for lab in labels]
     highs = [PERCENT * (rows[lab]["ci_high"] - rows[lab]["win_rate"]) for lab in labels]
     best = max(rates)
-    ceiling = PERCENT * bound["mean"]
+    ceiling, low, high = (PERCENT * bound[key] for key in ("mean", "ci_low", "ci_high"))
     fig, ax = plt.subplots(figsize=(8, 4.2))
     y = np.arange(len(labels))
     ax.barh(y, rates, xerr=[lows, highs], color="#4C72B0", capsize=2)
-    ax.axvspan(best, ceiling, color="#DD8452", alpha=0.25, label="not yet known")
-    ax.axvline(ceiling, color="#C44E52", lw=2, label=f"certified ceiling {ceiling:.1f}%")
+    ax.axvspan(best, low, color="#DD8452", alpha=0.25, label="not yet known")
+    ax.axvspan(low, high, color="#C44E52", alpha=0.35, label="the ceiling's 95% interval")
+    ax.axvline(
+        high, color="#C44E52", lw=2, label=f"ceiling: at most {high:.2f}% (estimate {ceiling:.2f}%)"
+    )
     ax.axvline(PERCENT, color="#55A868", lw=2, ls="--", label="clairvoyant 100%")
-    ax.set_yticks(y, [f"{lab} ({r:.1f}%)" for lab, r in zip(labels, rates, strict=True)])
+    ax.set_yticks(y, [f"{lab} ({_pct(r / PERCENT)})" for lab, r in zip(labels, rates, strict=True)])
     ax.set_xlim(0, PERCENT + 2)
     ax.set_xlabel(f"win rate, % (report seed {bound['seed']})")
     ax.set_title("How well can Cold Iron be played?")

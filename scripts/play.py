@@ -165,7 +165,10 @@ def planner_hints(session: Session) -> str:
     if not chances:
         return "the game is over: no action to estimate"
     lines = [f"  {a:2d} {ACTION_NAMES[a]:<14} {p:6.1%}" for a, p in sorted(chances.items())]
-    text = "planner's estimated win chance:\n" + "\n".join(lines)
+    text = (
+        f"planner's estimated win chance ({HINT_SAMPLES} sampled orders of the deck each, "
+        "so a few points either way):\n" + "\n".join(lines)
+    )
     if any(chances.values()):
         return text
     why = why_hopeless(kn) if game.phase == PHASE_TURN else None

@@ -296,6 +296,7 @@ def test_add_row_pairs_the_new_player_with_heuristic_on_the_first_deals(tmp_path
     before = [r.to_dict() for r in result.rows]
     base, row, pair = ladder_module.add_row(result, settings, "random", 30)
     assert [r.to_dict() for r in result.rows[:2]] == before, "old rows changed"
+    assert row.kind == "agent"  # drawn as a player that does not search, not as a planner
     assert base.agent == "heuristic (first 30)" and base.episodes == row.episodes == 30
     full = next(r for r in result.rows if r.agent == "heuristic")
     assert base.won == full.won[:30]
@@ -310,6 +311,8 @@ def test_add_row_pairs_the_new_player_with_heuristic_on_the_first_deals(tmp_path
         ladder_module.add_row(result, settings, "random", 30)
     with pytest.raises(ValueError, match="deals"):
         ladder_module.add_row(result, settings, "threaten-x", 61)
+    _, searched, _ = ladder_module.add_row(result, settings, "planner-small", 3)
+    assert searched.kind == "planner"
 
 
 def test_add_row_refuses_a_ladder_whose_heuristic_row_does_not_replay(tmp_path: Path) -> None:

@@ -363,3 +363,118 @@ def test_real_games_have_strict_twins_that_win_no_later_and_score_below_the_boun
                 assert not real_at or 0 < twin_at <= real_at, (name, twin_at, real_at)
                 assert float(twin_at > 0) - z <= bound + 1e-9, (name, z, bound)
     assert real_wins  # the twin's check was met by a won game
+
+
+REFERENCE_TURN = 22
+"""Decision points from this turn on, where the reference engine's maximisation is small."""
+REFERENCE_STATES = 8
+REFERENCE_SEED = 963
+PREFIX_THREATEN = 0.7
+PREFIX_REST = 0.85
+"""The games leading to the late points: Threaten below the first, Rest below the second
+(cards lost), any legal action above it."""
+
+
+def _ctx(game: Any) -> int:
+    """The strict search's decision point (``CTX_*``) of ``game``'s phase."""
+    from agents.evaluation.bound import CTX_BONUS, CTX_TURN
+    from coldiron_env.actions import PHASE_BONUS, PHASE_IRON
+    from coldiron_env.game import BONUS_FROM_IRON
+
+    if game.phase == PHASE_IRON:
+        return int(CTX_TURN + game.iron_count)
+    if game.phase == PHASE_BONUS:
+        return int(CTX_BONUS + (game.iron_count if game.bonus_source == BONUS_FROM_IRON else 0))
+    return int(CTX_TURN)
+
+
+def _strict_reference(strict: Any, facts: DealFacts, start: Any, start_gone: int, S: Any) -> float:
+    """The strict game's maximum of ``R - Z`` from ``start``, independently of the search's
+    moves: every legal action of the reference engine (``Game``: what each action draws, the
+    Hurt, the turns, the phases), the twin keeping every numbered card drawn but a Rest's
+    (lost), winning when its hand completes, with the search's penalties."""
+    from agents.evaluation.bound import DRAW_SAFE, draw_kind
+    from coldiron_env.actions import LEGAL_ACTIONS, REST
+    from coldiron_env.cards import FIRST_JOKER
+    from coldiron_env.game import BONUS_FROM_IRON
+
+    memo: dict[tuple[int, ...], float] = {}
+
+    def value(game: Any, gone: int) -> float:
+        key = (game.pos, game.turn, game.hurt, game.phase, game.iron_count, game.bonus_source, gone)
+        if key in memo:
+            return memo[key]
+        best = -np.inf
+        for action in LEGAL_ACTIONS[game.phase]:
+            child = game.clone()
+            pos, turn, hurt, apps = child.pos, child.turn, child.hurt, child.iron_count
+            iron_bonus = child.bonus_source == BONUS_FROM_IRON
+            child.step(action)
+            total, lost, won = 0.0, gone, False
+            for drawn, card in enumerate(child.drawn):
+                kind, xk = draw_kind(action, iron_bonus, apps, drawn)
+                total -= strict._z(pos, turn, hurt, xk, lost, 0, S)
+                pos += 1
+                if card < FIRST_COURT and action == REST:
+                    lost |= 1 << int(card)
+                elif card < FIRST_COURT and strict.complete(int(facts.hands[pos]) & ~lost):
+                    won = True
+                    break
+                elif kind != DRAW_SAFE and FIRST_COURT <= card < FIRST_JOKER:
+                    hurt += 1
+            if won:
+                best = max(best, total + 1.0)
+            elif child.outcome is not None:
+                best = max(best, total)
+            else:
+                best = max(best, total + value(child, lost))
+        memo[key] = best
+        return best
+
+    return value(start, start_gone)
+
+
+def test_the_strict_search_is_the_reference_engines_maximum_at_late_points() -> None:
+    """The strict search's own moves (a Rest's card lost and its Hurt healed, the Iron, the
+    bonus, the racks, midnight) against the reference engine's, from late decision points of
+    games played with cards lost to Rests: the exhaustive search equals the reference
+    maximisation, deal by deal. (A reviewer's mutation, a Rest that loses its card healing
+    no Hurt, passed every other test of this file.)"""
+    from coldiron_env.actions import IRON, REST, THREATEN
+    from coldiron_env.game import Game
+
+    strict = _strict_module()
+    rng = np.random.default_rng(REFERENCE_SEED)
+    contexts: set[int] = set()
+    lost_seen = checked = 0
+    for dealt in validation_decks(918, 4):
+        deck = np.asarray(dealt)
+        facts = DealFacts.of(deck)
+        for _ in range(REFERENCE_STATES):
+            game, gone = Game([int(c) for c in deck]), 0
+            while game.outcome is None and not (game.turn >= REFERENCE_TURN and rng.random() < 0.5):
+                legal = game.legal_actions()
+                u = rng.random()  # mostly safe draws, so that games reach the late turns
+                if THREATEN in legal and u < PREFIX_THREATEN:
+                    action = THREATEN
+                elif REST in legal and u < PREFIX_REST:
+                    action = REST
+                else:
+                    action = int(rng.choice(legal))
+                pos = game.pos
+                game.step(action)
+                if action == REST:
+                    gone |= sum(1 << int(c) for c in deck[pos : game.pos] if c < FIRST_COURT)
+            if game.outcome is None and IRON in game.legal_actions() and rng.random() < 0.5:
+                game.step(IRON)  # a point within a turn: the Iron's, or a Joker's bonus
+            if game.outcome is not None or strict.complete(int(facts.hands[game.pos]) & ~gone):
+                continue
+            S = strict._state(facts)
+            ctx = _ctx(game)
+            got = strict._solve(game.pos, game.turn, game.hurt, ctx, gone, -1e18, S)
+            want = _strict_reference(strict, facts, game, gone, strict._state(facts))
+            assert got == pytest.approx(want, abs=1e-9), (game.pos, game.turn, game.hurt, ctx)
+            contexts.add(ctx)
+            lost_seen += gone != 0
+            checked += 1
+    assert checked >= REFERENCE_STATES and lost_seen and len(contexts) >= 2, (checked, contexts)

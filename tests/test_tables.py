@@ -102,7 +102,8 @@ def test_the_readme_prose_has_no_figure_without_a_record() -> None:
         elif isinstance(x, str):
             values.update(re.findall(r"\d+\.\d+%", x))
 
-    for record in (tables.LADDER_JSON, tables.MAIN_JOB_JSON, *tables.CEILING_RECORDS):
+    cited = ROOT / "docs" / "records" / "strict_bound_real_forbid_2.json"  # the real game's
+    for record in (tables.LADDER_JSON, tables.MAIN_JOB_JSON, *tables.CEILING_RECORDS, cited):
         collect(json.loads(record.read_text()))
     readme = (ROOT / "README.md").read_text()
     text = re.sub(r"<!-- table:.*?<!-- /table -->", "", readme, flags=re.S)

@@ -376,9 +376,23 @@ def format_paired(pairs: list[dict[str, Any]]) -> str:
         lines.append(
             f"  {p['agent']}: {100 * p['difference']:+.2f} points [{100 * low:+.2f}, "
             f"{100 * high:+.2f}]; won only by it {p['only_other_wins']}, only by "
-            f"{p['against']} {p['only_base_wins']}; p = {p['p_two_sided']:.2g}"
+            f"{p['against']} {p['only_base_wins']}; p = {p['p_two_sided']:.2g}" + disagreement(p)
         )
     return "\n".join(lines)
+
+
+SIGNIFICANCE: Final = 0.05
+"""The level the paired 95% interval stands for (the exact test's threshold beside it)."""
+
+
+def disagreement(pair: Mapping[str, Any]) -> str:
+    """A warning when the paired difference's normal 95% interval and McNemar's exact test
+    disagree (few discordant deals): "" otherwise."""
+    low, high = pair["difference_ci95"]
+    excludes_zero = low > 0 or high < 0
+    if excludes_zero == (pair["p_two_sided"] < SIGNIFICANCE):
+        return ""
+    return " (the interval and the exact test disagree on these few deals: trust the p-value)"
 
 
 def report(
