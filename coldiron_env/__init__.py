@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from gymnasium.envs.registration import register, registry
 
@@ -26,4 +27,22 @@ if ENV_ID not in registry:
         vector_entry_point="coldiron_env.vector:ColdIronVectorEnv",
     )
 
-__all__ = ["ENV_ID", "Game", "GameOverError", "IllegalActionError", "RuleOptions", "__version__"]
+__all__ = [
+    "ENV_ID",
+    "Game",
+    "GameOverError",
+    "IllegalActionError",
+    "RuleOptions",
+    "SeedError",
+    "__version__",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """``SeedError`` from the env module, imported when first asked for (the package's
+    import stays light: the engine, not the env)."""
+    if name == "SeedError":
+        from coldiron_env.env import SeedError  # noqa: PLC0415 (lazy: the env is heavier)
+
+        return SeedError
+    raise AttributeError(f"module 'coldiron_env' has no attribute {name!r}")
