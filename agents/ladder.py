@@ -65,7 +65,7 @@ from agents.evaluation.arena import (
 )
 from agents.evaluation.looks import record_look
 from agents.evaluation.plots import pyplot
-from agents.evaluation.stats import Z_95, intervals_disjoint, mcnemar
+from agents.evaluation.stats import Z_95, disagreement, intervals_disjoint, mcnemar
 from agents.learning.multiseed import run_label
 from agents.players.base import Agent
 from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
@@ -427,19 +427,23 @@ def write_outputs(
     if ladder.comparisons:
         md += ["## The planners and the added rows, paired with heuristic on the same deals", ""]
         md += [
-            "| player | deals | planner-only wins | heuristic-only wins | difference [95%] | "
+            "| player | deals | player-only wins | heuristic-only wins | difference [95%] | "
             "McNemar p | intervals disjoint | deals for disjoint (projected) | s/decision |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
+        warned = [name for name, c in ladder.comparisons.items() if disagreement(c)]
         for name, c in ladder.comparisons.items():
             low, high = c["difference_ci95"]
             md.append(
                 f"| {name} | {c['deals']} | {c['only_other_wins']} | {c['only_base_wins']} | "
                 f"{PERCENT * c['difference']:+.2f} pts "
                 f"[{PERCENT * low:+.2f}, {PERCENT * high:+.2f}] | "
-                f"{c['p_two_sided']:.3g} | {'yes' if c['disjoint'] else 'no'} | "
+                f"{c['p_two_sided']:.3g}{' *' if name in warned else ''} | "
+                f"{'yes' if c['disjoint'] else 'no'} | "
                 f"{c['deals_for_disjoint']:.0f} | {c['seconds_per_decision']:.4f} |"
             )
+        if warned:
+            md += ["", f"\\* {disagreement(ladder.comparisons[warned[0]]).strip(' ()')}."]
         md.append("")
     if ladder.notes:
         md += ["Notes:", "", *(f"- {n}" for n in ladder.notes), ""]

@@ -195,7 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.json is not None:
         doc: dict[str, Any] = {
             "drift": rises,
-            "episodes": len(values), "mean": mean, "ci_low": mean - half, "ci_high": mean + half,
+            "episodes": len(values), "mean": mean,
+            "ci_low": mean - half if len(values) > 1 else None,  # one deal: no interval
+            "ci_high": mean + half if len(values) > 1 else None,
             "interval": "normal 95% over deals", "seed": args.seed, "deals": args.deals,
             "value_function": {"name": model.name, "file": args.model, "meta": model.meta},
             "per_deal": values.tolist(), "seconds": round(seconds, 1), "workers": args.workers,

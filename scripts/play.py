@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ import numpy as np
 
 from agents.atomic import atomic_target, atomic_write_text
 from agents.evaluation.lockstep import Move, play_lockstep
+from agents.evaluation.stats import Z_95
 from agents.players.base import Agent, RuleAware
 from agents.players.planner import HINT_SAMPLES, action_win_chances, why_hopeless
 from agents.registry import make_agent, set_torch_threads
@@ -157,6 +159,12 @@ def save_picture(game: Game, path: Path) -> None:
         plt.imsave(tmp, draw_table(game))
 
 
+def hint_margin() -> float:
+    """The widest 95% margin of a win chance estimated on :data:`HINT_SAMPLES` orders (at
+    one half): about 0.07."""
+    return Z_95 * math.sqrt(0.25 / HINT_SAMPLES)
+
+
 def planner_hints(session: Session) -> str:
     """The planner's estimated win chance for each legal action, and why when none can win."""
     game = session.game
@@ -166,8 +174,8 @@ def planner_hints(session: Session) -> str:
         return "the game is over: no action to estimate"
     lines = [f"  {a:2d} {ACTION_NAMES[a]:<14} {p:6.1%}" for a, p in sorted(chances.items())]
     text = (
-        f"planner's estimated win chance ({HINT_SAMPLES} sampled orders of the deck each, "
-        "so a few points either way):\n" + "\n".join(lines)
+        f"planner's estimated win chance ({HINT_SAMPLES} sampled orders of the deck each: "
+        f"each within about {hint_margin():.0%} either way, at 95%):\n" + "\n".join(lines)
     )
     if any(chances.values()):
         return text

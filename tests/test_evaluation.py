@@ -367,20 +367,19 @@ def test_cli_warns_when_a_network_plays_rules_it_was_not_trained_on(
 
 def test_the_paired_line_warns_where_its_interval_and_the_exact_test_disagree() -> None:
     """On few discordant deals the normal interval can exclude zero while McNemar's exact p
-    is above 0.05: the line says so (and says nothing where the two agree)."""
+    is above 0.05, whichever player is ahead: the line says so, and says nothing where the
+    two agree (a clear difference, or none)."""
     from agents.evaluation.arena import format_paired
     from agents.evaluation.stats import mcnemar
 
     def line(only_other: int, only_base: int, both: int) -> str:
         base = [True] * only_base + [False] * only_other + [True] * both
         other = [False] * only_base + [True] * only_other + [True] * both
-        pair = {**mcnemar(base, other), "agent": "b", "against": "a"}
-        low, high = pair["difference_ci95"]
-        agree = (low > 0 or high < 0) == (pair["p_two_sided"] < 0.05)
-        text = format_paired([pair])
-        assert ("disagree" in text) != agree, (pair, text)
-        return text
+        return format_paired([{**mcnemar(base, other), "agent": "b", "against": "a"}])
 
-    assert "disagree" in line(5, 0, 45)  # 5 of 50 deals won only by b: interval > 0, p = 0.06
-    assert "disagree" not in line(40, 5, 955)
-    assert "disagree" not in line(3, 3, 44)
+    for ahead, behind in ((5, 0), (0, 5)):  # 5 of 50 deals won by one player only
+        text = line(ahead, behind, 45)
+        assert "+10.00" in text or "-10.00" in text
+        assert "p = 0.062" in text and "disagree" in text, text
+    assert "disagree" not in line(40, 5, 955)  # p far below 0.05, the interval clear of 0
+    assert "disagree" not in line(3, 3, 44)  # neither: no difference

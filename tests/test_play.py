@@ -130,7 +130,7 @@ def test_hints_say_why_when_no_action_can_win() -> None:
     top = ["2H", "5H", "8H"]
     deck = " ".join(top + [c for c in CARD_CODES if c not in top])
     out = play(["--deck", deck], "rest\n" * 3 + "hint\nquit\n").stdout
-    hints = out[out.index("planner's estimated win chance") :]
+    hints = out[out.index("planner's estimated win chance") :].split("\n", 1)[1]  # its rows
     assert "0.0%" in hints and "%" not in hints.replace("0.0%", "")
     assert "can no longer be completed" in hints  # the reason, not only the zeros
 

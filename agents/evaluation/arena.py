@@ -36,7 +36,7 @@ import numpy as np
 
 from agents.evaluation.lockstep import LOCKSTEP_BATCH, BatchPolicy, Engine, Seat, play_lockstep
 from agents.evaluation.looks import record_look
-from agents.evaluation.stats import mcnemar, wilson_interval
+from agents.evaluation.stats import disagreement, mcnemar, wilson_interval
 from agents.players.base import Agent, KnowledgeActor, RuleAware
 from coldiron_env.cards import DECK_SIZE, deck_codes
 from coldiron_env.dealer import (
@@ -379,20 +379,6 @@ def format_paired(pairs: list[dict[str, Any]]) -> str:
             f"{p['against']} {p['only_base_wins']}; p = {p['p_two_sided']:.2g}" + disagreement(p)
         )
     return "\n".join(lines)
-
-
-SIGNIFICANCE: Final = 0.05
-"""The level the paired 95% interval stands for (the exact test's threshold beside it)."""
-
-
-def disagreement(pair: Mapping[str, Any]) -> str:
-    """A warning when the paired difference's normal 95% interval and McNemar's exact test
-    disagree (few discordant deals): "" otherwise."""
-    low, high = pair["difference_ci95"]
-    excludes_zero = low > 0 or high < 0
-    if excludes_zero == (pair["p_two_sided"] < SIGNIFICANCE):
-        return ""
-    return " (the interval and the exact test disagree on these few deals: trust the p-value)"
 
 
 def report(

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 Z_95: Final = 1.96
 """Two-sided 95% normal quantile, rounded as is customary."""
+SIGNIFICANCE: Final = 0.05
+"""The two-sided level :data:`Z_95` stands for: a test's p below it is significant at 95%."""
+
+
+def disagreement(pair: Mapping[str, Any]) -> str:
+    """A warning when a :func:`mcnemar` pair's normal 95% interval of the difference and
+    its exact test disagree (few discordant deals): "" where they agree."""
+    low, high = pair["difference_ci95"]
+    if (low > 0 or high < 0) == (pair["p_two_sided"] < SIGNIFICANCE):
+        return ""
+    return " (the interval and the exact test disagree on these few deals: trust the p-value)"
 
 
 def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float]:
