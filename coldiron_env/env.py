@@ -263,7 +263,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         the last action and says it was penalized, and says why a slain Changeling died
         (a Joker drawn by a rack, or Hurt 6);
       - 2026-12-05, both envs: a seed ``reset`` cannot take raises ``SeedError``
-        (``coldiron_env.env.SeedError``), both a ``ValueError`` and Gymnasium's
+        (``coldiron_env.SeedError``), both a ``ValueError`` and Gymnasium's
         ``gymnasium.error.Error``, so a negative seed is one error in both envs (the
         single env raised Gymnasium's, the vector env a ``ValueError``).
     """

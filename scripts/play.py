@@ -159,10 +159,14 @@ def save_picture(game: Game, path: Path) -> None:
         plt.imsave(tmp, draw_table(game))
 
 
+WIDEST_VARIANCE: Final = 0.25
+"""``p * (1 - p)`` at its largest (``p`` = 1/2): a sampled chance's variance per sample."""
+
+
 def hint_margin() -> float:
     """The widest 95% margin of a win chance estimated on :data:`HINT_SAMPLES` orders (at
     one half): about 0.07."""
-    return Z_95 * math.sqrt(0.25 / HINT_SAMPLES)
+    return Z_95 * math.sqrt(WIDEST_VARIANCE / HINT_SAMPLES)
 
 
 def planner_hints(session: Session) -> str:
@@ -174,8 +178,8 @@ def planner_hints(session: Session) -> str:
         return "the game is over: no action to estimate"
     lines = [f"  {a:2d} {ACTION_NAMES[a]:<14} {p:6.1%}" for a, p in sorted(chances.items())]
     text = (
-        f"planner's estimated win chance ({HINT_SAMPLES} sampled orders of the deck each: "
-        f"each within about {hint_margin():.0%} either way, at 95%):\n" + "\n".join(lines)
+        f"planner's estimated win chance (each from {HINT_SAMPLES} sampled orders of the "
+        f"deck: within about {hint_margin():.0%} either way, at 95%):\n" + "\n".join(lines)
     )
     if any(chances.values()):
         return text
