@@ -234,7 +234,7 @@ def ceiling_chart(path: Path = CEILING_PNG) -> None:
     fig, ax = plt.subplots(figsize=(8, 4.2))
     y = np.arange(len(labels))
     ax.barh(y, rates, xerr=[lows, highs], color="#4C72B0", capsize=2)
-    ax.axvspan(best, low, color="#DD8452", alpha=0.25, label="not yet known")
+    ax.axvspan(best, high, color="#DD8452", alpha=0.25, label="not yet known")
     ax.axvspan(low, high, color="#C44E52", alpha=0.35, label="the ceiling's 95% interval")
     ax.axvline(
         high, color="#C44E52", lw=2, label=f"ceiling: at most {high:.2f}% (estimate {ceiling:.2f}%)"
