@@ -314,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.json:
             doc = report(results, args.episodes, args.seed, env_kwargs)
+            for entry, (_, agent) in zip(doc["agents"], agents, strict=False):  # as they played
+                entry["env_kwargs"] = agent_env_kwargs(agent, env_kwargs)
             doc.update(stamp, command=command)
             if args.deals == VALIDATION_DEALS:
                 doc["deals"] = (

@@ -343,8 +343,11 @@ def test_cli_checks_outputs_against_and_observation_clashes_before_any_play(
     out = tmp_path / "paired.json"
     assert cli.main([*base, "--agent", "heuristic", "--agent", str(model), "--against",
                      str(model), "--json", str(out)]) == 0  # fmt: skip
-    pairs = json.loads(out.read_text())["paired"]
+    written = json.loads(out.read_text())
+    pairs = written["paired"]
     assert [p["agent"] for p in pairs] == ["heuristic"] and pairs[0]["against"] != str(model)
+    played = {a["agent"]: a["env_kwargs"] for a in written["agents"]}  # each agent's own options
+    assert played["heuristic"] == {} and played[pairs[0]["against"]]["counting"] is True
     beside = model / "eval.json"  # a new file in a run's folder overwrites nothing
     assert cli.main([*base, "--agent", str(model), "--against", f"{model}/", "--json",
                      str(beside)]) == 0  # fmt: skip
