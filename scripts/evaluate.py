@@ -14,6 +14,9 @@ Every agent plays the same deals: deal i is row i of
 ``shuffled_decks(numpy.random.default_rng(SEED), EPISODES)`` (with ``--deals validation``,
 the env's deal on ``reset(seed=stream_seed(VALIDATION, SEED, i))``). Evaluation uses the
 plain env (default rewards, no shaping); what is counted is the outcome.
+
+Ctrl-C reports the agents that finished and keeps the deals the interrupted one had played
+(``--json``: its ``interrupted_agent``, the first deals in order), exiting 130.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from agents.evaluation.arena import (
     REPORT_SEED,
     VALIDATION_DEALS,
     AgentResult,
+    EvaluationInterrupted,
     agent_env_kwargs,
     check_env_kwargs,
     decks_of,
@@ -257,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
 
     finished: list[AgentResult] = []
+    partial: AgentResult | None = None  # the agent Ctrl-C stopped, with the deals it played
 
     def progress(result: AgentResult) -> None:
         finished.append(result)
@@ -284,20 +289,33 @@ def main(argv: list[str] | None = None) -> int:
             why=args.why,
         )
         interrupted = False
-    except KeyboardInterrupt:
-        if not finished:
+    except KeyboardInterrupt as stop:
+        partial = stop.partial if isinstance(stop, EvaluationInterrupted) else None
+        if partial is not None and partial.episodes:
+            low, high = partial.interval
+            kept = " (kept in --json as interrupted_agent)" if args.json else ""
+            print(
+                f"interrupted: {partial.agent} had played the first {partial.episodes} of "
+                f"{args.episodes} deals: {100 * partial.win_rate:.2f}% [{100 * low:.2f}%, "
+                f"{100 * high:.2f}%]{kept}",
+                file=sys.stderr,
+            )
+        else:
+            partial = None
+        if not finished and partial is None:
             print("interrupted: no agent had finished; nothing written", file=sys.stderr)
             return EXIT_INTERRUPTED
         results, interrupted = finished, True
         print(
             f"interrupted: reporting the {len(finished)} agent(s) that finished "
-            f"({', '.join(r.agent for r in finished)})",
+            f"({', '.join(r.agent for r in finished) or 'none'})",
             file=sys.stderr,
         )
     except ValueError as err:  # the seed was checked above: an agent's or env's refusal
         print(f"error: {err}", file=sys.stderr)
         return EXIT_ERROR
-    print(format_table(results))
+    if results:
+        print(format_table(results))
     pairs = paired_lines(results, against)
     if pairs:
         print(format_paired(pairs))
@@ -327,9 +345,16 @@ def main(argv: list[str] | None = None) -> int:
             doc["paired"] = pairs
             if interrupted:
                 doc["interrupted"] = f"stopped by Ctrl-C: {len(results)} of {len(agents)} agents"
+            if partial is not None:  # the deals the interrupted agent had played, in order
+                playing = next(agent for label, agent in agents if label == partial.agent)
+                doc["interrupted_agent"] = {
+                    **partial.to_dict(),
+                    "deals_played": partial.episodes,
+                    "env_kwargs": agent_env_kwargs(playing, env_kwargs),
+                }
             atomic_write_json(args.json, doc)
             print(f"json: {args.json}")
-        if args.plot:
+        if args.plot and results:
             from agents.evaluation.plots import plot_win_rates
 
             deals = f"{args.episodes:,} {args.deals} deals (seed {args.seed})"

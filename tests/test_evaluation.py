@@ -23,6 +23,7 @@ from agents.evaluation.arena import (
     evaluate_agent,
 )
 from agents.evaluation.stats import wilson_interval
+from agents.players.base import Agent
 from agents.players.baselines import RandomAgent, ThreatenAgent
 from agents.players.heuristic import HeuristicAgent
 
@@ -386,3 +387,48 @@ def test_the_paired_line_warns_where_its_interval_and_the_exact_test_disagree() 
         assert "p = 0.062" in text and "disagree" in text, text
     assert "disagree" not in line(40, 5, 955)  # p far below 0.05, the interval clear of 0
     assert "disagree" not in line(3, 3, 44)  # neither: no difference
+
+
+def test_ctrl_c_keeps_the_deals_the_interrupted_agent_played(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C during an agent's deals: ``evaluate_agent`` raises with the deals played until
+    then (the first ones, in order: the full run's), and evaluate.py keeps them in its JSON
+    beside the agents that finished, exiting 130."""
+    from agents.evaluation import arena
+    from agents.evaluation.arena import EvaluationInterrupted
+
+    decks, seeds = deal_decks(7, 12), agent_seeds(7, 12)
+    full = evaluate_agent(HeuristicAgent(), decks, seeds=seeds)
+
+    def stop_after(count: int) -> Any:
+        def callback(i: int, *_: object) -> None:
+            if i + 1 == count:
+                raise KeyboardInterrupt
+
+        return callback
+
+    with pytest.raises(EvaluationInterrupted) as stopped:
+        evaluate_agent(HeuristicAgent(), decks, seeds=seeds, callback=stop_after(5))
+    partial = stopped.value.partial
+    assert partial.episodes == 5 and partial.won == full.won[:5]
+
+    real = arena.evaluate_agent
+
+    def interrupted_second(agent: Agent, *args: Any, **kwargs: Any) -> AgentResult:
+        if agent.name == "heuristic":
+            kwargs["callback"] = stop_after(3)
+        return real(agent, *args, **kwargs)
+
+    monkeypatch.setattr(arena, "evaluate_agent", interrupted_second)
+    cli = load_file(SCRIPT, "coldiron_evaluate_cli_interrupt")
+    out = tmp_path / "eval.json"
+    args = ["--deals", "validation", "--seed", "7", "--episodes", "12", "--json", str(out)]
+    assert cli.main([*args, "--agent", "threaten", "--agent", "heuristic"]) == 130
+    err = capsys.readouterr().err
+    assert "heuristic had played the first 3 of 12 deals" in err
+    doc = json.loads(out.read_text())
+    assert [a["agent"] for a in doc["agents"]] == ["threaten"] and "interrupted" in doc
+    kept = doc["interrupted_agent"]
+    assert kept["agent"] == "heuristic" and kept["deals_played"] == kept["episodes"] == 3
+    assert kept["env_kwargs"] == {}

@@ -245,6 +245,15 @@ def batch_policy_of(agent: Agent) -> BatchPolicy | None:
     return policy if isinstance(policy, BatchPolicy) else None
 
 
+class EvaluationInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`evaluate_agent`: ``partial`` holds the deals played until then
+    (the first ``partial.episodes`` of the deals, in order), so a caller can keep them."""
+
+    def __init__(self, partial: AgentResult) -> None:
+        super().__init__(f"{partial.agent}: interrupted after {partial.episodes} deals")
+        self.partial = partial
+
+
 def evaluate_agent(
     agent: Agent,
     decks: np.ndarray,
@@ -262,7 +271,8 @@ def evaluate_agent(
     :data:`LOCKSTEP_BATCH` deals at once with the agent's :class:`BatchPolicy`
     (default: when it has one and is not driven on the engine; its play is
     deterministic, so the agent seeds do not apply). ``callback`` is called
-    once per deal, in deal order, whichever way the games were played.
+    once per deal, in deal order, whichever way the games were played. Ctrl-C raises
+    :class:`EvaluationInterrupted`, which carries the deals finished until then.
     """
     # a trained model's observation options (flat or dict, recall) added; a clash refused
     kwargs = check_env_kwargs(agent_env_kwargs(agent, env_kwargs or {}))
@@ -298,10 +308,14 @@ def evaluate_agent(
     resets = [{"options": {"deck": row if use_engine else deck_codes(row)}} for row in rows]
     batch = LOCKSTEP_BATCH if use_batch else 1
     start = time.perf_counter()
-    for i, episode in enumerate(play_lockstep(players, kwargs, resets, batch, engine)):
-        result.add(episode.outcome, episode.turn, episode.steps)
-        if callback is not None:
-            callback(i, list(episode.deck), episode.outcome, episode.turn)
+    try:
+        for i, episode in enumerate(play_lockstep(players, kwargs, resets, batch, engine)):
+            result.add(episode.outcome, episode.turn, episode.steps)
+            if callback is not None:
+                callback(i, list(episode.deck), episode.outcome, episode.turn)
+    except KeyboardInterrupt as stop:
+        result.seconds = time.perf_counter() - start
+        raise EvaluationInterrupted(result) from stop
     result.seconds = time.perf_counter() - start
     return result
 
