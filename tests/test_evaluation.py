@@ -412,6 +412,10 @@ def test_ctrl_c_keeps_the_deals_the_interrupted_agent_played(
         evaluate_agent(HeuristicAgent(), decks, seeds=seeds, callback=stop_after(5))
     partial = stopped.value.partial
     assert partial.episodes == 5 and partial.won == full.won[:5]
+    import pickle
+
+    again = pickle.loads(pickle.dumps(stopped.value))  # as a worker process would send it
+    assert isinstance(again, EvaluationInterrupted) and again.partial.won == partial.won
 
     real = arena.evaluate_agent
 

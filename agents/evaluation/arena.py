@@ -253,6 +253,9 @@ class EvaluationInterrupted(KeyboardInterrupt):
         super().__init__(f"{partial.agent}: interrupted after {partial.episodes} deals")
         self.partial = partial
 
+    def __reduce__(self) -> tuple[type[EvaluationInterrupted], tuple[AgentResult]]:
+        return type(self), (self.partial,)  # picklable (a worker's), with what it carries
+
 
 def evaluate_agent(
     agent: Agent,
