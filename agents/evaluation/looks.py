@@ -60,6 +60,11 @@ def record_look(
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as fh:  # one short line: appends do not interleave
         fh.write(json.dumps(entry) + "\n")
+    print(
+        f"note: seed {seed} is the report seed (held-out deals); this look is logged in "
+        f"{path} (why: {entry['why']}). Try things and choose on --deals validation.",
+        file=sys.stderr,
+    )
     return entry
 
 
