@@ -65,7 +65,13 @@ from agents.evaluation.arena import (
 )
 from agents.evaluation.looks import record_look
 from agents.evaluation.plots import pyplot
-from agents.evaluation.stats import Z_95, disagreement, intervals_disjoint, mcnemar
+from agents.evaluation.stats import (
+    DISAGREEMENT,
+    Z_95,
+    disagreement,
+    intervals_disjoint,
+    mcnemar,
+)
 from agents.learning.multiseed import run_label
 from agents.players.base import Agent
 from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
@@ -431,7 +437,7 @@ def write_outputs(
             "McNemar p | intervals disjoint | deals for disjoint (projected) | s/decision |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
-        warned = [name for name, c in ladder.comparisons.items() if disagreement(c)]
+        warned = {name for name, c in ladder.comparisons.items() if disagreement(c)}
         for name, c in ladder.comparisons.items():
             low, high = c["difference_ci95"]
             md.append(
@@ -443,7 +449,7 @@ def write_outputs(
                 f"{c['deals_for_disjoint']:.0f} | {c['seconds_per_decision']:.4f} |"
             )
         if warned:
-            md += ["", f"\\* {disagreement(ladder.comparisons[warned[0]]).strip(' ()')}."]
+            md += ["", f"\\* {DISAGREEMENT}."]
         md.append("")
     if ladder.notes:
         md += ["Notes:", "", *(f"- {n}" for n in ladder.notes), ""]

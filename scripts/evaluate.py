@@ -228,9 +228,10 @@ def main(argv: list[str] | None = None) -> int:
             agents.append((label, agent))
         labels = distinct([label for label, _ in agents], specs)
         agents = [(label, agent) for label, (_, agent) in zip(labels, agents, strict=True)]
+        played_with: dict[str, dict[str, Any]] = {}  # each agent's env options, as it plays
         for label, agent in agents:  # a clash with a model's observation, before any play
             try:
-                check_env_kwargs(agent_env_kwargs(agent, env_kwargs))
+                played_with[label] = check_env_kwargs(agent_env_kwargs(agent, env_kwargs))
             except ValueError as err:
                 raise ValueError(f"--agent {label}: {err}") from None
             trained_on = getattr(agent, "env_kwargs", None)
@@ -332,8 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.json:
             doc = report(results, args.episodes, args.seed, env_kwargs)
-            for entry, (_, agent) in zip(doc["agents"], agents, strict=False):  # as they played
-                entry["env_kwargs"] = agent_env_kwargs(agent, env_kwargs)
+            for entry in doc["agents"]:
+                entry["env_kwargs"] = played_with[entry["agent"]]
             doc.update(stamp, command=command)
             if args.deals == VALIDATION_DEALS:
                 doc["deals"] = (
@@ -346,11 +347,10 @@ def main(argv: list[str] | None = None) -> int:
             if interrupted:
                 doc["interrupted"] = f"stopped by Ctrl-C: {len(results)} of {len(agents)} agents"
             if partial is not None:  # the deals the interrupted agent had played, in order
-                playing = next(agent for label, agent in agents if label == partial.agent)
                 doc["interrupted_agent"] = {
                     **partial.to_dict(),
                     "deals_played": partial.episodes,
-                    "env_kwargs": agent_env_kwargs(playing, env_kwargs),
+                    "env_kwargs": played_with[partial.agent],
                 }
             atomic_write_json(args.json, doc)
             print(f"json: {args.json}")

@@ -313,6 +313,14 @@ def test_add_row_pairs_the_new_player_with_heuristic_on_the_first_deals(tmp_path
         ladder_module.add_row(result, settings, "threaten-x", 61)
     _, searched, _ = ladder_module.add_row(result, settings, "planner-small", 3)
     assert searched.kind == "planner"
+    from agents.evaluation.stats import DISAGREEMENT, mcnemar
+
+    few = mcnemar([False] * 5 + [True] * 45, [True] * 50)  # interval clear of 0, p = 0.06
+    result.comparisons = {"few": {**few, "disjoint": False, "deals_for_disjoint": 1.0,
+                                  "seconds_per_decision": 0.0}}  # fmt: skip
+    ladder_module.write_outputs(tmp_path / "marked", result, settings, command)
+    table = (tmp_path / "marked" / "ladder.md").read_text()
+    assert "| 0.0625 * |" in table and f"\\* {DISAGREEMENT}." in table
 
 
 def test_add_row_refuses_a_ladder_whose_heuristic_row_does_not_replay(tmp_path: Path) -> None:

@@ -10,6 +10,10 @@ Z_95: Final = 1.96
 """Two-sided 95% normal quantile, rounded as is customary."""
 SIGNIFICANCE: Final = 0.05
 """The two-sided level :data:`Z_95` stands for: a test's p below it is significant at 95%."""
+DISAGREEMENT: Final = (
+    "the interval and the exact test disagree on these few deals: trust the p-value"
+)
+"""What :func:`disagreement` warns (a table's footnote says it once)."""
 
 
 def disagreement(pair: Mapping[str, Any]) -> str:
@@ -18,7 +22,7 @@ def disagreement(pair: Mapping[str, Any]) -> str:
     low, high = pair["difference_ci95"]
     if (low > 0 or high < 0) == (pair["p_two_sided"] < SIGNIFICANCE):
         return ""
-    return " (the interval and the exact test disagree on these few deals: trust the p-value)"
+    return f" ({DISAGREEMENT})"
 
 
 def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float]:
