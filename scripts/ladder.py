@@ -1,25 +1,9 @@
 """The strength ladder on the command line (the ladder itself: ``agents.ladder``).
 
     nice -n 10 .venv/bin/python scripts/ladder.py --episodes 1000 --planner-episodes 200 \\
-        --seed 0 --workers 2
+        --seed 0 --workers 2 --out-dir runs/ladder
 
-writes ``runs/ladder/`` (``ladder.md``, ``ladder.json``, ``ladder.png``); the committed ladder
-of the README is rewritten only by naming it, ``--out-dir docs/ladder`` (its command is in
-docs/evaluation.md). Without ``--seed`` the deals are the report seed's, and the look is
-logged.
-
-One more player on an existing ladder's first N deals (paired with ``heuristic`` there),
-without replaying the ladder; the new ladder goes to ``--out-dir``, the added rows also to
-``--record``::
-
-    flock /tmp/coldiron-cpu.lock nice -n 5 .venv/bin/python scripts/ladder.py --add-row mcts \
-        --add-deals 500 --workers 1 --ladder docs/ladder/ladder.json --out-dir docs/ladder \
-        --record docs/records/ladder_add_mcts.json --why "..."
-
-A row renamed, for a registered name whose player changed (nothing is played)::
-
-    .venv/bin/python scripts/ladder.py --rename-row strongest=strongest-z2 \
-        --ladder docs/ladder/ladder.json --out-dir docs/ladder
+writes ``ladder.md``, ``ladder.json`` and ``ladder.png`` into ``--out-dir``.
 
 Exit status: 0 done, 2 bad arguments, 130 interrupted (the rows finished are written).
 """
@@ -30,17 +14,18 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from agents import ladder
-from agents.atomic import atomic_write_json, check_writable
-from agents.evaluation.arena import EVALUATION_DEALS, REPORT_SEED, VALIDATION_DEALS, decks_of
+from agents.atomic import check_writable
+from agents.evaluation.arena import EVALUATION_DEALS, VALIDATION_DEALS, decks_of
 from agents.gitinfo import code_stamp
 from agents.players.planner import BUDGETS
 from agents.registry import agent_names, make_agent, set_torch_threads
 
 EXIT_ERROR: Final = 2
 EXIT_INTERRUPTED: Final = 130
+DEFAULT_SEED: Final = 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,23 +35,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--episodes",
         type=int,
-        default=None,
-        help=f"deals (default {ladder.DEFAULT_EPISODES}; --add-row: its --ladder's)",
+        default=ladder.DEFAULT_EPISODES,
+        help=f"deals (default {ladder.DEFAULT_EPISODES})",
     )
     parser.add_argument(
         "--seed",
         type=int,
-        default=None,
-        help=f"seed of the deals (default {REPORT_SEED}, the report seed: every look is logged; "
-        "--add-row plays the seed of its --ladder)",
+        default=DEFAULT_SEED,
+        help=f"seed of the deals (default {DEFAULT_SEED}; docs/environment.md#seeding)",
     )
     parser.add_argument(
         "--deals",
         choices=(EVALUATION_DEALS, VALIDATION_DEALS),
-        default=None,
-        help="the seed's evaluation deals (default; reported results) or its validation deals "
-        "(what choices are made on; never a look at the report seed); --add-row plays the "
-        "deals of its --ladder",
+        default=EVALUATION_DEALS,
+        help="the seed's evaluation deals (default) or its validation deals",
     )
     parser.add_argument(
         "--planner-episodes",
@@ -98,118 +80,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--solver-max-nodes", type=int, default=0, help="node cap (0: none)")
     parser.add_argument(
-        "--why", metavar="TEXT", help="why the report seed is looked at (the look log)"
-    )
-    parser.add_argument(
         "--out-dir",
         type=Path,
-        default=ladder.DEFAULT_OUT_DIR,
-        help=f"output folder (default {ladder.DEFAULT_OUT_DIR}; the committed ladder is "
-        f"{ladder.COMMITTED_LADDER.parent}: pass it to rewrite it)",
-    )
-    parser.add_argument(
-        "--add-row",
-        metavar="SPEC",
-        help="add this player's row to the existing --ladder instead of playing a ladder",
-    )
-    parser.add_argument(
-        "--add-deals",
-        type=int,
-        default=ladder.DEFAULT_PLANNER_EPISODES,
-        help="--add-row: the first deals of the ladder it plays "
-        f"(default {ladder.DEFAULT_PLANNER_EPISODES})",
-    )
-    parser.add_argument(
-        "--ladder",
-        type=Path,
-        default=ladder.COMMITTED_LADDER,
-        help="--add-row: the ladder.json to add to (its seed and deals are used)",
-    )
-    parser.add_argument(
-        "--record", type=Path, help="--add-row: also write the added rows to this JSON file"
-    )
-    parser.add_argument(
-        "--rename-row",
-        metavar="OLD=NEW",
-        help="rename a row of the existing --ladder (a registered name whose player changed: "
-        "the row keeps naming the player it measured); nothing is played",
+        required=True,
+        help="the folder ladder.md, ladder.json and ladder.png are written to",
     )
     return parser
-
-
-def rename_row_main(args: argparse.Namespace, command: str) -> int:
-    """``--rename-row OLD=NEW``: the existing ladder again, one row under another name."""
-    old, sep, new = str(args.rename_row).partition("=")
-    try:
-        if not (sep and old and new):
-            raise ValueError(f"--rename-row expects OLD=NEW, got {args.rename_row!r}")
-        result, settings, old_command = ladder.load_ladder(args.ladder)
-        ladder.rename_row(result, old, new)
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_ERROR
-    result.notes.append(f"row {old} renamed {new} by: {command}")
-    for path in ladder.write_outputs(args.out_dir, result, settings, old_command):
-        print(f"wrote {path}")
-    return 0
-
-
-def add_row_main(args: argparse.Namespace, command: str, stamp: dict[str, Any], at: str) -> int:
-    """``--add-row``: one more row on the existing ladder's first ``--add-deals`` deals."""
-    if args.workers <= 0:
-        print(f"error: --workers must be positive, got {args.workers}", file=sys.stderr)
-        return EXIT_ERROR
-    before = ladder.load_average()
-    try:
-        check_outputs(args)
-        result, settings, old_command = ladder.load_ladder(args.ladder)
-        played = VALIDATION_DEALS if settings.validation else EVALUATION_DEALS
-        if args.deals not in (None, played):
-            raise ValueError(f"--deals {args.deals}: {args.ladder} played its {played} deals")
-        if args.seed not in (None, settings.seed):
-            raise ValueError(f"--seed {args.seed}: {args.ladder} played seed {settings.seed}")
-        if args.episodes not in (None, settings.episodes):
-            raise ValueError(
-                f"--episodes {args.episodes}: {args.ladder} played {settings.episodes} deals "
-                "(--add-row plays its first --add-deals)"
-            )
-        base, row, pair = ladder.add_row(
-            result,
-            settings,
-            args.add_row,
-            args.add_deals,
-            workers=args.workers,
-            why=args.why,
-            progress=ladder.print_progress,
-        )
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_ERROR
-    load = (before, ladder.load_average())
-    result.notes.append(f"row {row.agent} ({row.episodes} deals) added {at} by: {command}")
-    paths = ladder.write_outputs(args.out_dir, result, settings, old_command)
-    if args.record is not None:
-        record = {**ladder.added_record(base, row, pair, settings, command, load), **stamp}
-        atomic_write_json(args.record, record)
-        args.record.chmod(ladder.PUBLIC_FILE_MODE)  # temporary files are created private
-        paths.append(args.record)
-    print(ladder.table_markdown([base, row], settings.seed, settings.episodes, settings.validation))
-    for path in paths:
-        print(f"wrote {path}")
-    return 0
 
 
 def check_outputs(args: argparse.Namespace) -> None:
     """Refuse outputs that could not be written, before anything is played."""
     check_writable(args.out_dir, "--out-dir", folder=True)
-    if args.record is not None:
-        check_writable(args.record, "--record")
 
 
 def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
     """The ladder's settings from the arguments (``ValueError`` naming a bad option)."""
-    if args.episodes is None:
-        args.episodes = ladder.DEFAULT_EPISODES
     if args.planner_episodes is None:
         args.planner_episodes = min(ladder.DEFAULT_PLANNER_EPISODES, args.episodes)
     for name in ("episodes", "planner_episodes", "workers"):
@@ -233,8 +118,6 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
     if not 0 <= solver_episodes <= args.episodes:
         raise ValueError(f"--solver-episodes must be in 0..{args.episodes}, got {solver_episodes}")
     validation = args.deals == VALIDATION_DEALS
-    if args.seed is None:
-        args.seed = REPORT_SEED
     try:
         decks_of(args.seed, 1, validation)
     except ValueError as err:
@@ -256,7 +139,6 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
         runs=None if args.runs is None else tuple(args.runs),
         workers=args.workers,
         solver_max_nodes=args.solver_max_nodes,
-        why=args.why,
     )
 
 
@@ -266,12 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else argv
     command = shlex.join([".venv/bin/python", "scripts/ladder.py", *arguments])
     outputs = [args.out_dir / name for name in ladder.OUTPUT_FILES]  # its own, not the code
-    stamp = code_stamp([*outputs, *([args.record] if args.record else [])])  # before it plays
+    stamp = code_stamp(outputs)  # before it plays
     at = f"at commit {stamp['commit']}{' (with changes)' if stamp['dirty'] else ''}"
-    if args.add_row is not None:
-        return add_row_main(args, command, stamp, at)
-    if args.rename_row is not None:
-        return rename_row_main(args, command)
     try:
         settings = settings_of(args)
     except ValueError as err:

@@ -22,16 +22,6 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-@pytest.fixture(autouse=True)
-def _looks_logged_apart(tmp_path_factory: pytest.TempPathFactory,
-                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    """Evaluations the tests run on the report seed go to a log of their own, never to the
-    committed docs/report_looks.jsonl."""
-    from agents.evaluation.looks import LOOK_LOG_VARIABLE
-
-    monkeypatch.setenv(LOOK_LOG_VARIABLE, str(tmp_path_factory.mktemp("looks") / "looks.jsonl"))
-
-
 @pytest.fixture
 def audit(tmp_path: Path) -> Iterator[Path]:
     """A deal audit (``coldiron_env.dealer.set_audit``) in a fresh folder for the test: every

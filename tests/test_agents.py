@@ -416,7 +416,7 @@ def test_resampled_games_agree_with_what_the_player_knows() -> None:
 
 def test_heuristic_wins_the_deals_its_record_says_it_won() -> None:
     """What ``heuristic`` plays, held to a committed record: its per-deal wins on 4,000
-    validation deals of seed 501 (``docs/records/search_probes_501.json``). The compiled
+    validation deals of seed 501 (``tests/pins/heuristic.json``). The compiled
     rollouts are tested against the Python heuristic, so a change to both (a default
     parameter, say) is caught only here; a deliberate change re-records the file."""
     import json
@@ -424,8 +424,7 @@ def test_heuristic_wins_the_deals_its_record_says_it_won() -> None:
 
     from agents.evaluation.arena import unpack_wins, validation_decks
 
-    record = Path(__file__).resolve().parents[1] / "docs" / "records" / "search_probes_501.json"
-    row = json.loads(record.read_text())["agents"]["heuristic"]
+    row = json.loads((Path(__file__).resolve().parent / "pins" / "heuristic.json").read_text())
     episodes = int(row["episodes"])
     recorded = unpack_wins(row["wins"], episodes)
     won: list[bool] = []

@@ -436,21 +436,3 @@ def test_ctrl_c_keeps_the_deals_the_interrupted_agent_played(
     kept = doc["interrupted_agent"]
     assert kept["agent"] == "heuristic" and kept["deals_played"] == kept["episodes"] == 3
     assert kept["env_kwargs"] == {}
-
-
-def test_a_look_at_the_report_seed_is_logged_and_said(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """An evaluation on the report seed appends one entry to the look log and says so on
-    stderr (where it is logged, and why); any other seed logs and says nothing."""
-    from agents.evaluation.arena import REPORT_SEED
-    from agents.evaluation.looks import LOOK_LOG_VARIABLE, read_looks, record_look
-
-    log = tmp_path / "looks.jsonl"
-    monkeypatch.setenv(LOOK_LOG_VARIABLE, str(log))
-    assert record_look(REPORT_SEED + 1, 10, ["heuristic"], None, REPORT_SEED) is None
-    assert not log.exists() and "report seed" not in capsys.readouterr().err
-    entry = record_look(REPORT_SEED, 10, ["heuristic"], "a test", REPORT_SEED)
-    assert entry is not None and read_looks(log) == [entry]
-    err = capsys.readouterr().err
-    assert "is the report seed" in err and str(log) in err and "why: a test" in err

@@ -1,8 +1,8 @@
 """Golden playthroughs (OpenSpiel style): replay every recorded game and diff every step.
 
-The files in ``tests/golden/`` are written by ``scripts/regen_golden.py``; after an
+The files in ``tests/golden/`` are written by ``tests/regen_golden.py``; after an
 intended change of the rules or of the observation/info contract, regenerate them
-with ``python scripts/regen_golden.py`` and review the diff.
+with ``python tests/regen_golden.py`` and review the diff.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from helpers import load_file
 from coldiron_env.env import ColdIronEnv
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "regen_golden.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "tests" / "regen_golden.py"
 FILES = sorted(GOLDEN_DIR.glob("*.json"))
 OUTCOMES = {"won", "slain", "deck_exhausted", "midnight", "illegal"}
 
@@ -139,7 +139,7 @@ def test_golden_set_covers_outcomes_variants_and_phases() -> None:
 
 def test_regen_check_mode_reports_up_to_date() -> None:
     module = load_file(SCRIPT, "regen_golden")
-    assert module.main(["--check"]) == 0, "golden files are stale: run scripts/regen_golden.py"
+    assert module.main(["--check"]) == 0, "golden files are stale: run tests/regen_golden.py"
 
 
 def test_diff_names_the_first_difference() -> None:

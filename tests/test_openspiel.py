@@ -1,5 +1,4 @@
-"""Cold Iron as an OpenSpiel game (``coldiron_env.openspiel``), the ``mcts`` player, and
-adding one row to a ladder (``agents.ladder.add_row``).
+"""Cold Iron as an OpenSpiel game (``coldiron_env.openspiel``) and the ``mcts`` player.
 
 The game must agree with the env: the same deal (its cards as the chance outcomes) gives
 the same legal actions, observations, outcome and return at every step.
@@ -7,7 +6,6 @@ the same legal actions, observations, outcome and return at every step.
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Any
@@ -18,9 +16,8 @@ from helpers import load_file, rule_variant_sets
 
 pyspiel = pytest.importorskip("pyspiel")
 
-from agents import ladder as ladder_module  # noqa: E402
 from agents.evaluation.arena import agent_seeds, deal_decks, evaluate_agent  # noqa: E402
-from agents.players.mcts import MCTSAgent  # noqa: E402
+from agents.integrations.mcts import MCTSAgent  # noqa: E402
 from coldiron_env.actions import ENV_MASKS, PHASE_OVER  # noqa: E402
 from coldiron_env.cards import DECK_SIZE, FIRST_JOKER, deck_codes  # noqa: E402
 from coldiron_env.dealer import shuffled_decks  # noqa: E402
@@ -34,7 +31,7 @@ from coldiron_env.openspiel import (  # noqa: E402
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-PLAYTHROUGH_SCRIPT = ROOT / "scripts" / "openspiel_playthrough.py"
+PLAYTHROUGH_SCRIPT = ROOT / "tests" / "openspiel_playthrough.py"
 PLAYTHROUGHS = sorted((ROOT / "tests" / "golden" / "openspiel").glob("*.txt"))
 VARIANTS: tuple[dict[str, Any], ...] = (
     *rule_variant_sets(),
@@ -226,7 +223,7 @@ def test_golden_playthrough_replays(path: Path) -> None:
 
 
 def test_playthrough_check_mode_reports_up_to_date() -> None:
-    assert load_script().main(["--check"]) == 0, "run scripts/openspiel_playthrough.py"
+    assert load_script().main(["--check"]) == 0, "run tests/openspiel_playthrough.py"
 
 
 # --------------------------------------------------------------------------- mcts
@@ -272,83 +269,3 @@ def test_mcts_needs_the_info_and_valid_settings() -> None:
         MCTSAgent(simulations=0)
     with pytest.raises(ValueError, match="uct_c"):
         MCTSAgent(uct_c=-1.0)
-
-
-# --------------------------------------------------------------------------- ladder row
-def small_ladder(tmp_path: Path, episodes: int) -> Path:
-    """A ladder.json of ``heuristic`` and ``threaten`` on ``episodes`` deals."""
-    decks, seeds = deal_decks(DECK_SEED, episodes), agent_seeds(DECK_SEED, episodes)
-    from agents.registry import make_agent
-
-    rows = [evaluate_agent(make_agent(n), decks, seeds, label=n) for n in ("heuristic", "threaten")]
-    settings = ladder_module.LadderSettings(
-        seed=DECK_SEED, episodes=episodes, planner_episodes=episodes, solver_episodes=0
-    )
-    ladder_module.write_outputs(
-        tmp_path, ladder_module.Ladder(rows=rows), settings, "small ladder (test)"
-    )
-    return tmp_path / "ladder.json"
-
-
-def test_add_row_pairs_the_new_player_with_heuristic_on_the_first_deals(tmp_path: Path) -> None:
-    path = small_ladder(tmp_path, 60)
-    result, settings, command = ladder_module.load_ladder(path)
-    before = [r.to_dict() for r in result.rows]
-    base, row, pair = ladder_module.add_row(result, settings, "random", 30)
-    assert [r.to_dict() for r in result.rows[:2]] == before, "old rows changed"
-    assert row.kind == "agent"  # drawn as a player that does not search, not as a planner
-    assert base.agent == "heuristic (first 30)" and base.episodes == row.episodes == 30
-    full = next(r for r in result.rows if r.agent == "heuristic")
-    assert base.won == full.won[:30]
-    only_base = sum(b and not o for b, o in zip(base.won, row.won, strict=True))
-    assert pair["only_base_wins"] == only_base
-    out = tmp_path / "new"
-    ladder_module.write_outputs(out, result, settings, command)
-    written = json.loads((out / "ladder.json").read_text())
-    assert [r["label"] for r in written["rows"]][-2:] == ["heuristic (first 30)", "random"]
-    assert written["command"] == "small ladder (test)"
-    with pytest.raises(ValueError, match="already"):
-        ladder_module.add_row(result, settings, "random", 30)
-    with pytest.raises(ValueError, match="deals"):
-        ladder_module.add_row(result, settings, "threaten-x", 61)
-    _, searched, _ = ladder_module.add_row(result, settings, "planner-small", 3)
-    assert searched.kind == "planner"
-    from agents.evaluation.stats import DISAGREEMENT, mcnemar
-
-    few = mcnemar([False] * 5 + [True] * 45, [True] * 50)  # interval clear of 0, p = 0.06
-    result.comparisons = {"few": {**few, "disjoint": False, "deals_for_disjoint": 1.0,
-                                  "seconds_per_decision": 0.0}}  # fmt: skip
-    ladder_module.write_outputs(tmp_path / "marked", result, settings, command)
-    table = (tmp_path / "marked" / "ladder.md").read_text()
-    assert "| 0.0625 * |" in table and f"\\* {DISAGREEMENT}." in table
-
-
-def test_add_row_refuses_a_ladder_whose_heuristic_row_does_not_replay(tmp_path: Path) -> None:
-    path = small_ladder(tmp_path, 40)
-    doc = json.loads(path.read_text())
-    heuristic = next(r for r in doc["rows"] if r["label"] == "heuristic")
-    heuristic["won_bits"] = "ff" * 5  # every deal "won": not what heuristic does
-    path.write_text(json.dumps(doc))
-    result, settings, _ = ladder_module.load_ladder(path)
-    with pytest.raises(RuntimeError, match="changed"):
-        ladder_module.add_row(result, settings, "random", 20)
-
-
-def test_rename_row_keeps_the_row_and_its_comparison_under_the_new_name(tmp_path: Path) -> None:
-    path = small_ladder(tmp_path, 40)
-    result, settings, command = ladder_module.load_ladder(path)
-    ladder_module.add_row(result, settings, "random", 20)
-    played = next(r for r in result.rows if r.agent == "random").to_dict()
-    renamed = ladder_module.rename_row(result, "random", "planner-small")
-    assert renamed.to_dict() == {**played, "agent": "planner-small"}
-    assert "planner-small" in result.comparisons and "random" not in result.comparisons
-    with pytest.raises(ValueError, match="no row 'random'"):
-        ladder_module.rename_row(result, "random", "threaten")
-    with pytest.raises(ValueError, match="already has a row 'threaten'"):
-        ladder_module.rename_row(result, "planner-small", "threaten")
-    with pytest.raises(ValueError, match="unknown agent"):
-        ladder_module.rename_row(result, "planner-small", "no-such-player")
-    out = tmp_path / "new"
-    ladder_module.write_outputs(out, result, settings, command)
-    written = json.loads((out / "ladder.json").read_text())
-    assert [r["label"] for r in written["rows"]][-1] == "planner-small"

@@ -117,30 +117,37 @@ def test_a_counting_network_plays_the_same_games_in_the_vector_env_and_in_single
 
 
 # ---------------------------------------------------------------- pins
+PINS = json.loads((Path(__file__).parent / "pins" / "shipped_models.json").read_text())
+"""The shipped models' pins (written by the lab: ``.venv/bin/python -m lab.pins --write``)."""
+PIN_SEED, PIN_DEALS = 900, 1_000  # the pins' deals: the first 1,000 validation deals of seed 900
+
+
 @pytest.mark.parametrize("name", sorted(SHIPPED_MODELS))
 def test_a_shipped_model_plays_its_pinned_games(name: str) -> None:
     """A swapped or retrained zip (its meta.json updated to match) still fails here."""
-    from agents.pins import PIN_DEALS, outcome_counts, read_pins
+    from agents.evaluation.arena import evaluate
+    from agents.registry import make_agent
 
-    pin = read_pins()["models"][name]
-    counts = outcome_counts(name)
-    assert sum(counts.values()) == PIN_DEALS
-    assert counts == pin["outcomes"], (
-        f"{name} plays other games than pinned: reship it on purpose with "
-        "scripts/pin_models.py --write"
+    assert f"the first {PIN_DEALS} validation deals of seed {PIN_SEED}" in PINS["deals"]
+    (result,) = evaluate([(name, make_agent(name))], PIN_DEALS, PIN_SEED, validation=True)
+    assert result.episodes == PIN_DEALS
+    assert result.outcomes == PINS["models"][name]["outcomes"], (
+        f"{name} plays other games than pinned: reship it on purpose with lab.pins --write"
     )
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED_MODELS))
 def test_every_shipped_file_is_hashed_in_its_meta(name: str) -> None:
-    from agents.pins import meta_hash, read_pins, shipped_files
+    from agents.learning.provenance import sha256_file
 
-    meta = json.loads((SHIPPED_MODELS[name] / "meta.json").read_text(encoding="utf-8"))
-    assert sorted(meta["sha256"]) == shipped_files(SHIPPED_MODELS[name])
-    pin = read_pins()["models"][name]
+    folder = SHIPPED_MODELS[name]
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != "meta.json")
+    assert sorted(meta["sha256"]) == files
+    pin = PINS["models"][name]
     assert meta["sha256"] == pin["sha256"]
-    assert meta_hash(name) == pin["meta_sha256"], (
-        f"{name}'s meta.json changed since it was pinned: scripts/pin_models.py --write"
+    assert sha256_file(folder / "meta.json") == pin["meta_sha256"], (
+        f"{name}'s meta.json changed since it was pinned: lab.pins --write"
     )
 
 

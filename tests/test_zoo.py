@@ -362,7 +362,7 @@ def test_launcher_refuses_a_seed_the_streams_cannot_take_and_own_options_for_enj
 ) -> None:
     """The launcher's refusals, in process (its main returns before rl-zoo3 runs)."""
     pytest.importorskip("rl_zoo3")
-    from agents.evaluation.arena import REPORT_SEED
+    from helpers import REPORT_SEED
 
     launcher = load_file(ZOO_LAUNCHER, "coldiron_zoo_launcher")
 
@@ -500,7 +500,8 @@ def test_a_zoo_run_deals_no_evaluation_deal(tiny_audited_run: tuple[Path, Path])
     """rl-zoo3 seeds env i with seed + i, the deals of evaluate.py --seed seed+i; through the
     launcher the training envs deal from the training stream and the periodic evaluation
     from the validation stream: no deck dealt is an evaluation seed's."""
-    from agents.evaluation.arena import REPORT_SEED
+    from helpers import REPORT_SEED
+
     from coldiron_env.dealer import DealStream, read_audit
 
     _, audit = tiny_audited_run

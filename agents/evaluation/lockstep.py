@@ -1,7 +1,7 @@
 """The one play loop: games side by side, one decision each per step, until all have ended.
 
 Evaluation, training's validation, imitation, DAgger and expert iteration's labelling,
-``scripts/play.py``, ``scripts/regen_golden.py`` and the ONNX export's checks all drive
+``scripts/play.py``, ``tests/regen_golden.py`` and the ONNX export's checks all drive
 their games through :func:`play_lockstep`. Who plays:
 
 * a :class:`BatchPolicy` (a trained model): one ``act`` call a step for the whole batch,

@@ -223,3 +223,9 @@ def load_onnx_agent(
             f"options {policy.env_kwargs} give observations of shape {shape}"
         )
     return OnnxAgent(policy, name or policy.path.name)
+
+
+def agent_from_path(path: Path) -> OnnxAgent | None:
+    """The ``.onnx`` policy at ``path`` as an agent, None for any other file (the registry's
+    loader: ``pyproject.toml``'s ``coldiron.loaders`` entry points)."""
+    return load_onnx_agent(path) if path.suffix == ".onnx" and path.is_file() else None

@@ -564,3 +564,9 @@ def _check_spaces(module: RLModule, observation: Mapping[str, Any], checkpoint: 
             f"{checkpoint}: module observation space {module.observation_space} does not match "
             f"the env's {obs_space} (options {dict(observation)})"
         )
+
+
+def agent_from_path(path: Path) -> RLlibAgent | None:
+    """The RLlib checkpoint directory at ``path`` as an agent, None for anything else (the
+    registry's loader: ``pyproject.toml``'s ``coldiron.loaders`` entry points)."""
+    return load_rllib_agent(path) if (path / "rllib_checkpoint.json").is_file() else None

@@ -26,7 +26,7 @@ training run, alone on a start network in ``scripts/distill.py``):
 The network agrees with about 98% of the labels before a round: the planner changes
 few decisions, late in the game, and the cloning must teach those without undoing
 the rest. Measured: oversampling the changed decisions ten-fold at twice the learning
-rate wrecked the policy (docs/experiments.md); the gentle default gains round after round.
+rate wrecked the policy (lab/docs/experiments.md); the gentle default gains round after round.
 """
 
 from __future__ import annotations

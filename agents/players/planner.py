@@ -67,7 +67,7 @@ Budgets (:class:`PlannerConfig`): ``samples`` orders per decision at most
 Registered names (:data:`BUDGETS`): ``planner-small`` (256 orders from turn
 18), ``planner`` (:data:`PLANNER_DEFAULT`, 1,024 orders from turn 18) and
 ``planner-large`` (4,096 orders from turn 16, for those with time).
-Evaluation figures: ``docs/ladder.md``.
+Evaluation figures: ``lab/docs/ladder.md``.
 """
 
 from __future__ import annotations

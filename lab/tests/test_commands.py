@@ -1,0 +1,68 @@
+"""Every lab command runs as its docs and records name it (``python -m lab.X``)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lab import ROOT
+
+COMMANDS = sorted(p for p in (ROOT / "lab").rglob("*.py") if "tests" not in p.parts)
+
+
+def _runs_main(tree: ast.Module) -> bool:
+    """Whether the module ends its ``if __name__ == "__main__":`` block by calling main()."""
+    for node in tree.body:
+        if (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Compare)
+            and isinstance(node.test.left, ast.Name)
+            and node.test.left.id == "__name__"
+        ):
+            return any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "main"
+                for n in ast.walk(node)
+            )
+    return False
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_command_with_a_main_calls_it_when_run(command: Path) -> None:
+    """``strict_bound.py`` lost its guard once: run as its records say, it did nothing."""
+    tree = ast.parse(command.read_text(encoding="utf-8"))
+    if not any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body):
+        pytest.skip("no main()")
+    assert _runs_main(tree), f"{command}: main() is never called when it is run"
+
+
+def _module(path: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", path, *args],
+        capture_output=True, text=True, check=False, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+
+
+def test_the_strict_bound_command_runs_and_prints_its_usage() -> None:
+    out = _module("lab.experiments.strict_bound", "--help")
+    assert out.returncode == 0 and "--episodes" in out.stdout, out.stderr
+
+
+@pytest.mark.parametrize(
+    ("module", "argv", "named"),
+    [
+        ("lab.experiments.bound", ["--model", "nedd"], "not one of zero, need"),
+        ("lab.experiments.bound", ["--model", "zero", "--json", "scripts"], "--json scripts: is a"),
+        ("lab.main_job", ["--record", "README.md/m.json", "--", "--out", "x"], "--record README"),
+        ("lab.main_job", ["--record", "m.json", "--", "--episodes", "3"], "give scripts/main.py"),
+        ("lab.looks", ["--why", "x", "--", "true", "--seed", "3"], "does not play the report"),
+    ],
+)
+def test_a_bad_argument_is_refused_by_name_before_any_work(
+    module: str, argv: list[str], named: str
+) -> None:
+    done = _module(module, *argv)
+    assert done.returncode == 2 and named in done.stderr, done.stderr
