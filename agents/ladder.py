@@ -7,27 +7,19 @@ Rows, all on the deals of ``agents.evaluation.arena.deal_decks(SEED, EPISODES)``
 ``validation``, ``validation_decks``: the deals choices are made on):
 
 * ``random``, ``threaten``, ``heuristic`` on all ``EPISODES`` deals;
-* every trained run (``--runs DIR...``, or each directory under ``runs/``
-  holding a model), loaded with ``agents.registry.make_agent``; a run that
-  cannot be loaded is skipped with a note;
-* the planner at two budgets (``--planner NAME``, default ``planner-small`` and
-  ``planner``) on the **first** ``PLANNER_EPISODES`` deals, with ``heuristic``
-  again on those same deals for a paired comparison (McNemar: deals won by one
-  and lost by the other);
-* the clairvoyant bound (``agents.players.solver``: the share of deals that can be won
-  at all with the deck order known) on the first ``SOLVER_EPISODES`` deals
-  (default: all).
+* every trained run (``--runs DIR...``, or each directory under ``runs/`` holding a model),
+  loaded with ``agents.registry.make_agent``; a run that cannot be loaded is skipped with a note;
+* the planners (``--planner NAME``, default ``planner-small`` and ``planner``) on the **first**
+  ``PLANNER_EPISODES`` deals, with ``heuristic`` again on those deals for a paired comparison
+  (McNemar: deals won by one and lost by the other);
+* the clairvoyant bound (``agents.players.solver``: the share of deals that can be won at all
+  with the deck order known) on the first ``SOLVER_EPISODES`` deals (default: all).
 
-Each agent is reset with the evaluation's per-deal seed (``agent_seeds``), so a
-row is the same whether it is played by one process or split over
-``--workers``. "s/game" is the processing time per game (summed over workers).
-Writes ``ladder.md`` (Markdown table), ``ladder.json`` and ``ladder.png`` in
-``--out-dir`` (atomic writes). Ctrl-C writes the rows finished so far.
-
-Every row is an :class:`~agents.evaluation.arena.AgentResult` (``kind`` says
-which sort of row; the bound tallies the solver's verdicts). :func:`run_ladder`
-plays them, :func:`write_outputs` writes the files; ``scripts/ladder.py`` is the
-command line.
+Each agent is reset with the evaluation's per-deal seed (``agent_seeds``), so a row is the same
+whether played by one process or split over ``--workers``. "s/game" is the processing time per
+game (summed over workers). :func:`run_ladder` plays the rows (each an ``AgentResult``, its
+``kind`` saying which sort), :func:`write_outputs` writes ``ladder.md``, ``ladder.json`` and
+``ladder.png`` in ``--out-dir``. Ctrl-C writes the rows finished so far.
 """
 
 from __future__ import annotations
@@ -36,13 +28,13 @@ import math
 import multiprocessing as mp
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.pool import Pool
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from agents.atomic import atomic_target, atomic_write_json, atomic_write_text
+from agents.atomic import atomic_write_json, atomic_write_text
 from agents.evaluation.arena import (
     EVALUATION_DEALS,
     VALIDATION_DEALS,
@@ -53,14 +45,8 @@ from agents.evaluation.arena import (
     evaluate_agent,
     markdown_table,
 )
-from agents.evaluation.plots import pyplot
-from agents.evaluation.stats import (
-    DISAGREEMENT,
-    Z_95,
-    disagreement,
-    intervals_disjoint,
-    mcnemar,
-)
+from agents.evaluation.plots import plot_win_rates
+from agents.evaluation.stats import DISAGREEMENT, Z_95, disagreement, intervals_disjoint, mcnemar
 from agents.learning.multiseed import run_label
 from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
 from agents.registry import make_agent, set_torch_threads
@@ -82,14 +68,6 @@ OUTPUT_FILES: Final = ("ladder.md", "ladder.json", "ladder.png")
 DEFAULT_EPISODES: Final = 10_000
 DEFAULT_PLANNER_EPISODES: Final = 1000
 DEFAULT_WORKERS: Final = 2
-CHART_MARGIN: Final = 1.15
-"""The chart's x axis reaches this factor past the highest interval."""
-KIND_COLOURS: Final[dict[str, str]] = {
-    "agent": "#4C72B0",
-    "planner": "#DD8452",
-    "baseline-subset": "#8C8C8C",
-    "bound": "#55A868",
-}
 
 _T = TypeVar("_T")
 
@@ -122,37 +100,31 @@ class Ladder:
     interrupted: bool = False
 
 
-# --------------------------------------------------------------------------- workers
-def _agent_chunk(task: tuple[str, int, int, bool, int, int]) -> tuple[int, AgentResult]:
+def _agent_chunk(task: tuple[str, int, int, bool, int, int]) -> AgentResult:
     """Play agent ``spec`` on deals ``start:stop`` of (seed, episodes, validation)."""
     spec, seed, episodes, validation, start, stop = task
     decks = decks_of(seed, episodes, validation)[start:stop]
     seeds = agent_seeds(seed, episodes)[start:stop]
-    return start, evaluate_agent(make_agent(spec), decks, seeds)
+    return evaluate_agent(make_agent(spec), decks, seeds)
 
 
-def _solver_chunk(
-    task: tuple[int, int, bool, int, int, int],
-) -> tuple[int, tuple[list[str], float]]:
+def _solver_chunk(task: tuple[int, int, bool, int, int, int]) -> tuple[list[str], float]:
     """The solver's verdicts on deals ``start:stop`` of (seed, episodes, validation), and the
     seconds taken."""
     seed, episodes, validation, start, stop, max_nodes = task
     decks = decks_of(seed, episodes, validation)[start:stop].tolist()
     begin = time.perf_counter()
     verdicts = [solve_deck(deck, max_nodes=max_nodes).verdict for deck in decks]
-    return start, (verdicts, time.perf_counter() - begin)
+    return verdicts, time.perf_counter() - begin
+
+
+def _in_order(pool: Pool | None, func: Callable[[Any], _T], tasks: list[Any]) -> Iterator[_T]:
+    """``func`` over ``tasks`` (on ``pool`` if any), the results in the tasks' order."""
+    return map(func, tasks) if pool is None else pool.imap(func, tasks)
 
 
 def _chunks(count: int, size: int = CHUNK) -> list[tuple[int, int]]:
     return [(s, min(s + size, count)) for s in range(0, count, size)]
-
-
-def _in_deal_order(
-    pool: Any, func: Callable[[Any], tuple[int, _T]], tasks: Iterable[Any]
-) -> list[_T]:
-    """The results of ``func`` over ``tasks`` (on ``pool`` if any), ordered by first deal."""
-    mapper = pool.imap_unordered if pool is not None else map
-    return [part for _, part in sorted(mapper(func, tasks), key=lambda item: item[0])]
 
 
 def play_row(
@@ -170,7 +142,7 @@ def play_row(
     size = CHUNK if kind == "planner" else FAST_CHUNK
     tasks = [(spec, seed, episodes, validation, a, b) for a, b in _chunks(count, size)]
     row = AgentResult(label, kind=kind)
-    for part in _in_deal_order(pool, _agent_chunk, tasks):
+    for part in _in_order(pool, _agent_chunk, tasks):
         row.extend(part)
     return row
 
@@ -182,7 +154,7 @@ def solver_row(
     tasks = [(seed, episodes, validation, a, b, max_nodes) for a, b in _chunks(count)]
     verdicts: list[str] = []
     seconds = 0.0
-    for part, secs in _in_deal_order(pool, _solver_chunk, tasks):
+    for part, secs in _in_order(pool, _solver_chunk, tasks):
         verdicts += part
         seconds += secs
     tally = {v: verdicts.count(v) for v in (WINNABLE, UNWINNABLE, UNKNOWN)}
@@ -193,7 +165,6 @@ def solver_row(
     )
 
 
-# --------------------------------------------------------------------------- runs
 def find_runs(explicit: Sequence[str] | None) -> tuple[list[str], list[str]]:
     """Run directories to evaluate and notes on what was skipped."""
     notes: list[str] = []
@@ -221,7 +192,6 @@ def loadable(spec: str) -> str | None:
     return None
 
 
-# --------------------------------------------------------------------------- paired
 def deals_for_disjoint(p_base: float, p_other: float) -> float:
     """Deals needed for two Wilson 95% intervals at these rates to stop overlapping (approx.)."""
     gap = p_other - p_base
@@ -231,14 +201,11 @@ def deals_for_disjoint(p_base: float, p_other: float) -> float:
     return (Z_95 * spread / gap) ** 2
 
 
-# --------------------------------------------------------------------------- playing
 def print_progress(row: AgentResult) -> None:
     """One line per finished row on stderr."""
-    low, high = row.interval
     print(
-        f"  {row.agent}: {PERCENT * row.win_rate:.2f}% [{PERCENT * low:.2f}%, "
-        f"{PERCENT * high:.2f}%] on {row.episodes} deals, "
-        f"{row.seconds / row.episodes:.4f} s/game",
+        f"  {row.agent}: {PERCENT * row.win_rate:.2f}% {row.interval_text} on {row.episodes} "
+        f"deals, {row.seconds / row.episodes:.4f} s/game",
         file=sys.stderr,
         flush=True,
     )
@@ -313,7 +280,6 @@ def run_ladder(
     return ladder
 
 
-# --------------------------------------------------------------------------- output
 def row_dict(row: AgentResult) -> dict[str, Any]:
     """A ladder row in ``ladder.json``: the result's own fields, labelled, with seconds per game
     (and per decision for a planner)."""
@@ -334,7 +300,6 @@ def table_markdown(
     head = ["player", "deals", "win rate", "95% interval", *OUTCOMES, "s/game"]
     body = []
     for r in rows:
-        low, high = r.interval
         if r.kind == "bound":
             kinds = (WINNABLE, UNWINNABLE, UNKNOWN)
             blank = [""] * (len(OUTCOMES) - len(kinds))
@@ -343,8 +308,9 @@ def table_markdown(
             breakdown = [str(r.outcomes[o]) for o in OUTCOMES]
         deals = f"{r.episodes}" + ("" if r.episodes == episodes else f" (first {r.episodes})")
         rate = f"{PERCENT * r.win_rate:.2f}%"
-        interval = f"[{PERCENT * low:.2f}%, {PERCENT * high:.2f}%]"
-        body.append([r.agent, deals, rate, interval, *breakdown, f"{r.seconds / r.episodes:.4f}"])
+        body.append(
+            [r.agent, deals, rate, r.interval_text, *breakdown, f"{r.seconds / r.episodes:.4f}"]
+        )
     dealt = (
         f"`agents.evaluation.arena.validation_decks({seed}, {episodes})` (validation deals)"
         if validation
@@ -355,47 +321,6 @@ def table_markdown(
         "'first M' rows use the first M of those deals. Intervals: Wilson score, 95%. "
         "s/game: processing seconds per game (summed over workers)."
     )
-
-
-def plot_ladder(rows: Sequence[AgentResult], path: Path) -> Path:
-    plt = pyplot()
-
-    labels = [f"{r.agent}\n({r.episodes} deals)" for r in rows]
-    rates = [PERCENT * r.win_rate for r in rows]
-    err_low = [PERCENT * (r.win_rate - r.interval[0]) for r in rows]
-    err_high = [PERCENT * (r.interval[1] - r.win_rate) for r in rows]
-    fig, ax = plt.subplots(figsize=(8.0, 0.55 * len(rows) + 1.5))
-    try:
-        ys = list(range(len(rows)))[::-1]
-        ax.barh(
-            ys,
-            rates,
-            xerr=[err_low, err_high],
-            capsize=4,
-            color=[KIND_COLOURS.get(r.kind, KIND_COLOURS["agent"]) for r in rows],
-            edgecolor="black",
-        )
-        for y, rate, high in zip(ys, rates, err_high, strict=True):
-            ax.annotate(
-                f"{rate:.2f}%",
-                (rate + high, y),
-                xytext=(4, 0),
-                textcoords="offset points",
-                va="center",
-                fontsize=8,
-            )
-        ax.set_yticks(ys, labels, fontsize=8)
-        ax.set_xlabel("win rate (%), Wilson 95% interval")
-        reach = max(r + h for r, h in zip(rates, err_high, strict=True))
-        ax.set_xlim(0, min(PERCENT, reach * CHART_MARGIN + 1))
-        ax.set_title("Cold Iron strength ladder (same deals)")
-        ax.grid(axis="x", alpha=0.3)
-        fig.tight_layout()
-        with atomic_target(path, suffix=".png") as tmp:
-            fig.savefig(tmp, format="png", dpi=110)
-    finally:
-        plt.close(fig)
-    return path
 
 
 def write_outputs(
@@ -410,25 +335,23 @@ def write_outputs(
     md += [table_markdown(rows, settings.seed, settings.episodes, settings.validation), ""]
     if ladder.comparisons:
         md += ["## The planners and the added rows, paired with heuristic on the same deals", ""]
-        md += [
-            "| player | deals | player-only wins | heuristic-only wins | difference [95%] | "
-            "McNemar p | intervals disjoint | deals for disjoint (projected) | s/decision |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-        ]
-        warned = {name for name, c in ladder.comparisons.items() if disagreement(c)}
+        head = [
+            "player", "deals", "player-only wins", "heuristic-only wins", "difference [95%]",
+            "McNemar p", "intervals disjoint", "deals for disjoint (projected)", "s/decision",
+        ]  # fmt: skip
+        body = []
         for name, c in ladder.comparisons.items():
-            low, high = c["difference_ci95"]
-            md.append(
-                f"| {name} | {c['deals']} | {c['only_other_wins']} | {c['only_base_wins']} | "
-                f"{PERCENT * c['difference']:+.2f} pts "
-                f"[{PERCENT * low:+.2f}, {PERCENT * high:+.2f}] | "
-                f"{c['p_two_sided']:.3g}{' *' if name in warned else ''} | "
-                f"{'yes' if c['disjoint'] else 'no'} | "
-                f"{c['deals_for_disjoint']:.0f} | {c['seconds_per_decision']:.4f} |"
-            )
-        if warned:
-            md += ["", f"\\* {DISAGREEMENT}."]
-        md.append("")
+            low, high = (PERCENT * x for x in c["difference_ci95"])
+            body.append([
+                name, str(c["deals"]), str(c["only_other_wins"]), str(c["only_base_wins"]),
+                f"{PERCENT * c['difference']:+.2f} pts [{low:+.2f}, {high:+.2f}]",
+                f"{c['p_two_sided']:.3g}{' *' if disagreement(c) else ''}",
+                "yes" if c["disjoint"] else "no", f"{c['deals_for_disjoint']:.0f}",
+                f"{c['seconds_per_decision']:.4f}",
+            ])  # fmt: skip
+        md.append(markdown_table(head, body))
+        if any(disagreement(c) for c in ladder.comparisons.values()):
+            md += [f"\\* {DISAGREEMENT}.", ""]
     if ladder.notes:
         md += ["Notes:", "", *(f"- {n}" for n in ladder.notes), ""]
     md += ["Reproduce:", "", "```", command, "```", ""]
@@ -451,7 +374,7 @@ def write_outputs(
         },
     )
     if rows:
-        plot_ladder(rows, paths[2])
+        plot_win_rates(rows, paths[2], "Cold Iron strength ladder (same deals)")
     for path in paths:
         if path.exists():
             path.chmod(PUBLIC_FILE_MODE)  # temporary files are created private

@@ -1,21 +1,15 @@
 """Agent names and specs: ``make_agent("heuristic")``, ``"trained"`` or ``"runs/ppo"``.
 
-A spec is a built-in player's name (:data:`BUILTIN_AGENTS`), the name of a
-model shipped with the package (:data:`SHIPPED_MODELS`: ``trained``, ``distilled``: the
-strongest trained network, ``distilled-20`` and ``distilled-30``, its forerunners), or a
-path to a trained model: a run directory of this project's or a ``.zip`` file (an rl-zoo3
-run's folder holds its last and its best model: name the ``.zip``),
-loaded by :func:`agents.learning.sb3_agent.load_sb3_agent`.
+A spec is a built-in player's name (:mod:`agents.players.roster`), a model shipped with the
+package (:data:`SHIPPED_MODELS`), a search over one (:data:`SEARCH_OVER_MODELS`), or a path
+to a trained model: a run directory or a ``.zip`` file (an rl-zoo3 run's folder holds its last
+and its best model: name the ``.zip``), loaded by :func:`agents.learning.sb3_agent.load_sb3_agent`.
 
-Other code registers itself through entry points, so this module imports none of it: a
-player by name (group :data:`PLAYER_GROUP`: a factory ``make(name) -> Agent``; OpenSpiel's
-``mcts``) and a model file of another format (group :data:`LOADER_GROUP`: ``load(path) ->
-Agent | None``, None when the path is not its format; an ``.onnx`` policy, an RLlib
-checkpoint). The integrations declare theirs in ``pyproject.toml``; another package can
-declare its own the same way. Each is imported only when used, so the built-in players
-work without the training stack or any extra.
-
-The built-in players are :mod:`agents.players.roster`'s.
+Other code registers itself through entry points, so this module imports none of it: players
+by name (:data:`PLAYER_GROUP`: OpenSpiel's ``mcts``) and loaders of other model formats
+(:data:`LOADER_GROUP`: an ``.onnx`` policy, an RLlib checkpoint), declared in
+``pyproject.toml`` (another package can declare its own) and imported only when used, so the
+built-in players work without the training stack or any extra.
 """
 
 from __future__ import annotations
@@ -30,8 +24,7 @@ from agents.players.roster import BUILTIN_AGENTS, AgentFactory
 
 __all__ = [
     "BUILTIN_AGENTS", "MODEL_SUFFIX", "SEARCH_OVER_MODELS", "SHIPPED_MODELS", "AgentFactory",
-    "agent_names",
-    "is_builtin", "make_agent", "set_torch_threads",
+    "agent_names", "is_builtin", "make_agent", "set_torch_threads",
 ]  # fmt: skip
 
 
@@ -120,13 +113,11 @@ SEARCH_OVER_MODELS: Final[dict[str, SearchOverModel]] = {
         "distilled", "planner", network_rollouts=True, overrides=(("z", 1.0),)
     ),
 }
-"""Search over the shipped networks, by name: ``planner-trained`` (heuristic rollouts, 1,024
-sampled orders a decision from turn 18); ``strongest-z2`` (``distilled-30`` proposes and
-plays the rollouts; ``strongest`` until 2026-12-02); ``strongest-d30`` (the same, leaving
-the network's choice at a paired z of 1 instead of 2: ``strongest`` until 2026-12-03);
-``strongest`` (the same search over ``distilled``, the wide network; each chosen on
-validation deals, lab/records/search_probes_501.json). A search keeps the network it was
-chosen and measured with (``distilled-30`` was ``distilled`` until 2026-12-02)."""
+"""Search over the shipped networks, by name: ``planner-trained`` (heuristic rollouts);
+``strongest-z2`` (``distilled-30`` proposes and plays the rollouts; ``strongest`` until
+2026-12-02); ``strongest-d30`` (the same at a paired z of 1: ``strongest`` until 2026-12-03);
+``strongest`` (the same over ``distilled``, the wide network; each chosen on validation
+deals, lab/records/search_probes_501.json). A search keeps the network it was measured with."""
 PLAY_TORCH_THREADS: Final = 1
 """Torch threads for playing trained models: on a busy 2-core machine two threads made
 evaluation ten times slower (10,000 deals in 60 s against 3.4 s)."""
@@ -148,12 +139,8 @@ def is_builtin(spec: str) -> bool:
 
 
 def make_agent(spec: str) -> Agent:
-    """The agent named by ``spec``: a built-in name, a run directory or a ``.zip`` model.
-
-    Raises ``ValueError`` naming the spec when it is neither a built-in name nor
-    an existing path, or naming the file when a model cannot be loaded
-    (``agents.learning.sb3_agent.ModelLoadError`` is a ``ValueError``).
-    """
+    """The agent ``spec`` names (the module doc); ``ValueError`` naming the spec when it is
+    neither a name nor an existing path, or the file when a model cannot be loaded."""
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"agent spec must be a non-empty string, got {spec!r}")
     factory = BUILTIN_AGENTS.get(spec)

@@ -1,14 +1,14 @@
 """The action space: the one place that knows the action indices (spec table).
 
-| index  | action                                            | legal in phase |
-| ------ | ------------------------------------------------- | -------------- |
-| 0      | Threaten                                          | turn           |
-| 1      | Apply the Iron (first application, or again)      | turn, iron     |
-| 2..11  | Rack rank A, 2, ..., 10 (2 = Ace, 11 = 10)        | turn           |
-| 12..15 | Rack suit Hearts, Diamonds, Clubs, Spades         | turn           |
-| 16     | Rest and Lament                                   | turn           |
-| 17     | Stop: end the turn after ironing / decline bonus  | iron, bonus    |
-| 18     | Take the Joker's three bonus draws                | bonus          |
+| index  | action                                                        | legal in phase |
+| ------ | ------------------------------------------------------------- | -------------- |
+| 0      | Threaten                                                      | turn           |
+| 1      | Apply the Iron (first application, or again)                  | turn, iron     |
+| 2..11  | Rack rank A, 2, ..., 10 (2 = Ace, 11 = 10)                    | turn           |
+| 12..15 | Rack suit Hearts, Diamonds, Clubs, Spades                     | turn           |
+| 16     | Rest and Lament                                               | turn           |
+| 17     | Stop: end the turn after ironing, or decline a Joker's bonus  | iron, bonus    |
+| 18     | Take the Joker's three bonus draws                            | bonus          |
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ from coldiron_env.cards import (
     SUITS,
     numbered_id,
 )
+
+ACTION_TABLE: Final = "\n".join(row for row in (__doc__ or "").splitlines() if row.startswith("|"))
+"""The table above, as the env's docstring shows it."""
 
 NUM_ACTIONS: Final = 19
 
@@ -66,14 +69,10 @@ LEGAL_MASKS.flags.writeable = False
 ENV_MASKS: Final = LEGAL_MASKS.copy()
 ENV_MASKS[PHASE_OVER] = True
 ENV_MASKS.flags.writeable = False
-"""``ENV_MASKS[phase]``: the mask the envs report (``info["action_mask"]``, ``action_masks()``).
-
-The legal actions while the game goes on. Once it is over no action is legal,
-but the envs mark every action (as pgx does): an empty mask would crash a
-masked sampler, and the only action that can follow is one a vector env
-ignores while it deals the game again (``NEXT_STEP`` autoreset, e.g.
-``gymnasium.make_vec(..., vectorization_mode="sync")``); the single env
-refuses any step after the end.
+"""``ENV_MASKS[phase]``: the mask the envs report (``info["action_mask"]``, ``action_masks()``):
+the legal actions, but every action once the game is over (as pgx does). An empty mask would
+crash a masked sampler, and the only action that can follow is one a vector env ignores while
+it deals the game again (``NEXT_STEP`` autoreset); the single env refuses any step after the end.
 """
 ENV_MASKS_INT8: Final = ENV_MASKS.astype(np.int8)
 """``ENV_MASKS_INT8[phase]``: the same as ``np.int8`` (the env's ``info["action_mask"]``)."""

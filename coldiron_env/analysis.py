@@ -1,31 +1,13 @@
 """What a card-counting player computes in their head: run windows, rack odds, keep bounds.
 
-Every card that is not in the deck has been seen, so a player with a perfect
-memory knows the deck's exact *contents* (not its order): the *unseen* cards.
-From them and the hand this module derives, as look-up tables built once with
-NumPy and used by scalar and batched callers alike:
-
-* **Run windows** (:func:`suit_tables`). For one suit, given the held ranks and
-  the unseen ranks (10-bit fields), a run window (A-2-3 .. 8-9-10) is *live*
-  when every card of it is held or unseen. The suit's ``need`` is the fewest
-  missing cards over its live windows (0 once the run is complete,
-  :data:`IMPOSSIBLE` with no live window); its ``useful`` cards are the missing
-  cards of the live windows achieving that need; ``live`` is the union of its
-  live windows.
-* **Rack odds** (:func:`rack_odds`). Racking with ``k`` targets, ``j`` Jokers
-  and ``c`` court cards in the deck and ``hurt_left`` Hurt to spare, only the
-  relative order of those cards matters and it is uniformly random: the chance
-  that the first target comes before any Joker and before the slaying court
-  card, and the expected number of court cards drawn on the way.
-* **Bonus risk** (:func:`bonus_risk`): the chance that the three draws of an
-  Iron bonus hold enough court cards to slay (hypergeometric).
-* **Keep bound** (:func:`max_keeps`): the most cards that can still be kept,
-  whatever the order of the deck, from the start of a turn. The ``counting``
-  observation's ``keep_bound`` (:class:`Counting`) is the same count with the Iron's
-  Hurt spent only up to :data:`SURVIVABLE_HURT`, as the networks learnt it.
-
-The heuristic, the planner, the solver and the ``counting`` observation all
-read these tables, so each piece of card counting is written once.
+Every card that is not in the deck has been seen, so a player with a perfect memory knows the
+deck's exact *contents* (not its order): the *unseen* cards. From them and the hand this
+module derives, as look-up tables built once with NumPy and used by scalar and batched
+callers alike, each suit's run windows (:func:`suit_tables`), a rack's odds
+(:func:`rack_odds`), an Iron bonus's risk (:func:`bonus_risk`) and the most cards that can
+still be kept (:func:`max_keeps`); :class:`Counting` computes them all for a batch of games.
+The heuristic, the planner, the solver and the ``counting`` observation all read these
+tables, so each piece of card counting is written once.
 """
 
 from __future__ import annotations
@@ -63,9 +45,7 @@ ANALYSIS_CACHE: Final = 1 << 18
 IMPOSSIBLE: Final = 99
 """The ``need`` of a suit with no live window (the phrase cannot be completed)."""
 SURVIVABLE_HURT: Final = MAX_HURT - 1
-"""The most Hurt the Changeling can take and live: what the counting observation's
-``keep_bound`` spends on the Iron (kept as the networks were trained on it; see
-:class:`Counting`)."""
+"""The most Hurt the Changeling can take and live (what :class:`Counting`'s keep bound spends)."""
 IRON_KEEPS: Final = MAX_HURT
 """Iron applications that can each keep a card, from Hurt 0: five the Changeling lives
 through, and a sixth whose card is kept before its Hurt slays (R11), winning if it
@@ -79,23 +59,15 @@ NUMBERED_MASK: Final = (1 << NUM_NUMBERED) - 1
 COURT_MASK: Final = ((1 << NUM_COURTS) - 1) << FIRST_COURT
 JOKER_MASK: Final = ((1 << NUM_JOKERS) - 1) << FIRST_JOKER
 
-_M1: Final = np.uint64(0x5555555555555555)
-_M2: Final = np.uint64(0x3333333333333333)
-_M4: Final = np.uint64(0x0F0F0F0F0F0F0F0F)
-_H01: Final = np.uint64(0x0101010101010101)
-_SHIFTS: Final = tuple(np.uint64(k) for k in (1, 2, 4, 56))
-
 
 def popcount(values: npt.ArrayLike) -> npt.NDArray[np.int64]:
     """Set bits of each (up to 64-bit, non-negative) integer: ``np.bitwise_count`` where
-    NumPy has it (2.0+), else the same by the classic bit-parallel sum."""
+    NumPy has it (2.0+), else the sum of the unpacked bits."""
     if hasattr(np, "bitwise_count"):
         return np.bitwise_count(values).astype(np.int64)
-    x = np.asarray(values).astype(np.uint64)
-    x = x - ((x >> _SHIFTS[0]) & _M1)
-    x = (x & _M2) + ((x >> _SHIFTS[1]) & _M2)
-    x = (x + (x >> _SHIFTS[2])) & _M4
-    return ((x * _H01) >> _SHIFTS[3]).astype(np.int64)
+    as_bytes = np.asarray(values).astype(np.uint64)[..., None].view(np.uint8)
+    counts: npt.NDArray[np.int64] = np.unpackbits(as_bytes, axis=-1).sum(axis=-1, dtype=np.int64)
+    return counts
 
 
 U16 = npt.NDArray[np.uint16]
@@ -106,9 +78,13 @@ F64 = npt.NDArray[np.float64]
 # --------------------------------------------------------------------------- run windows
 @cache
 def suit_tables() -> tuple[U8, U16, U16]:
-    """``(NEED, USEFUL, LIVE)``, each indexed ``[held_field, unseen_field]`` (1024 x 1024).
+    """``(NEED, USEFUL, LIVE)`` of a suit, each indexed ``[held_field, unseen_field]`` (1024 x 1024)
 
-    See the module docstring; built once, vectorised (a few tens of milliseconds).
+    A run window (A-2-3 .. 8-9-10) is *live* when every card of it is held or unseen. ``NEED``
+    is the fewest missing cards over the live windows (0 once the run is complete,
+    :data:`IMPOSSIBLE` with no live window), ``USEFUL`` the missing cards of the live windows
+    achieving it, ``LIVE`` the union of the live windows. Built once, vectorised (a few tens
+    of milliseconds).
     """
     held = np.arange(NUM_FIELDS, dtype=np.int64)[:, None]
     unseen = np.arange(NUM_FIELDS, dtype=np.int64)[None, :]
@@ -177,12 +153,11 @@ def rack_odds(targets: int, jokers: int, courts: int, hurt_left: int) -> tuple[f
     relative order of these cards does, and it is uniformly random. With no
     target the rack empties the deck: ``(0.0, 0.0)``.
     """
+    if targets == 0:
+        return 0.0, 0.0
     total = targets + jokers + courts
     prefix = 1.0  # chance that the first i of these cards are all courts
-    alive = 0.0
-    expected = 0.0
-    if targets == 0:
-        return alive, expected
+    alive = expected = 0.0
     for i in range(min(courts, hurt_left - 1) + 1):
         p = prefix * targets / (total - i)
         alive += p
@@ -247,13 +222,12 @@ def max_keeps(
 ) -> int:
     """Most cards that can still be kept, whatever the deck's order.
 
-    From the start of a turn (``iron_left=None``): one card a turn
-    (``turns_left`` turns, this one included), plus what the Iron can add for
-    the Hurt left to spend (the application that slays keeps its card first, R11: a
-    winning one counts). Within a turn, with up to ``iron_left`` more Iron
-    applications this turn (one card and one Hurt each), then the later turns.
-    Plus ``rules.joker_keeps`` cards per Joker still in the deck or whose bonus is
-    on offer (``bonus_pending``); never more than the cards left.
+    From the start of a turn (``iron_left=None``): one card a turn (``turns_left`` turns, this
+    one included), plus what the Iron can add for the Hurt left to spend (the application that
+    slays keeps its card first, R11: a winning one counts). Within a turn, with up to
+    ``iron_left`` more Iron applications this turn (one card and one Hurt each), then the later
+    turns. Plus ``rules.joker_keeps`` cards per Joker still in the deck or whose bonus is on
+    offer (``bonus_pending``); never more than the cards left.
     """
     budget = IRON_KEEPS - hurt
     if iron_left is None:
@@ -281,10 +255,9 @@ _FULL_U64: Final = np.uint64(FULL_DECK_MASK)
 class Counting:
     """What a counting player knows of ``n`` games at once (arrays with leading dimension n).
 
-    Built from the hand and the seen cards (bit masks) and the counters;
-    ``turns`` and ``suits_required`` are the rules (one for all games, or one
-    per game), ``rules`` gives the variants. Every attribute is derived: nothing
-    is read from a deck order.
+    Built from the hand and the seen cards (bit masks) and the counters; ``turns`` and
+    ``suits_required`` are the rules (one for all games, or one per game), ``rules`` gives the
+    variants. Every attribute is derived: nothing is read from a deck order.
 
     Attributes:
         unseen: (n,) uint64 mask of the cards in the deck.
@@ -315,8 +288,7 @@ class Counting:
     ) -> None:
         need_t, useful_t, _ = suit_tables()
         hand = np.asarray(hand, dtype=np.uint64)
-        unseen = _FULL_U64 & ~np.asarray(seen, dtype=np.uint64)
-        self.unseen = unseen
+        self.unseen = unseen = _FULL_U64 & ~np.asarray(seen, dtype=np.uint64)
         self.courts = popcount(unseen & _COURTS_U64)
         self.jokers = popcount(unseen & _JOKERS_U64)
         shifts = (np.arange(NUM_SUITS, dtype=np.uint64) * np.uint64(NUM_RANKS))[None, :]

@@ -1,17 +1,15 @@
 """The batched rules core: Cold Iron's rules over arrays of game state, compiled by numba.
 
-:func:`step_games` is the rules of :mod:`coldiron_env.game` transcribed one game after
-another over the arrays of :class:`~coldiron_env.game.Games` (one action in every game;
-``SKIP`` leaves a game as it is), the rules packed once by :func:`pack_rules`: the only
-implementation of the rules besides :class:`~coldiron_env.game.Game`, kept in lockstep
-with it by the tests (tests/test_vector.py, tests/test_rollouts.py). Two users: the
-native vector env (:mod:`coldiron_env.vector`) and the planner's compiled rollouts
-(:mod:`agents.players.rollouts`).
+:func:`step_games` is the rules of :mod:`coldiron_env.game` transcribed one game after another
+over the arrays of :class:`~coldiron_env.game.Games` (one action in every game; ``SKIP`` leaves
+a game as it is), the rules packed once by :func:`pack_rules`: the only implementation of the
+rules besides :class:`~coldiron_env.game.Game`, kept in lockstep with it by the tests
+(tests/test_vector.py, tests/test_rollouts.py). Two users: the native vector env
+(:mod:`coldiron_env.vector`) and the planner's compiled rollouts (:mod:`agents.players.rollouts`).
 
-With numba installed (the ``fast`` extra: ``pip install "coldiron[fast]"``) the
-functions are compiled (about a second the first time, cached on disk); without it
-they run as plain Python, the same games about forty times slower. This module itself
-imports only NumPy (and numba when installed).
+With numba installed (the ``fast`` extra) the functions are compiled (about a second the first
+time, cached on disk); without it they run as plain Python, the same games about forty times
+slower. This module itself imports only NumPy (and numba when installed).
 """
 
 from __future__ import annotations

@@ -11,9 +11,8 @@ Card ids (``int``):
 * ``52, 53`` the two Jokers, numbered in the order they lie in the deck (the
   first Joker to be drawn is always ``52``).
 
-Codes (``str``) follow the spec: rank ``A 2 .. 10 J Q K`` then suit
-``H D C S`` (``AH``, ``10S``, ``QD``), each Joker ``JK``. Parsing is
-case-insensitive and accepts ``T`` for 10.
+Codes (``str``) follow the spec: rank ``A 2 .. 10 J Q K`` then suit ``H D C S`` (``AH``,
+``10S``, ``QD``), each Joker ``JK``. Parsing is case-insensitive and accepts ``T`` for 10.
 """
 
 from __future__ import annotations
@@ -57,12 +56,8 @@ def _code(card: int) -> str:
 CARD_CODES: Final[tuple[str, ...]] = tuple(_code(c) for c in range(DECK_SIZE))
 """``CARD_CODES[card_id]`` is the card's code."""
 
-_CODE_TO_ID: Final[dict[str, int]] = {
-    code: card for card, code in enumerate(CARD_CODES) if card < FIRST_JOKER
-}
-for _card in range(FIRST_COURT):
-    if CARD_CODES[_card].startswith("10"):
-        _CODE_TO_ID["T" + CARD_CODES[_card][2:]] = _card
+_CODE_TO_ID: Final = {code: card for card, code in enumerate(CARD_CODES) if card < FIRST_JOKER}
+_CODE_TO_ID.update({"T" + code[2:]: _CODE_TO_ID[code] for code in CARD_CODES if code[:2] == "10"})
 
 _CANONICAL_IDS: Final = {**_CODE_TO_ID, JOKER_CODE: FIRST_JOKER}
 """The codes :func:`parse_deck` reads with one lookup (both Jokers as the first)."""
@@ -90,10 +85,9 @@ def parse_card(code: str) -> int:
 def parse_deck(codes: Iterable[str]) -> list[int]:
     """Card ids of a full 54-card deck given as codes, first code drawn first.
 
-    The two Jokers become ids 52 then 53 in deck order. Refuses, with a
-    ``ValueError`` that names the problem, a deck that is not a sequence of
-    exactly 54 codes, holds an unknown code, or repeats a card (other than the
-    two ``JK``; a third Joker is a repeat).
+    The two Jokers become ids 52 then 53 in deck order. Refuses, with a ``ValueError`` that
+    names the problem, a deck that is not a sequence of exactly 54 codes, holds an unknown
+    code, or repeats a card (other than the two ``JK``; a third Joker is a repeat).
     """
     if isinstance(codes, (str, bytes)) or not isinstance(codes, Iterable):
         raise ValueError(

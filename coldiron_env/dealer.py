@@ -1,10 +1,9 @@
-"""The dealer: shuffles and deals decks from a NumPy generator.
+"""The dealer: shuffles and deals decks from a NumPy generator; the deal audit; the seed streams.
 
-Shuffles are drawn a batch at a time (one vectorised call per
-:data:`SHUFFLE_BATCH` deals), which is several times cheaper per deck than one
-``permutation`` call per deal. A :class:`Dealer` tied to a generator refills
-its batch from that generator only, so a seeded generator deals the same decks
-in the same order whatever else happens.
+Shuffles are drawn a batch at a time (one vectorised call per :data:`SHUFFLE_BATCH` deals),
+several times cheaper per deck than one ``permutation`` call per deal. A :class:`Dealer` tied
+to a generator refills its batch from that generator only, so a seeded generator deals the
+same decks in the same order whatever else happens.
 """
 
 from __future__ import annotations
@@ -24,10 +23,8 @@ _ORDERED: Final = np.arange(DECK_SIZE, dtype=np.int64)
 
 
 def relabel_jokers(decks: np.ndarray) -> np.ndarray:
-    """Relabel, in place, the Jokers of card rows of shape (..., n) so that 52 precedes 53.
-
-    Every row must hold both Jokers (a full deck does).
-    """
+    """Relabel, in place, the Jokers of card rows of shape (..., n) so that 52 precedes 53
+    (every row must hold both Jokers, as a full deck does)."""
     flat = decks.reshape(-1, decks.shape[-1])
     first = (flat == FIRST_JOKER).argmax(axis=1)
     second = (flat == FIRST_JOKER + 1).argmax(axis=1)
@@ -49,22 +46,19 @@ def shuffled_deck(rng: np.random.Generator) -> list[int]:
 
 # --------------------------------------------------------------------------- deal audit
 AUDIT_VARIABLE: Final = "COLDIRON_DEAL_AUDIT"
-"""Environment variable naming a folder: while it is set (:func:`set_audit`), every
-shuffled deck an env deals (single or vector, in any process) is appended to
-``deals-<pid>.txt`` there, one line ``<seed> <deck as hex>`` where ``<seed>`` is the
-entropy of the generator that shuffled it (:func:`generator_seed`: for one seeded from the
-OS, the OS's 128-bit entropy, beyond every stream's seeds; ``unseeded`` when it has no
-integer entropy). It
-records what was dealt, not what was asked for: tests/test_held_out.py reads it to check
-that no training, imitation, labelling or validation deal comes from an evaluation seed."""
+"""Environment variable naming a folder: while it is set (:func:`set_audit`), every shuffled
+deck an env deals (single or vector, in any process) is appended to ``deals-<pid>.txt`` there,
+one line ``<seed> <deck as hex>``, ``<seed>`` the :func:`generator_seed` of the generator that
+shuffled it (``unseeded`` when that is None). It records what was dealt, not what was asked for:
+tests/test_held_out.py reads it to check that no training, imitation, labelling or
+validation deal comes from an evaluation seed."""
 AUDIT_FILE_PREFIX: Final = "deals-"
 
 
 def generator_seed(rng: np.random.Generator) -> int | None:
-    """The integer a generator was seeded with (its ``SeedSequence`` entropy: for a
-    generator seeded from the OS, the 128-bit entropy the OS gave, which no stream's seed
-    reaches), or None when it has no integer entropy (seeded with a list of words, or a
-    spawned child)."""
+    """The integer a generator was seeded with (its ``SeedSequence`` entropy: for one seeded
+    from the OS, the OS's 128-bit entropy, beyond every stream's seeds), or None when it has
+    no integer entropy (seeded with a list of words, or a spawned child)."""
     bit_generator = rng.bit_generator
     seq = getattr(bit_generator, "seed_seq", None) or getattr(bit_generator, "_seed_seq", None)
     entropy = getattr(seq, "entropy", None)

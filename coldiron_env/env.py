@@ -14,6 +14,7 @@ from gymnasium import spaces
 
 from coldiron_env import observation as obs_layout
 from coldiron_env.actions import (
+    ACTION_TABLE,
     ENV_MASKS,
     ENV_MASKS_INT8,
     LEGAL_BITS,
@@ -42,6 +43,7 @@ DEFAULT_ILLEGAL_REWARD: Final = -0.1
 DEFAULT_MAX_ILLEGAL: Final = 10
 """Illegal actions in an episode under ``illegal_action="penalize"``: the last forfeits the game."""
 RESET_OPTION_KEYS: Final = ("deck",)
+_REWARDS: Final = ("win_reward", "loss_reward", "illegal_reward")  # the options checked finite
 
 
 class SeedError(ValueError, gym.error.Error):
@@ -74,137 +76,137 @@ def reset_deck_option(options: Any) -> Any:
     return (options or {}).get("deck")
 
 
+def is_int(value: object) -> bool:
+    """An int proper: not a bool (a NumPy integer is taken through :func:`plain` first)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_option(ok: bool, name: str, what: str, value: object) -> None:
+    """Refuse option ``name``'s ``value`` unless ``ok``, in the words every option shares."""
+    if not ok:
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+
+
 class ColdIronEnv(gym.Env[Any, np.int64]):
     """
-    Cold Iron, a solo card game by Matthew Hartley: over 24 turns (6pm to
-    midnight) the parents question a changeling to collect, in each of the four
-    suits, three numbered cards of consecutive rank, before the Changeling's
-    Hurt reaches 6 or the deck runs out.
+    Cold Iron, a solo card game by Matthew Hartley: over 24 turns (6pm to midnight) the
+    parents question a changeling to collect, in each of the four suits, three numbered
+    cards of consecutive rank, before the Changeling's Hurt reaches 6 or the deck runs out.
 
     ## Description
-    A 54-card pack (40 numbered cards Ace..10 in four suits, 12 court cards, 2
-    Jokers) is shuffled face down. Each turn the player applies one method:
+    A 54-card pack (40 numbered cards Ace..10 in four suits, 12 court cards, 2 Jokers) is
+    shuffled face down. Each turn the player applies one method:
 
-    - **Threaten**: draw one card; a numbered card is kept, a court card
-      discarded. A Joker offers three bonus draws, which the player may take.
-    - **Apply the Iron**: draw and resolve one card, then the Changeling takes
-      1 Hurt. A Joker (if the Changeling lives) offers three bonus draws in
-      which each court card hurts. Up to three applications a turn, decided one
-      at a time after seeing each card.
-    - **Rack the Creature**: name a rank or a suit and draw until a numbered
-      card of it appears (kept). Every court card drawn on the way hurts; a
-      Joker slays the Changeling.
+    - **Threaten**: draw one card; a numbered card is kept, a court card discarded. A
+      Joker offers three bonus draws, which the player may take.
+    - **Apply the Iron**: draw and resolve one card, then the Changeling takes 1 Hurt. A
+      Joker (if the Changeling lives) offers three bonus draws in which each court card
+      hurts. Up to three applications a turn, decided one at a time after seeing each card.
+    - **Rack the Creature**: name a rank or a suit and draw until a numbered card of it
+      appears (kept). Every court card drawn on the way hurts; a Joker slays the Changeling.
     - **Rest and Lament**: draw and discard one card; Hurt -1.
 
-    The game is won the moment the hand holds the phrase: a run of three
-    consecutive ranks in every suit (A-2-3 .. 8-9-10, no wrap-around). It is
-    lost when Hurt reaches 6 (``slain``), when the deck empties first
-    (``deck_exhausted``), or when the 24th turn ends (``midnight``). Every rule
-    and ruling is numbered in ``RULES.md``.
+    The game is won the moment the hand holds the phrase: a run of three consecutive ranks
+    in every suit (A-2-3 .. 8-9-10, no wrap-around). It is lost when Hurt reaches 6
+    (``slain``), when the deck empties first (``deck_exhausted``), or when the 24th turn
+    ends (``midnight``). Every rule and ruling is numbered in ``RULES.md``.
 
     ## Action Space
     ``Discrete(19)``; legality depends on the phase (``info["action_mask"]``,
     :meth:`action_masks`).
 
-    | index  | action                                     | legal in phase |
-    | ------ | ------------------------------------------ | -------------- |
-    | 0      | Threaten                                   | turn           |
-    | 1      | Apply the Iron (first application, again)  | turn, iron     |
-    | 2..11  | Rack rank A, 2, ..., 10                    | turn           |
-    | 12..15 | Rack suit Hearts, Diamonds, Clubs, Spades  | turn           |
-    | 16     | Rest and Lament                            | turn           |
-    | 17     | Stop: end the turn after ironing, or decline a Joker's bonus | iron, bonus |
-    | 18     | Take the Joker's three bonus draws         | bonus          |
+    {actions}
 
     ## Observation Space
-    Default (``observation_mode="flat"``): ``Box(0, 1, (48,), float32)``;
-    ``recall=True`` appends the discard pile (54 values), ``counting=True``
-    what a card-counting player computes from the cards seen (153 values:
-    the deck's contents, each suit's live run windows and useful cards, each
-    rack's odds...); with both, ``(255,)``, laid out as below (without
-    ``recall`` there is no ``discarded`` and every later block starts 54
-    places earlier: ``observation.flat_fields(recall, counting)`` gives the
-    slices of any combination). A card id is ``suit * 10 + rank - 1`` for
-    the numbered cards (suits Hearts, Diamonds, Clubs, Spades; Ace = 1),
-    ``40 + suit * 3 + court`` for Jack, Queen, King, and 52, 53 for the
-    Jokers in the order they are drawn (``coldiron_env.cards``):
+    Default (``observation_mode="flat"``): ``Box(0, 1, (48,), float32)``; ``recall=True``
+    appends the discard pile (54 values), ``counting=True`` what a card-counting player
+    computes from the cards seen (153 values: the deck's contents, each suit's live run
+    windows and useful cards, each rack's odds...); with both, ``(255,)``, laid out as below
+    (without ``recall`` there is no ``discarded`` and every later block starts 54 places
+    earlier: ``observation.flat_fields(recall, counting)`` gives the slices of any
+    combination). A card id is ``suit * 10 + rank - 1`` for the numbered cards (suits
+    Hearts, Diamonds, Clubs, Spades; Ace = 1), ``40 + suit * 3 + court`` for Jack, Queen,
+    King, and 52, 53 for the Jokers in the order they are drawn (``coldiron_env.cards``):
 
     {layout}
 
-    ``observation_mode="dict"``: a ``Dict`` with the same content in natural
-    types: ``hand`` MultiBinary(40), ``hurt`` Discrete(7), ``turn``
-    Discrete(turns + 1), ``deck_count`` Discrete(55), ``phase`` Discrete(4),
-    ``iron_count`` Discrete(4), and with ``recall=True`` ``discarded``
-    MultiBinary(54), with ``counting=True`` ``counting`` (``Box(0, 1, (153,))``,
-    the counting rows of the table in order).
+    ``observation_mode="dict"``: a ``Dict`` with the same content in natural types: ``hand``
+    MultiBinary(40), ``hurt`` Discrete(7), ``turn`` Discrete(turns + 1), ``deck_count``
+    Discrete(55), ``phase`` Discrete(4), ``iron_count`` Discrete(4), and with ``recall=True``
+    ``discarded`` MultiBinary(54), with ``counting=True`` ``counting`` (``Box(0, 1,
+    (153,))``, the counting rows of the table in order).
 
-    ``mask_in_observation=True`` (either mode): ``Dict({"observations": <the
-    observation above>, "action_mask": Box(0, 1, (19,), int8)})``, the
-    convention of RLlib's action-masking RLModule and TorchRL's ``ActionMask``
-    transform; ``action_mask`` equals ``info["action_mask"]``. Without ``recall`` or
-    ``counting`` the discard pile is hidden, as the rules require, and the game
-    is partially observable: a player must remember what was drawn.
+    ``mask_in_observation=True`` (either mode): ``Dict({"observations": <the observation
+    above>, "action_mask": Box(0, 1, (19,), int8)})``, the convention of RLlib's
+    action-masking RLModule and TorchRL's ``ActionMask`` transform; ``action_mask`` equals
+    ``info["action_mask"]``. Without ``recall`` or ``counting`` the discard pile is hidden,
+    as the rules require, and the game is partially observable: a player must remember what
+    was drawn.
 
     ## Rewards
-    ``win_reward`` (default 1.0) on the step that wins; ``loss_reward``
-    (default 0.0) on the step that loses (slain, deck exhausted, midnight, or
-    an illegal action under ``illegal_action="end"``); ``illegal_reward``
-    (default -0.1) on an illegal action under ``illegal_action="penalize"``, plus
-    ``loss_reward`` on the one that forfeits the game; 0.0 on every other step.
+    ``win_reward`` (default 1.0) on the step that wins; ``loss_reward`` (default 0.0) on the
+    step that loses (slain, deck exhausted, midnight, or an illegal action under
+    ``illegal_action="end"``); ``illegal_reward`` (default -0.1) on an illegal action under
+    ``illegal_action="penalize"``, plus ``loss_reward`` on the one that forfeits the game;
+    0.0 on every other step.
 
     ## Illegal actions
-    Which actions are legal depends on the phase (``info["action_mask"]``).
-    What an action outside the mask does is ``illegal_action``:
+    What an action outside the mask (``info["action_mask"]``) does is ``illegal_action``:
 
-    * ``"end"`` (default): the episode ends at once as a loss (``illegal``).
-      For learners that use the mask (sb3-contrib's MaskablePPO, a masked
-      sampler): they never take one, and evaluation counts it as a loss.
-    * ``"raise"``: :class:`~coldiron_env.game.IllegalActionError` naming the
-      action, the phase and the legal actions (nothing changes). For
-      debugging a player.
-    * ``"penalize"``: for learners without masks (SB3's PPO, A2C, DQN, rl-zoo3,
-      CleanRL): nothing happens in the game, the step's reward is
-      ``illegal_reward``, and the ``max_illegal_actions``-th illegal action of
-      an episode forfeits the game: it ends as a loss (``terminated=True``,
-      outcome ``illegal``, reward ``illegal_reward + loss_reward``).
-      Under ``"end"`` such a learner's first illegal action ends the episode
-      with the same reward as any loss, which teaches it nothing.
+    * ``"end"`` (default): the episode ends at once as a loss (``illegal``). For learners
+      that use the mask (sb3-contrib's MaskablePPO, a masked sampler): they never take one,
+      and evaluation counts it as a loss.
+    * ``"raise"``: :class:`~coldiron_env.game.IllegalActionError` naming the action, the
+      phase and the legal actions (nothing changes). For debugging a player.
+    * ``"penalize"``: for learners without masks (SB3's PPO, A2C, DQN, rl-zoo3, CleanRL):
+      nothing happens in the game, the step's reward is ``illegal_reward``, and the
+      ``max_illegal_actions``-th illegal action of an episode forfeits the game: it ends as
+      a loss (``terminated=True``, outcome ``illegal``, reward ``illegal_reward +
+      loss_reward``). Under ``"end"`` such a learner's first illegal action ends the
+      episode with the same reward as any loss, which teaches it nothing.
 
     An action outside ``Discrete(19)`` always raises. ``illegal_reward`` and
-    ``max_illegal_actions`` other than their defaults under another policy do
-    nothing, and the env warns so.
+    ``max_illegal_actions`` other than their defaults under another policy do nothing, and
+    the env warns so.
 
     ## Starting State
     A shuffled deck drawn from ``self.np_random`` (or the deck given as
-    ``reset(options={"deck": [...]})``), an empty hand, Hurt 0, turn 1 (6:00pm),
-    phase ``turn``. Decks are shuffled 64 at a time (``coldiron_env.dealer.Dealer``):
-    ``reset(seed=s)`` and the resets after it replay exactly, and so does a copy or
-    pickle of the env, but restoring ``np_random``'s state between resets does not
-    replay the next deal, and drawing from ``np_random`` does not change it.
+    ``reset(options={"deck": [...]})``), an empty hand, Hurt 0, turn 1 (6:00pm), phase
+    ``turn``. Decks are shuffled 64 at a time (``coldiron_env.dealer.Dealer``):
+    ``reset(seed=s)`` and the resets after it replay exactly, and so does a copy or pickle
+    of the env, but restoring ``np_random``'s state between resets does not replay the next
+    deal, and drawing from ``np_random`` does not change it. A seed is None or an int of at
+    least 0 (a NumPy integer too); any other raises ``SeedError``.
 
     ## Episode End
-    Termination: the phrase completes (``won``), Hurt reaches 6 (``slain``),
-    the deck empties without the phrase (``deck_exhausted``), the 24th turn
-    ends (``midnight``), or an illegal action is taken with
-    ``illegal_action="end"`` or the ``max_illegal_actions``-th with
-    ``"penalize"`` (``illegal``). Every game ends within 74 decisions in the
-    standard game, so no time limit is needed and the env never truncates;
-    ``env.unwrapped.max_episode_steps`` bounds an episode's steps, illegal actions
-    included (for a ``TimeLimit`` that never cuts a game short; the registration sets
-    none, so ``gym.make`` adds no ``TimeLimit``). ``step`` after the episode ended
-    raises :class:`~coldiron_env.game.GameOverError`, and so does ``step`` before the
-    first ``reset`` on the env itself (through ``gym.make``, Gymnasium's
-    ``OrderEnforcing`` raises ``ResetNeeded`` first).
+    Termination: the phrase completes (``won``), Hurt reaches 6 (``slain``), the deck
+    empties without the phrase (``deck_exhausted``), the 24th turn ends (``midnight``), or
+    an illegal action is taken with ``illegal_action="end"`` or the
+    ``max_illegal_actions``-th with ``"penalize"`` (``illegal``). Every game ends within 74
+    decisions in the standard game, so no time limit is needed and the env never truncates;
+    ``env.unwrapped.max_episode_steps`` bounds an episode's steps, illegal actions included
+    (for a ``TimeLimit`` that never cuts a game short; the registration sets none, so
+    ``gym.make`` adds no ``TimeLimit``). ``step`` after the episode ended raises
+    :class:`~coldiron_env.game.GameOverError`, and so does ``step`` before the first
+    ``reset`` on the env itself (through ``gym.make``, Gymnasium's ``OrderEnforcing`` raises
+    ``ResetNeeded`` first).
 
     ## Information
-    After ``reset`` and every ``step``: ``action_mask`` (``np.int8``, shape
-    (19,), a fresh array each call; once the episode has ended it marks every
-    action, so an all-zero mask never signals the end), ``phase`` (``"turn"``, ``"iron"``,
-    ``"bonus"``, ``"over"``), ``turn``, ``hurt``, ``deck_count``, ``iron_count``,
-    ``hand`` (card codes sorted by suit then rank), ``drawn`` (codes of the
-    cards the step drew, in order); when the episode ends, ``outcome``
-    (``"won"``, ``"slain"``, ``"deck_exhausted"``, ``"midnight"``,
+    After ``reset`` and every ``step``: ``action_mask`` (``np.int8``, shape (19,), a fresh
+    array each call; once the episode has ended it marks every action, so an all-zero mask
+    never signals the end), ``phase`` (``"turn"``, ``"iron"``, ``"bonus"``, ``"over"``),
+    ``turn``, ``hurt``, ``deck_count``, ``iron_count``, ``hand`` (card codes sorted by suit
+    then rank), ``drawn`` (codes of the cards the step drew, in order); when the episode
+    ends, ``outcome`` (``"won"``, ``"slain"``, ``"deck_exhausted"``, ``"midnight"``,
     ``"illegal"``) and ``is_success`` (bool).
+
+    ## Rendering
+    ``render_mode="ansi"``: :meth:`render` returns the table as text (clock, Hurt, deck
+    count, the hand by suit with its best run window's cards marked ``*``, the last action
+    and its draws, then the legal actions or the outcome); ``"human"`` prints that text
+    after every ``reset`` and ``step``; ``"rgb_array"`` returns the same table drawn as a
+    ``(480, 640, 3)`` ``uint8`` image. Without a render mode :meth:`render` warns and
+    returns None.
 
     ## Arguments
     ```python
@@ -213,8 +215,7 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
 
     env = gym.make(
         "coldiron/ColdIron-v0",
-        render_mode=None,            # "ansi" returns the text table, "human" prints it,
-                                     # "rgb_array" draws it (480x640x3 uint8)
+        render_mode=None,            # or "ansi", "human", "rgb_array" (see Rendering)
         observation_mode="flat",     # or "dict"
         recall=False,                # True: observe the discard pile (perfect memory)
         counting=False,              # True: also what a card counter computes (see the table)
@@ -240,32 +241,27 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
     ``reset``; the observation space stays as built.
 
     ## Version History
-    * v0: Initial version. The id stays ``v0`` (other code relies on it, as the
-      project's contract lays down), so the changes are listed here:
+    * v0: Initial version. The id stays ``v0`` (other code relies on it, as the project's
+      contract lays down), so the changes are listed here:
 
-      - added later, each off by default (the earlier configurations' observations
-        and rewards unchanged): ``counting``, ``illegal_action="penalize"`` with
-        ``illegal_reward`` and ``max_illegal_actions``, ``render_mode="rgb_array"``,
-        ``mask_in_observation``;
-      - 2026-12-04: the forfeit under ``illegal_action="penalize"`` became a
-        termination with the loss's reward added; it was a truncation, so learners
-        bootstrapped from the value of a game that was over;
-      - 2026-12-05, the native vector env: a batch of actions not shaped
-        ``(num_envs,)`` is refused (it reshaped any array of ``num_envs`` values), a
-        negative seed is refused (``ValueError``) before any env is reseeded, a NumPy
-        array of seeds is taken, every ``_key`` of ``info`` is its own array, and
-        ``hand_codes`` / ``deck_ids`` refuse an index outside ``0..num_envs - 1`` (-1
+      - added later, each off by default (earlier configurations' observations and rewards
+        unchanged): ``counting``, ``illegal_action="penalize"`` with ``illegal_reward`` and
+        ``max_illegal_actions``, ``render_mode="rgb_array"``, ``mask_in_observation``;
+      - 2026-12-04: the forfeit under ``"penalize"`` became a termination with the loss's
+        reward added (it was a truncation: learners bootstrapped from a game that was over);
+      - 2026-12-05, the native vector env: actions not shaped ``(num_envs,)`` are refused (any
+        array of ``num_envs`` values was reshaped); a negative seed is refused before any env
+        is reseeded; a NumPy array of seeds is taken; each ``_key`` of ``info`` is its own
+        array; ``hand_codes`` / ``deck_ids`` refuse an index outside ``0..num_envs - 1`` (-1
         read the last env);
-      - 2026-12-05, the single env: a NumPy integer seed is taken as the int it holds
-        and a bool seed refused, as the vector env does; ``illegal_reward`` or
-        ``max_illegal_actions`` set under a policy other than ``"penalize"`` is warned
-        about (it does nothing); the text render names a penalized illegal action as
-        the last action and says it was penalized, and says why a slain Changeling died
-        (a Joker drawn by a rack, or Hurt 6);
-      - 2026-12-05, both envs: a seed ``reset`` cannot take raises ``SeedError``
-        (``coldiron_env.SeedError``), both a ``ValueError`` and Gymnasium's
-        ``gymnasium.error.Error``, so a negative seed is one error in both envs (the
-        single env raised Gymnasium's, the vector env a ``ValueError``).
+      - 2026-12-05, the single env: a NumPy integer seed is taken as the int it holds and a
+        bool seed refused, as the vector env does; ``illegal_reward`` or
+        ``max_illegal_actions`` set under another policy than ``"penalize"`` is warned about
+        (it does nothing); the text render marks a penalized illegal action as the last one
+        and says why a slain Changeling died (a Joker drawn by a rack, or Hurt 6);
+      - 2026-12-05, both envs: a seed ``reset`` cannot take raises ``coldiron_env.SeedError``,
+        both a ``ValueError`` and a ``gymnasium.error.Error`` (the single env raised
+        Gymnasium's, the vector env a ``ValueError``).
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "human", "rgb_array"], "render_fps": 4}  # noqa: RUF012 (Gymnasium declares it so)
@@ -288,59 +284,27 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         mask_in_observation: bool = False,
     ) -> None:
         # a NumPy scalar (a sweep's value) is taken as the Python value it holds
-        recall, counting, mask_in_observation = (
-            plain(recall),
-            plain(counting),
-            plain(mask_in_observation),
+        recall, counting, mask_in_observation = map(plain, (recall, counting, mask_in_observation))
+        win_reward, loss_reward, illegal_reward, max_illegal_actions = map(
+            plain, (win_reward, loss_reward, illegal_reward, max_illegal_actions)
         )
-        win_reward, loss_reward, illegal_reward, max_illegal_actions = (
-            plain(win_reward),
-            plain(loss_reward),
-            plain(illegal_reward),
-            plain(max_illegal_actions),
-        )
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode must be None or one of {self.metadata['render_modes']}, "
-                f"got {render_mode!r}"
-            )
-        if observation_mode not in obs_layout.OBSERVATION_MODES:
-            raise ValueError(
-                f"observation_mode must be one of {obs_layout.OBSERVATION_MODES}, "
-                f"got {observation_mode!r}"
-            )
-        flags = (
-            ("recall", recall),
-            ("counting", counting),
-            ("mask_in_observation", mask_in_observation),
-        )
-        for name, flag in flags:
-            if not isinstance(flag, bool):
-                raise ValueError(f"{name} must be a bool, got {flag!r}")
-        if illegal_action not in ILLEGAL_ACTION_POLICIES:
-            raise ValueError(
-                f"illegal_action must be one of {ILLEGAL_ACTION_POLICIES}, got {illegal_action!r}"
-            )
-        rewards = (
-            ("win_reward", win_reward),
-            ("loss_reward", loss_reward),
-            ("illegal_reward", illegal_reward),
-        )
-        for name, value in rewards:
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not np.isfinite(value)
-            ):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
-        if (
-            isinstance(max_illegal_actions, bool)
-            or not isinstance(max_illegal_actions, int)
-            or max_illegal_actions < 1
-        ):
-            raise ValueError(
-                f"max_illegal_actions must be a positive int, got {max_illegal_actions!r}"
-            )
+        renders = self.metadata["render_modes"]
+        ok = render_mode is None or render_mode in renders
+        check_option(ok, "render_mode", f"None or one of {renders}", render_mode)
+        views = obs_layout.OBSERVATION_MODES
+        ok = observation_mode in views
+        check_option(ok, "observation_mode", f"one of {views}", observation_mode)
+        flags = {"recall": recall, "counting": counting, "mask_in_observation": mask_in_observation}
+        for name, flag in flags.items():
+            check_option(isinstance(flag, bool), name, "a bool", flag)
+        policies = ILLEGAL_ACTION_POLICIES
+        ok = illegal_action in policies
+        check_option(ok, "illegal_action", f"one of {policies}", illegal_action)
+        for name, value in zip(_REWARDS, (win_reward, loss_reward, illegal_reward), strict=True):
+            ok = is_int(value) or isinstance(value, float)  # only then finite: a str is no number
+            check_option(ok and bool(np.isfinite(value)), name, "a finite number", value)
+        ok = is_int(max_illegal_actions) and max_illegal_actions >= 1
+        check_option(ok, "max_illegal_actions", "a positive int", max_illegal_actions)
         inert = [
             f"{name}={value!r}"
             for name, value, default in (
@@ -421,19 +385,16 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
             game.drawn = []
             game.last_action = a  # what the table shows as the last action
             self._penalized = True
-            forfeit = self.illegal_count >= self.max_illegal_actions
-            if forfeit:  # the game is lost: penalized, and the loss's reward
-                game.forfeit(a)
-            if self.render_mode == "human":
-                self.render()
-            reward = self.illegal_reward + (self.loss_reward if forfeit else 0.0)
-            return self._observe(), reward, forfeit, False, self._info()
+            if self.illegal_count >= self.max_illegal_actions:
+                game.forfeit(a)  # the game is lost: penalized, and the loss's reward
         else:
             game.forfeit(a)
         reward = 0.0
         terminated = game.phase == PHASE_OVER
         if terminated:
             reward = self.win_reward if game.outcome == WON else self.loss_reward
+        if self._penalized:
+            reward = self.illegal_reward + reward
         if self.render_mode == "human":
             self.render()
         return self._observe(), reward, terminated, False, self._info()
@@ -471,9 +432,9 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         """Deal every game from the next ``reset`` on with these ``turns`` /
         ``suits_required`` (a training curriculum); any other option must keep its value
         (the spaces and rewards are fixed at construction)."""
-        check_curriculum(self.env_kwargs(), env_kwargs, "the env", self._max_turns())
-        values = {k: env_kwargs[k] for k in CURRICULUM_KEYS if k in env_kwargs}
-        self._next_rules = replace(self._next_rules, **values)
+        self._next_rules = curriculum_rules(
+            self._next_rules, self.env_kwargs(), env_kwargs, "the env", self._max_turns()
+        )
 
     def _max_turns(self) -> int | None:
         """The most turns the observation space holds (dict mode), None when unbounded."""
@@ -533,15 +494,17 @@ class ColdIronEnv(gym.Env[Any, np.int64]):
         return info
 
 
-def check_curriculum(
+def curriculum_rules(
+    rules: RuleOptions,
     known: Mapping[str, Any],
     env_kwargs: Mapping[str, Any],
     who: str,
     max_turns: int | None = None,
-) -> None:
-    """Refuse, by name, an unknown option, a change to anything but :data:`CURRICULUM_KEYS`
-    (``known``: the env's options now), or more ``turns`` than ``max_turns`` (dict mode's
-    ``turn`` is ``Discrete(turns + 1)`` as built: a longer game would leave the space)."""
+) -> RuleOptions:
+    """``rules`` with the ``turns`` / ``suits_required`` of ``env_kwargs``. Refuses, by name, an
+    unknown option, a change to anything but :data:`CURRICULUM_KEYS` (``known``: the env's
+    options now), or more ``turns`` than ``max_turns`` (dict mode's ``turn`` is
+    ``Discrete(turns + 1)`` as built: a longer game would leave the space)."""
     unknown = sorted(set(env_kwargs) - set(known))
     if unknown:
         raise ValueError(f"unknown env option(s) {unknown}; known: {sorted(known)}")
@@ -557,9 +520,10 @@ def check_curriculum(
             f"no more: turns={turns} would leave the observation space (build it with the "
             "largest turns of the curriculum)"
         )
+    return replace(rules, **{k: env_kwargs[k] for k in CURRICULUM_KEYS if k in env_kwargs})
 
 
-assert ColdIronEnv.__doc__ is not None
-ColdIronEnv.__doc__ = ColdIronEnv.__doc__.replace(
-    "{layout}", obs_layout.layout_table(recall=True, counting=True).replace("\n", "\n    ")
-)
+if ColdIronEnv.__doc__ is not None:  # None under python -OO
+    ColdIronEnv.__doc__ = ColdIronEnv.__doc__.replace(
+        "{actions}", ACTION_TABLE.replace("\n", "\n    ")
+    ).replace("{layout}", obs_layout.layout_table().replace("\n", "\n    "))

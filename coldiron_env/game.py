@@ -1,17 +1,13 @@
-"""The rules engine: a pure state machine for one game of Cold Iron.
+"""The rules engine: a pure state machine for one game of Cold Iron (no Gymnasium here).
 
-No Gymnasium here. :class:`Game` holds the state of one game (its attributes
-are the state), is advanced by :meth:`Game.step` with an action index from
-:mod:`coldiron_env.actions`, and exposes the legal set through its phase. The
-rule variants live apart in :class:`~coldiron_env.options.RuleOptions`.
-:class:`Games` declares the same state for ``n`` games as arrays: the state of the
-batched rules core (:mod:`coldiron_env.batched`), the native vector env and the
-planner's compiled rollouts.
-
-The rules are numbered in ``RULES.md`` (R1..R20); comments below cite them.
-
-The hand is a 40-bit mask of numbered card ids, the discard pile a 54-bit mask;
-each draw is a handful of integer operations.
+:class:`Game` holds the state of one game (its attributes are the state) and is advanced by
+:meth:`Game.step` with an action index from :mod:`coldiron_env.actions`; its phase gives the
+legal actions. The rule variants live apart in :class:`~coldiron_env.options.RuleOptions`.
+:class:`Games` declares the same state for ``n`` games as arrays: the state of the batched
+rules core (:mod:`coldiron_env.batched`), the native vector env and the planner's compiled
+rollouts. The rules are numbered in ``RULES.md`` (R1..R20); comments below cite them. The
+hand is a 40-bit mask of numbered card ids, the discard pile a 54-bit mask: each draw is a
+handful of integer operations.
 """
 
 from __future__ import annotations
@@ -48,6 +44,7 @@ from coldiron_env.cards import (
     NUM_RANKS,
     NUM_SUITS,
     SUIT_FIELD_MASK,
+    suit_field,
 )
 from coldiron_env.judge import HAS_RUN
 from coldiron_env.options import (
@@ -84,11 +81,7 @@ def describe_illegal(action: object, phase: int) -> str:
 
 def suits_done_of(hand: int) -> int:
     """Bit mask of the suits whose run ``hand`` (a mask of numbered cards) holds."""
-    return sum(
-        1 << suit
-        for suit in range(NUM_SUITS)
-        if HAS_RUN[(hand >> (suit * NUM_RANKS)) & SUIT_FIELD_MASK]
-    )
+    return sum(1 << suit for suit in range(NUM_SUITS) if HAS_RUN[suit_field(hand, suit)])
 
 
 def pending_bonus_source(phase: int, iron_count: int) -> int:
@@ -97,10 +90,6 @@ def pending_bonus_source(phase: int, iron_count: int) -> int:
     if phase != PHASE_BONUS:
         return BONUS_FROM_NONE
     return BONUS_FROM_IRON if iron_count else BONUS_FROM_THREATEN
-
-
-ALL_CARD_IDS: Final = list(range(DECK_SIZE))
-"""A deck sorted: every card id once (the two Jokers are 52 and 53)."""
 
 
 class IllegalActionError(ValueError):
@@ -131,7 +120,7 @@ def _checked_deck(deck: Sequence[int]) -> list[int]:
         cards = [operator.index(card) for card in deck]
     except TypeError:
         raise ValueError(f"deck must hold card ids (integers), got {deck!r}") from None
-    if sorted(cards) != ALL_CARD_IDS:
+    if sorted(cards) != list(range(DECK_SIZE)):  # every card id once
         if len(cards) != DECK_SIZE:
             raise ValueError(f"deck must hold {DECK_SIZE} card ids, got {len(cards)}")
         wrong = sorted({c for c in cards if not 0 <= c < DECK_SIZE or cards.count(c) > 1})
@@ -146,9 +135,9 @@ class GameOverError(RuntimeError):
 def max_decisions(rules: RuleOptions = DEFAULT_RULES) -> int:
     """Upper bound on the number of steps (decisions) in one game.
 
-    A turn takes at most three decisions (Iron, Iron, Iron; the third ends the
-    turn) and each of the two Jokers can add one bonus decision. Each decision
-    but Stop also draws at least one card, so the 54-card deck bounds it too.
+    A turn takes at most three decisions (Iron, Iron, Iron; the third ends the turn) and each
+    of the two Jokers can add one bonus decision. Each decision but Stop also draws at least
+    one card, so the 54-card deck bounds it too.
     """
     by_turns = rules.turns * IRON_APPLICATIONS_PER_TURN + 2
     by_deck = DECK_SIZE + rules.turns + 2  # draws + Stops + bonus decisions
@@ -176,22 +165,9 @@ class Game:
     """
 
     __slots__ = (
-        "rules",
-        "deck",
-        "pos",
-        "hand",
-        "discarded",
-        "hurt",
-        "turn",
-        "phase",
-        "iron_count",
-        "outcome",
-        "last_action",
-        "drawn",
-        "steps",
-        "suits_done",
-        "bonus_source",
-    )
+        "rules", "deck", "pos", "hand", "discarded", "hurt", "turn", "phase", "iron_count",
+        "outcome", "last_action", "drawn", "steps", "suits_done", "bonus_source",
+    )  # fmt: skip
 
     def __init__(self, deck: Sequence[int], rules: RuleOptions = DEFAULT_RULES) -> None:
         if not isinstance(rules, RuleOptions):

@@ -1,8 +1,7 @@
 """The judge: run tables that decide whether a hand holds the phrase.
 
-A suit's numbered cards in a hand are a 10-bit field (bit ``r - 1`` = rank
-``r``). All 1,024 fields are classified once at import, so checking a suit is
-one table look-up.
+A suit's numbered cards in a hand are a 10-bit field (bit ``r - 1`` = rank ``r``). All 1,024
+fields are classified once at import, so checking a suit is one table look-up.
 """
 
 from __future__ import annotations
@@ -16,19 +15,14 @@ WINDOW_STARTS: Final = tuple(range(NUM_RANKS - RUN_LENGTH + 1))  # run A-2-3 .. 
 WINDOW_MASKS: Final = tuple(((1 << RUN_LENGTH) - 1) << start for start in WINDOW_STARTS)
 
 
-def _has_run(field: int) -> bool:
-    return any(field & mask == mask for mask in WINDOW_MASKS)
-
-
-def _best_window(field: int) -> int:
-    """Most cards of any 3-rank window held in ``field``."""
-    return max((field & mask).bit_count() for mask in WINDOW_MASKS)
-
-
-HAS_RUN: Final[tuple[bool, ...]] = tuple(_has_run(f) for f in range(NUM_FIELDS))
+HAS_RUN: Final[tuple[bool, ...]] = tuple(
+    any(field & mask == mask for mask in WINDOW_MASKS) for field in range(NUM_FIELDS)
+)
 """``HAS_RUN[field]``: the suit's field holds three consecutive ranks."""
 
-BEST_WINDOW: Final[tuple[int, ...]] = tuple(_best_window(f) for f in range(NUM_FIELDS))
+BEST_WINDOW: Final[tuple[int, ...]] = tuple(
+    max((field & mask).bit_count() for mask in WINDOW_MASKS) for field in range(NUM_FIELDS)
+)
 """``BEST_WINDOW[field]``: 0..3, the most cards held of any one run window."""
 
 

@@ -1,35 +1,24 @@
 """What a player of Cold Iron knows: the one information boundary every player sees through.
 
-A player sees every card drawn (kept cards go to the hand, the others to the
-discard pile, which the rules forbid *examining* but not remembering: a human
-may keep the count in their head). Since every card that is not in the deck
-has been seen, a player with a perfect memory knows the exact *contents* of
-the deck (not its order): the cards not yet seen. :class:`Knowledge` holds
-exactly that, as bit masks over the card ids of :mod:`coldiron_env.cards`, plus
-the public counters (Hurt, turn, deck count, phase, Iron applications this
-turn). It never holds the deck's order.
-
-Players are given a ``Knowledge``, never a :class:`~coldiron_env.game.Game`.
-It is built three ways, all giving the same object for the same game:
-
-* :meth:`Knowledge.observe` updates it from an env step's observation and
-  ``info`` (the player's own memory: ``info["drawn"]`` names the cards each
-  step drew; with ``recall=True`` the observation's discard pile is used too);
-* :meth:`Knowledge.from_game` reads it from an engine ``Game``, using only what
-  the player knows (``hand``, ``discarded``, the counters; never the deck
-  order): the evaluator's one crossing of the boundary;
-* directly, for tests and planners.
-
-A planner that wants to look ahead draws full games consistent with what it
-knows from :meth:`Knowledge.resample` (OpenSpiel's ``resample_from_infostate``):
-the seen cards where they were, the unseen ones in a uniformly random order,
-which is exactly their distribution given everything observed.
+A player sees every card drawn (kept cards go to the hand, the others to the discard pile,
+which the rules forbid *examining* but not remembering), so a player with a perfect memory
+knows the exact *contents* of the deck (not its order): the cards not yet seen.
+:class:`Knowledge` holds exactly that, as bit masks over the card ids of
+:mod:`coldiron_env.cards`, plus the public counters; never the deck's order. Players are
+given a ``Knowledge``, never a :class:`~coldiron_env.game.Game`: :meth:`Knowledge.observe`
+builds it from env steps (the player's own memory), :meth:`Knowledge.from_game` from an
+engine ``Game`` (the evaluator's one crossing of the boundary), both the same object for the
+same game. A planner looks ahead on games drawn by :meth:`Knowledge.resample` (OpenSpiel's
+``resample_from_infostate``): the seen cards where they were, the unseen ones in a uniformly
+random order, which is exactly their distribution given everything observed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import reduce
+from operator import or_
 from typing import Any, Final
 
 import numpy as np
@@ -37,13 +26,7 @@ import numpy.typing as npt
 
 from coldiron_env.actions import PHASE_BONUS, PHASE_IRON, PHASE_NAMES, PHASE_OVER, PHASE_TURN
 from coldiron_env.analysis import COURT_MASK, FULL_DECK_MASK, JOKER_MASK, NUMBERED_MASK
-from coldiron_env.cards import (
-    CARD_CODES,
-    DECK_SIZE,
-    FIRST_JOKER,
-    JOKER_CODE,
-    parse_card,
-)
+from coldiron_env.cards import CARD_CODES, DECK_SIZE, FIRST_JOKER, JOKER_CODE, parse_card
 from coldiron_env.dealer import relabel_jokers
 from coldiron_env.game import Game, Games, pending_bonus_source, suits_done_of
 from coldiron_env.observation import decode, encode_batch
@@ -66,10 +49,7 @@ def _card_bit(code: str) -> int:
 
 def mask_from_codes(codes: Iterable[str]) -> int:
     """Bit mask of the (non-Joker) cards named by ``codes``."""
-    out = 0
-    for code in codes:
-        out |= _card_bit(code)
-    return out
+    return reduce(or_, map(_card_bit, codes), 0)
 
 
 @dataclass(slots=True)
@@ -137,11 +117,7 @@ class Knowledge:
         """The env's observation of the game this describes (what this player would observe),
         so a trained model can decide from a ``Knowledge`` (the planner's base policy). A
         batch of one."""
-        games = Games.zeros(1)
-        games.deal(slice(None), 0, self.rules)
-        for name, value in self._state().items():
-            getattr(games, name)[:] = value
-        return encode_batch(mode, games, self.rules, recall, counting)
+        return encode_batch(mode, self._games(1, 0), self.rules, recall, counting)
 
     def _state(self) -> dict[str, int]:
         """This position as the attributes of a :class:`Game` (and arrays of :class:`Games`)."""
@@ -174,11 +150,9 @@ class Knowledge:
         return [c for c in range(DECK_SIZE) if self.seen >> c & 1]
 
     def position(self) -> Game:
-        """A game in this position, the unseen cards in ascending order after it.
-
-        The cards drawn so far are the seen ones; :meth:`resample` puts the
-        unseen ones in a random order. Refuses incomplete knowledge and a game that is over.
-        """
+        """A game in this position: the seen cards drawn, the unseen ones after them in ascending
+        order (:meth:`resample` orders them at random). Refuses incomplete knowledge and a game
+        that is over."""
         game = Game(self._drawn_cards() + self.unseen_cards(), self.rules)
         for name, value in self._state().items():
             setattr(game, name, value)
@@ -191,8 +165,12 @@ class Knowledge:
         drawn = np.broadcast_to(
             np.asarray(self._drawn_cards(), dtype=np.int64), (n, DECK_SIZE - self.deck_count)
         )
+        return self._games(n, np.concatenate([drawn, orders], axis=1))
+
+    def _games(self, n: int, decks: npt.ArrayLike) -> Games:
+        """``n`` games in this position on ``decks`` (one per row, or one for all)."""
         games = Games.zeros(n)
-        games.deal(slice(None), np.concatenate([drawn, orders], axis=1), self.rules)
+        games.deal(slice(None), decks, self.rules)
         for name, value in self._state().items():
             getattr(games, name)[:] = value
         return games
@@ -256,11 +234,10 @@ class Knowledge:
     def observe(self, obs: Any, info: Mapping[str, Any] | None) -> None:
         """Update from one env step (or reset): its observation and ``info``.
 
-        With ``info`` (the env's usual dict) the counters and the hand come from
-        it and the drawn cards are remembered. Without it they are decoded from
-        ``obs``; then only a ``recall=True`` observation (which shows the
-        discard pile) keeps the memory complete, otherwise the cards discarded
-        are forgotten (:meth:`is_consistent` turns false).
+        With ``info`` (the env's usual dict) the counters and the hand come from it and the
+        drawn cards are remembered. Without it they are decoded from ``obs``; then only a
+        ``recall=True`` observation (which shows the discard pile) keeps the memory complete,
+        otherwise the cards discarded are forgotten (:meth:`is_consistent` turns false).
         """
         if info is not None and "hand" in info:
             self.see_codes(info.get("drawn", ()))
@@ -277,12 +254,8 @@ class Knowledge:
             if obs is None:
                 raise ValueError("observe needs the env's observation, or its info (with 'hand')")
             view = decode(obs, self.rules.turns)
-            self.hand = view.hand
-            self.hurt = view.hurt
-            self.turn = view.turn
-            self.deck_count = view.deck_count
-            self.phase = view.phase
-            self.iron_count = view.iron_count
+            for name in ("hand", "hurt", "turn", "deck_count", "phase", "iron_count"):
+                setattr(self, name, getattr(view, name))
             if view.discarded is not None:
                 self.seen |= view.discarded
         self.seen |= self.hand

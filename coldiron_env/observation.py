@@ -1,35 +1,21 @@
 """The observation: the one module that knows its layout.
 
-Flat mode (default) is a ``Box(0, 1, (N,), float32)`` vector that SB3's
-``MlpPolicy`` takes unchanged. Its fields, in order (:func:`layout_table`):
+Flat mode (default) is a ``Box(0, 1, (N,), float32)`` vector that SB3's ``MlpPolicy`` takes
+unchanged. Its fields, in order (:func:`layout_table`):
 
-* always (48 values): ``hand``, ``hurt``, ``turn``, ``deck_count``, ``phase``,
-  ``iron_count``;
-* with ``recall=True`` (54 more): ``discarded``, the discard pile, which a
-  player with a perfect memory knows but the rules forbid examining;
-* with ``counting=True`` (153 more): what a card-counting player computes in
-  their head from the cards seen (:mod:`coldiron_env.analysis`): the deck's
-  contents, each suit's live run windows and useful cards, the keep bound, each
-  rack's odds, the next card's odds and the Iron bonus's risk.
+* always (48 values): ``hand``, ``hurt``, ``turn``, ``deck_count``, ``phase``, ``iron_count``;
+* with ``recall=True`` (54 more): ``discarded``, the discard pile, which a player with a
+  perfect memory knows but the rules forbid examining;
+* with ``counting=True`` (153 more): what a card-counting player computes in their head from
+  the cards seen (:mod:`coldiron_env.analysis`): the deck's contents, each suit's live run
+  windows and useful cards, the keep bound, each rack's odds, the next card's odds and the
+  Iron bonus's risk.
 
-Dict mode (``observation_mode="dict"``) carries the same content in natural
-types: ``hand`` MultiBinary(40), ``hurt`` Discrete(7), ``turn``
-Discrete(turns + 1) (0 never occurs), ``deck_count`` Discrete(55), ``phase``
-Discrete(4), ``iron_count`` Discrete(4); with ``recall=True`` ``discarded``
-MultiBinary(54); with ``counting=True`` ``counting``, a ``Box(0, 1, (153,))``
-laid out as the flat counting fields.
-
-``mask_in_observation=True`` wraps either mode in a ``Dict`` with two keys,
-``observations`` (the configured observation) and ``action_mask``
-(``Box(0, 1, (19,), int8)``, the legal actions): the convention of RLlib's
-action-masking RLModule and TorchRL's ``ActionMask`` transform
-(:func:`masked_space`, :func:`with_mask`).
-
-Card ids are those of :mod:`coldiron_env.cards`: numbered ``suit * 10 + rank - 1``,
-court ``40 + suit * 3 + (J, Q, K)``, Jokers 52 then 53 in the order drawn.
-
-Two encoders write these layouts: :class:`FlatEncoder` for one game (the single
-env, incremental) and :func:`encode_batch` for many (the vector env).
+Dict mode (``observation_mode="dict"``) carries the same content in natural types, and
+``mask_in_observation=True`` wraps either mode in a ``Dict`` of ``observations`` and
+``action_mask`` (:func:`observation_space`, :func:`with_mask`). Card ids are those of
+:mod:`coldiron_env.cards`. Two encoders write these layouts: :class:`FlatEncoder` for one
+game (the single env, incremental) and :func:`encode_batch` for many (the vector env).
 """
 
 from __future__ import annotations
@@ -43,15 +29,8 @@ import numpy.typing as npt
 
 from coldiron_env.actions import NUM_ACTIONS, NUM_PHASES
 from coldiron_env.analysis import IMPOSSIBLE, NUM_COURTS, RACK_COUNT, Counting, popcount
-from coldiron_env.cards import (
-    DECK_SIZE,
-    NUM_JOKERS,
-    NUM_NUMBERED,
-    NUM_RANKS,
-    NUM_SUITS,
-    RUN_LENGTH,
-)
-from coldiron_env.game import Game, Games
+from coldiron_env.cards import DECK_SIZE, NUM_JOKERS, NUM_NUMBERED, NUM_RANKS, NUM_SUITS, RUN_LENGTH
+from coldiron_env.game import I64, Game, Games
 from coldiron_env.options import IRON_APPLICATIONS_PER_TURN, MAX_HURT, STANDARD_TURNS, RuleOptions
 
 if TYPE_CHECKING:
@@ -72,7 +51,6 @@ MAX_NEED: Final = NUM_SUITS * RUN_LENGTH  # 12: the phrase from an empty hand
 KEEP_SCALE: Final = STANDARD_TURNS  # keep bounds are shown divided by this, clipped to 1
 
 U64 = npt.NDArray[np.uint64]
-I64 = npt.NDArray[np.int64]
 F32 = npt.NDArray[np.float32]
 
 
@@ -137,14 +115,14 @@ _COUNTING = {f.name: f for f in COUNTING_FIELDS}
 
 def flat_fields(recall: bool, counting: bool = False) -> tuple[Field, ...]:
     """The flat vector's fields, in order."""
-    fields = list(BASE_FIELDS)
-    start = BASE_SIZE
-    if recall:
-        fields.append(DISCARDED)
-        start = DISCARDED.stop
-    if counting:
-        fields += _tile(start, COUNTING_SPECS)
-    return tuple(fields)
+    fields = (*BASE_FIELDS, DISCARDED) if recall else BASE_FIELDS
+    return fields + _tile(counting_start(recall), COUNTING_SPECS) if counting else fields
+
+
+def layout(recall: bool = False, counting: bool = False) -> dict[str, slice]:
+    """Each field's slice of the flat observation with these options, by name:
+    ``obs[layout(counting=True)["hurt"]] * 6`` is the Hurt."""
+    return {f.name: slice(f.start, f.stop) for f in flat_fields(recall, counting)}
 
 
 def flat_size(recall: bool, counting: bool = False) -> int:
@@ -168,19 +146,21 @@ def layout_table(recall: bool = True, counting: bool = True) -> str:
 def observation_space(
     mode: str, recall: bool, turns: int, counting: bool = False, mask: bool = False
 ) -> spaces.Space[Any]:
-    """The env's observation space (the only part of this module that needs Gymnasium);
-    with ``mask``, wrapped with the action mask (:func:`masked_space`)."""
-    if mask:
-        return masked_space(observation_space(mode, recall, turns, counting))
+    """The env's observation space (the only part of this module that needs Gymnasium); with
+    ``mask``, ``Dict({"observations": <that space>, "action_mask": Box(0, 1, (19,), int8)})``."""
     from gymnasium import spaces  # noqa: PLC0415 (the layout and encoders do without it)
 
+    if mask:
+        inner = observation_space(mode, recall, turns, counting)
+        mask_space = spaces.Box(0, 1, shape=(NUM_ACTIONS,), dtype=np.int8)
+        return spaces.Dict({OBSERVATIONS_KEY: inner, ACTION_MASK_KEY: mask_space})
     if mode == "flat":
         return spaces.Box(0.0, 1.0, shape=(flat_size(recall, counting),), dtype=np.float32)
     if mode == "dict":
         parts: dict[str, spaces.Space[Any]] = {
             "hand": spaces.MultiBinary(NUM_NUMBERED),
             "hurt": spaces.Discrete(MAX_HURT + 1),
-            "turn": spaces.Discrete(turns + 1),
+            "turn": spaces.Discrete(turns + 1),  # 0 never occurs
             "deck_count": spaces.Discrete(DECK_SIZE + 1),
             "phase": spaces.Discrete(NUM_PHASES),
             "iron_count": spaces.Discrete(IRON_APPLICATIONS_PER_TURN + 1),
@@ -246,26 +226,19 @@ def bits(masks: U64, count: int) -> npt.NDArray[np.uint8]:
 
 
 def _game_counting(game: Game) -> F32:
-    block: F32 = counting_block(
-        np.array([game.hand], dtype=np.uint64),
-        np.array([game.hand | game.discarded], dtype=np.uint64),
-        np.array([game.hurt], dtype=np.int64),
-        np.array([game.turn], dtype=np.int64),
-        np.array([DECK_SIZE - game.pos], dtype=np.int64),
-        game.rules.turns,
-        game.rules.suits_required,
-        game.rules,
-    )
+    """The counting block of one game (computed as a batch of one)."""
+    hand, seen = np.array([[game.hand], [game.hand | game.discarded]], dtype=np.uint64)
+    hurt, turn, left = np.array([[game.hurt], [game.turn], [DECK_SIZE - game.pos]], dtype=np.int64)
+    rules = game.rules
+    block = counting_block(hand, seen, hurt, turn, left, rules.turns, rules.suits_required, rules)
     row: F32 = block[0]
     return row
 
 
 class FlatEncoder:
-    """Writes the flat observation of a game into a preallocated buffer.
-
-    Hand and discard bits are written incrementally (only the cards that
-    changed since the last call); :meth:`encode` returns one copy.
-    """
+    """Writes the flat observation of a game into a preallocated buffer, the hand and discard
+    bits incrementally (only the cards changed since the last call); :meth:`encode` returns a
+    copy."""
 
     def __init__(self, recall: bool, turns: int, counting: bool = False) -> None:
         self.recall = recall
@@ -273,11 +246,10 @@ class FlatEncoder:
         self.buffer = np.zeros(flat_size(recall, counting), dtype=np.float32)
         self._turns = turns
         self._counting_at = counting_start(recall)
-        self._hand = 0
-        self._discarded = 0
-        self._phase = -1
+        self.clear()
 
     def clear(self) -> None:
+        """Forget the last game written (a new deal)."""
         self.buffer[:] = 0.0
         self._hand = 0
         self._discarded = 0
@@ -316,12 +288,8 @@ def _write_bits(buf: np.ndarray, offset: int, changed: int, now: int) -> None:
 
 
 def _mask_bits(mask: int, size: int) -> npt.NDArray[np.int8]:
-    out = np.zeros(size, dtype=np.int8)
-    while mask:
-        low = mask & -mask
-        out[low.bit_length() - 1] = 1
-        mask ^= low
-    return out
+    row: npt.NDArray[np.int8] = bits(np.array([mask], dtype=np.uint64), size)[0].view(np.int8)
+    return row
 
 
 def dict_observation(game: Game, recall: bool, counting: bool = False) -> dict[str, Any]:
@@ -340,20 +308,8 @@ def dict_observation(game: Game, recall: bool, counting: bool = False) -> dict[s
     return obs
 
 
-def masked_space(inner: spaces.Space[Any]) -> spaces.Dict:
-    """``Dict({"observations": inner, "action_mask": Box(0, 1, (19,), int8)})``."""
-    from gymnasium import spaces  # noqa: PLC0415
-
-    return spaces.Dict(
-        {
-            OBSERVATIONS_KEY: inner,
-            ACTION_MASK_KEY: spaces.Box(0, 1, shape=(NUM_ACTIONS,), dtype=np.int8),
-        }
-    )
-
-
 def with_mask(observation: Any, action_mask: npt.NDArray[np.int8]) -> dict[str, Any]:
-    """An observation of :func:`masked_space`: ``observation`` (one game's or a batch's)
+    """An observation of a ``mask_in_observation`` space: ``observation`` (one game's or a batch's)
     beside its ``action_mask`` (shape (19,) or (n, 19))."""
     return {OBSERVATIONS_KEY: observation, ACTION_MASK_KEY: action_mask}
 
@@ -432,11 +388,9 @@ def flat_from_dict(obs: dict[str, Any], turns: int) -> F32:
 
 @dataclass(frozen=True)
 class ObservationView:
-    """A decoded observation, for agents that reason about the game.
-
-    ``hand`` and ``discarded`` are bit masks over card ids (``discarded`` is
-    ``None`` without recall). The counting block, derived from these, is not decoded.
-    """
+    """A decoded observation, for agents that reason about the game: ``hand`` and ``discarded``
+    are bit masks over card ids (``discarded`` is ``None`` without recall). The counting block,
+    derived from these, is not decoded."""
 
     hand: int
     hurt: int
@@ -448,10 +402,7 @@ class ObservationView:
 
 
 def _mask_from(values: Any) -> int:
-    out = 0
-    for i in np.flatnonzero(np.asarray(values) > 0.5).tolist():
-        out |= 1 << i
-    return out
+    return sum(1 << i for i in np.flatnonzero(np.asarray(values) > 0.5).tolist())
 
 
 _RECALL_BY_SIZE: Final = {

@@ -1,9 +1,9 @@
 """Game parameters, kept apart from game state: the rule variants.
 
-:class:`RuleOptions` is frozen and validated on construction; a bad value is
-refused with a ``ValueError`` that names the option and the value. It is the one
-carrier of the rules through every layer (engine, envs, knowledge, players,
-configs, scripts): the option lists below are derived from its fields.
+:class:`RuleOptions` is frozen and validated on construction (a bad value is refused with a
+``ValueError`` naming the option and the value). It is the one carrier of the rules through
+every layer (engine, envs, knowledge, players, configs, scripts): the option lists below are
+derived from its fields.
 """
 
 from __future__ import annotations
@@ -42,17 +42,16 @@ class RuleOptions:
     play it on every layer.
 
     Attributes:
-        bonus_always: variant *bonus always taken*: a Joker drawn by Threaten or
-            the Iron grants its three bonus draws at once, and the ``bonus``
-            phase never occurs. Default ``False``: the player may decline.
-        bonus_joker_grants_more: variant *a Joker in the bonus grants three
-            more*: a Joker drawn during bonus draws adds three further bonus
-            draws to the bonus under way. Default ``False``: it is discarded
-            with no further effect.
-        turns: number of turns before midnight. ``24`` is the game; other
-            values are for training curricula only and are not Cold Iron.
-        suits_required: suits whose run completes the phrase. ``4`` is the
-            game; fewer is for training curricula only.
+        bonus_always: variant *bonus always taken*: a Joker drawn by Threaten or the Iron
+            grants its three bonus draws at once, and the ``bonus`` phase never occurs.
+            Default ``False``: the player may decline.
+        bonus_joker_grants_more: variant *a Joker in the bonus grants three more*: a Joker
+            drawn during bonus draws adds three further bonus draws to the bonus under way.
+            Default ``False``: it is discarded with no further effect.
+        turns: number of turns before midnight. ``24`` is the game; other values are for
+            training curricula only and are not Cold Iron.
+        suits_required: suits whose run completes the phrase. ``4`` is the game; fewer is
+            for training curricula only.
     """
 
     bonus_always: bool = False

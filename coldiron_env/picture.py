@@ -1,11 +1,10 @@
 """Picture of the table for ``render_mode="rgb_array"``, drawn with NumPy alone.
 
-:func:`draw_table` returns a fixed-size ``(FRAME_HEIGHT, FRAME_WIDTH, 3)``
-``uint8`` image: the clock and turn, the Hurt bar, the deck count, the hand laid
-out by suit (one row per suit, one slot per rank, run cards highlighted as in
-the text view via :func:`coldiron_env.judge.run_cards`), the last action and the
-cards it drew, and the outcome when the game is over. Text uses a small
-embedded 5x7 bitmap font, so no imaging library is needed.
+:func:`draw_table` returns a fixed-size ``(FRAME_HEIGHT, FRAME_WIDTH, 3)`` ``uint8`` image:
+the clock and turn, the Hurt bar, the deck count, the hand laid out by suit (one row per suit,
+one slot per rank, run cards highlighted as in the text view via
+:func:`coldiron_env.judge.run_cards`), the last action and the cards it drew, and the outcome
+when the game is over. Text uses a small embedded 5x7 bitmap font: no imaging library needed.
 """
 
 from __future__ import annotations
@@ -60,64 +59,28 @@ SUIT_COLORS: Final[tuple[Color, ...]] = (RED, RED, BLACK, BLACK)  # H, D, C, S
 GLYPH_WIDTH: Final = 5
 GLYPH_HEIGHT: Final = 7
 
-# 5x7 glyphs, one int per row, bit 4 = leftmost pixel.
-_FONT_ROWS: Final[dict[str, tuple[int, ...]]] = {
-    "0": (0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E),
-    "1": (0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E),
-    "2": (0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F),
-    "3": (0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E),
-    "4": (0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02),
-    "5": (0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E),
-    "6": (0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E),
-    "7": (0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08),
-    "8": (0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E),
-    "9": (0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C),
-    "A": (0x0E, 0x11, 0x11, 0x11, 0x1F, 0x11, 0x11),
-    "B": (0x1E, 0x11, 0x11, 0x1E, 0x11, 0x11, 0x1E),
-    "C": (0x0E, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0E),
-    "D": (0x1C, 0x12, 0x11, 0x11, 0x11, 0x12, 0x1C),
-    "E": (0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x1F),
-    "F": (0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x10),
-    "G": (0x0E, 0x11, 0x10, 0x17, 0x11, 0x11, 0x0F),
-    "H": (0x11, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11),
-    "I": (0x0E, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E),
-    "J": (0x07, 0x02, 0x02, 0x02, 0x02, 0x12, 0x0C),
-    "K": (0x11, 0x12, 0x14, 0x18, 0x14, 0x12, 0x11),
-    "L": (0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x1F),
-    "M": (0x11, 0x1B, 0x15, 0x15, 0x11, 0x11, 0x11),
-    "N": (0x11, 0x11, 0x19, 0x15, 0x13, 0x11, 0x11),
-    "O": (0x0E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E),
-    "P": (0x1E, 0x11, 0x11, 0x1E, 0x10, 0x10, 0x10),
-    "Q": (0x0E, 0x11, 0x11, 0x11, 0x15, 0x12, 0x0D),
-    "R": (0x1E, 0x11, 0x11, 0x1E, 0x14, 0x12, 0x11),
-    "S": (0x0F, 0x10, 0x10, 0x0E, 0x01, 0x01, 0x1E),
-    "T": (0x1F, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04),
-    "U": (0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E),
-    "V": (0x11, 0x11, 0x11, 0x11, 0x11, 0x0A, 0x04),
-    "W": (0x11, 0x11, 0x11, 0x15, 0x15, 0x15, 0x0A),
-    "X": (0x11, 0x11, 0x0A, 0x04, 0x0A, 0x11, 0x11),
-    "Y": (0x11, 0x11, 0x11, 0x0A, 0x04, 0x04, 0x04),
-    "Z": (0x1F, 0x01, 0x02, 0x04, 0x08, 0x10, 0x1F),
-    " ": (0, 0, 0, 0, 0, 0, 0),
-    ":": (0, 0x0C, 0x0C, 0, 0x0C, 0x0C, 0),
-    "/": (0, 0x01, 0x02, 0x04, 0x08, 0x10, 0),
-    "-": (0, 0, 0, 0x1F, 0, 0, 0),
-    ".": (0, 0, 0, 0, 0, 0x0C, 0x0C),
-    ",": (0, 0, 0, 0, 0x0C, 0x04, 0x08),
-    ";": (0, 0x0C, 0x0C, 0, 0x0C, 0x04, 0x08),
-    "(": (0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02),
-    ")": (0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08),
-    "#": (0x0A, 0x0A, 0x1F, 0x0A, 0x1F, 0x0A, 0x0A),
-    "*": (0, 0x04, 0x15, 0x0E, 0x15, 0x04, 0),
-    "+": (0, 0x04, 0x04, 0x1F, 0x04, 0x04, 0),
-    "%": (0x18, 0x19, 0x02, 0x04, 0x08, 0x13, 0x03),
-    "?": (0x0E, 0x11, 0x01, 0x02, 0x04, 0, 0x04),
-    "!": (0x04, 0x04, 0x04, 0x04, 0x04, 0, 0x04),
-    "_": (0, 0, 0, 0, 0, 0, 0x1F),
+# 5x7 glyphs: seven rows of two hex digits each, bit 4 = the leftmost pixel.
+# fmt: off
+_FONT_HEX: Final = {
+    "0": "0E11131519110E", "1": "040C040404040E", "2": "0E11010204081F", "3": "1F02040201110E",
+    "4": "02060A121F0202", "5": "1F101E0101110E", "6": "0608101E11110E", "7": "1F010204080808",
+    "8": "0E11110E11110E", "9": "0E11110F01020C", "A": "0E1111111F1111", "B": "1E11111E11111E",
+    "C": "0E11101010110E", "D": "1C12111111121C", "E": "1F10101E10101F", "F": "1F10101E101010",
+    "G": "0E11101711110F", "H": "1111111F111111", "I": "0E04040404040E", "J": "0702020202120C",
+    "K": "11121418141211", "L": "1010101010101F", "M": "111B1515111111", "N": "11111915131111",
+    "O": "0E11111111110E", "P": "1E11111E101010", "Q": "0E11111115120D", "R": "1E11111E141211",
+    "S": "0F10100E01011E", "T": "1F040404040404", "U": "1111111111110E", "V": "11111111110A04",
+    "W": "1111111515150A", "X": "11110A040A1111", "Y": "1111110A040404", "Z": "1F01020408101F",
+    " ": "00000000000000", ":": "000C0C000C0C00", "/": "00010204081000", "-": "0000001F000000",
+    ".": "00000000000C0C", ",": "000000000C0408", ";": "000C0C000C0408", "(": "02040808080402",
+    ")": "08040202020408", "#": "0A0A1F0A1F0A0A", "*": "0004150E150400", "+": "0004041F040400",
+    "%": "18190204081303", "?": "0E110102040004", "!": "04040404040004", "_": "0000000000001F",
 }
+# fmt: on
 _COLUMN_BITS: Final = np.array([1 << (GLYPH_WIDTH - 1 - c) for c in range(GLYPH_WIDTH)])
 FONT: Final[dict[str, np.ndarray]] = {
-    ch: (np.array(rows)[:, None] & _COLUMN_BITS) != 0 for ch, rows in _FONT_ROWS.items()
+    ch: (np.array(list(bytes.fromhex(rows)))[:, None] & _COLUMN_BITS) != 0
+    for ch, rows in _FONT_HEX.items()
 }
 """``FONT[ch]``: a (7, 5) bool array; text is drawn upper-case, unknown characters as ``?``."""
 
@@ -163,8 +126,7 @@ def draw_text(
         if x >= width:
             break
         if y1 > y and x1 > x:
-            region = img[y:y1, x:x1]
-            region[big[: y1 - y, : x1 - x]] = color
+            img[y:y1, x:x1][big[: y1 - y, : x1 - x]] = color
         x += (GLYPH_WIDTH + 1) * scale
 
 
@@ -194,23 +156,14 @@ def draw_card(
     frame(img, x, y, w, h, RUN_EDGE if highlight else CARD_EDGE, BORDER)
     rank, suit, ink = _card_text(card)
     scale = TEXT_SCALE if w >= CARD_WIDTH else 1 + (w >= SMALL_CARD_WIDTH)
-    glyph_h = GLYPH_HEIGHT * scale
-    draw_text(
-        img,
-        x + (w - text_width(rank, scale)) // 2 + scale,
-        y + h // 2 - glyph_h - 1,
-        rank,
-        ink,
-        scale,
-    )
-    draw_text(img, x + (w - text_width(suit, scale)) // 2 + scale, y + h // 2 + 3, suit, ink, scale)
+    for text, top in ((rank, y + h // 2 - GLYPH_HEIGHT * scale - 1), (suit, y + h // 2 + 3)):
+        draw_text(img, x + (w - text_width(text, scale)) // 2 + scale, top, text, ink, scale)
 
 
 def draw_table(game: Game, penalized: bool = False) -> np.ndarray:
     """The table of ``game`` as an RGB image of shape ``FRAME_SHAPE``, dtype ``uint8``
     (``penalized``: its last action was illegal and penalized, not played)."""
-    img = np.empty(FRAME_SHAPE, dtype=np.uint8)
-    img[:] = FELT
+    img = np.full(FRAME_SHAPE, FELT, dtype=np.uint8)
     # Header: title, clock, turn, phase.
     phase = game.phase_name
     if game.iron_count:
@@ -245,12 +198,10 @@ def draw_table(game: Game, penalized: bool = False) -> np.ndarray:
             if field >> r & 1:
                 card = suit * NUM_RANKS + r
                 draw_card(img, x, y, card, CARD_WIDTH, CARD_HEIGHT, bool(marked >> r & 1))
-            else:
+            else:  # an empty slot: the rank, dim
                 frame(img, x, y, CARD_WIDTH, CARD_HEIGHT, SLOT_EDGE, 1)
-                rank = RANK_CODES[r]
-                draw_text(
-                    img, x + (CARD_WIDTH - text_width(rank, 1)) // 2, y + 27, rank, INK_DIM, 1
-                )
+                left = x + (CARD_WIDTH - text_width(RANK_CODES[r], 1)) // 2
+                draw_text(img, left, y + 27, RANK_CODES[r], INK_DIM, 1)
     # The last action and its draws.
     if game.last_action >= 0:
         label = f"LAST: {ACTION_LABELS[game.last_action]}"
@@ -261,8 +212,7 @@ def draw_table(game: Game, penalized: bool = False) -> np.ndarray:
         elif len(game.drawn) > MAX_SHOWN_DRAWS:
             label += f" - {len(game.drawn)} DRAWN, LAST {MAX_SHOWN_DRAWS} SHOWN"
         draw_text(img, MARGIN, LAST_Y, label, INK_LIGHT)
-        shown = game.drawn[-MAX_SHOWN_DRAWS:]
-        for i, card in enumerate(shown):
+        for i, card in enumerate(game.drawn[-MAX_SHOWN_DRAWS:]):
             x = MARGIN + i * (SMALL_CARD_WIDTH + SMALL_GAP)
             kept = card < FIRST_COURT and bool(game.hand >> card & 1)
             draw_card(img, x, LAST_Y + 24, card, SMALL_CARD_WIDTH, SMALL_CARD_HEIGHT, kept)
@@ -270,9 +220,8 @@ def draw_table(game: Game, penalized: bool = False) -> np.ndarray:
         draw_text(img, MARGIN, LAST_Y, "A NEW DEAL: 6PM, THE CHANGELING WAITS", INK_DIM)
     # The outcome.
     if game.outcome is not None:
-        banner = WON_BANNER if game.won else LOST_BANNER
         y = FRAME_HEIGHT - BANNER_HEIGHT
-        fill(img, 0, y, FRAME_WIDTH, BANNER_HEIGHT, banner)
+        fill(img, 0, y, FRAME_WIDTH, BANNER_HEIGHT, WON_BANNER if game.won else LOST_BANNER)
         message = "THE BABE IS RESCUED: WON" if game.won else f"LOST: {game.outcome}"
         draw_text(img, (FRAME_WIDTH - text_width(message)) // 2, y + 13, message, INK_LIGHT)
     return img

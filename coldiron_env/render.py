@@ -84,22 +84,17 @@ def slain_by(game: Game) -> str:
     """Why a slain Changeling died (a Joker drawn by a rack, or Hurt 6); "" otherwise."""
     if game.outcome != "slain":
         return ""
-    joker = any(card >= FIRST_JOKER for card in game.drawn)
-    if is_rack(game.last_action) and joker:
+    if is_rack(game.last_action) and any(card >= FIRST_JOKER for card in game.drawn):
         return " (a rack drew a Joker: that slays the Changeling at once)"
     return " (Hurt reached 6)"
 
 
 def render_text(game: Game) -> str:
     """The table as text: clock, Hurt bar, deck count, hand by suit, last action, legal actions."""
+    iron = f" ({game.iron_count}/{IRON_APPLICATIONS_PER_TURN} Iron this turn)"
     lines = [
         f"Cold Iron  {clock(game.turn)}  turn {game.turn}/{game.rules.turns}  "
-        f"phase: {game.phase_name}"
-        + (
-            f" ({game.iron_count}/{IRON_APPLICATIONS_PER_TURN} Iron this turn)"
-            if game.iron_count
-            else ""
-        ),
+        f"phase: {game.phase_name}{iron if game.iron_count else ''}",
         f"Hurt  {hurt_bar(game.hurt)}   Deck {game.deck_count} cards",
     ]
     unseen = ~(game.hand | game.discarded)

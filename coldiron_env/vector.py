@@ -1,56 +1,40 @@
 """A native batched Cold Iron: ``N`` games stepped at once by one compiled loop.
 
-:class:`ColdIronVectorEnv` is a :class:`gymnasium.vector.VectorEnv` that plays
-exactly the games of :class:`~coldiron_env.env.ColdIronEnv` (the rules of
-:mod:`coldiron_env.game`, numbered in ``RULES.md``), ``num_envs`` at a time.
-It is registered as the ``vector_entry_point`` of ``coldiron/ColdIron-v0``::
+:class:`ColdIronVectorEnv` is a :class:`gymnasium.vector.VectorEnv` that plays exactly the
+games of :class:`~coldiron_env.env.ColdIronEnv` (the rules of ``RULES.md``), ``num_envs`` at a
+time. It is registered as the ``vector_entry_point`` of ``coldiron/ColdIron-v0``::
 
     envs = gymnasium.make_vec("coldiron/ColdIron-v0", num_envs=1024,
                               vectorization_mode="vector_entry_point")
 
-The batched core
-----------------
-:func:`~coldiron_env.batched.step_games` (the batched rules core, its own module) is
-the rules of ``game.py`` transcribed one game after another over arrays of game state:
-the only implementation of the rules besides :class:`~coldiron_env.game.Game`, kept in
-lockstep with it by the tests. With
-numba installed (the ``fast`` extra: ``pip install "coldiron[fast]"``) it is
-compiled (``backend="numba"``, the default then; about a second to compile the
-first time, cached on disk). Without numba the same code runs as plain Python
-(``backend="python"``): the same games, about forty times slower, with a
-warning saying so. Observations are written by
+The games are stepped by the batched rules core, :func:`coldiron_env.batched.step_games`.
+With numba installed (the ``fast`` extra: ``pip install "coldiron[fast]"``) it is compiled
+(``backend="numba"``, the default then; about a second to compile the first time, cached on
+disk). Without numba the same code runs as plain Python (``backend="python"``): the same
+games, about forty times slower, with a warning saying so. Observations are written by
 :func:`coldiron_env.observation.encode_batch`, the layout's one owner.
 
 Autoreset
 ---------
-``autoreset_mode`` is ``AutoresetMode.SAME_STEP`` (default, SB3's convention)
-or ``NEXT_STEP`` (Gymnasium's default; a ``gymnasium.vector.AutoresetMode`` or
-its name):
+``autoreset_mode`` is ``AutoresetMode.SAME_STEP`` (default, SB3's convention) or
+``NEXT_STEP`` (Gymnasium's default; a ``gymnasium.vector.AutoresetMode`` or its name):
 
-* ``SAME_STEP``: a game that ends is dealt again within the same :meth:`step`;
-  the returned observation and ``info`` are those of the new deal; the last
-  observation is in ``info["final_obs"]`` (an object array, entry ``i`` set
-  where ``info["_final_obs"][i]``) and the last ``info`` in ``info["final_info"]``.
-  The state is never ``over`` when a step begins, so every mask has a legal action.
-* ``NEXT_STEP``: the step that ends a game returns its terminal observation,
-  ``info`` and reward; the next :meth:`step` deals that game again, ignores its
-  action and returns the new deal's observation with reward 0 and
-  ``terminated``/``truncated`` false. The terminal step's ``action_mask``
-  marks every action (:data:`~coldiron_env.actions.ENV_MASKS`: the game is
-  over and whatever is sampled is ignored), so a masked sampler always has an
-  action to draw.
-
-Seeding: game ``i`` has its own generator and its own
-:class:`~coldiron_env.dealer.Dealer`-style batch of shuffles, so
-``reset(seed=s)`` deals game ``i`` exactly the decks a :class:`ColdIronEnv`
-deals after ``reset(seed=s + i)``, on the first deal and on every automatic one.
+* ``SAME_STEP``: a game that ends is dealt again within the same :meth:`step`; the returned
+  observation and ``info`` are those of the new deal; the last observation is in
+  ``info["final_obs"]`` (an object array, entry ``i`` set where ``info["_final_obs"][i]``)
+  and the last ``info`` in ``info["final_info"]``. The state is never ``over`` when a step
+  begins, so every mask has a legal action.
+* ``NEXT_STEP``: the step that ends a game returns its terminal observation, ``info`` and
+  reward; the next :meth:`step` deals that game again, ignores its action and returns the new
+  deal's observation with reward 0 and ``terminated``/``truncated`` false. The terminal step's
+  ``action_mask`` marks every action (:data:`~coldiron_env.actions.ENV_MASKS`: the game is over
+  and whatever is sampled is ignored), so a masked sampler always has an action to draw.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Final
 
 import numpy as np
@@ -69,13 +53,7 @@ except ImportError as _old:  # pragma: no cover - exercised on gymnasium 0.29
         "the single env coldiron/ColdIron-v0 also works with gymnasium 0.29.1"
     ) from _old
 
-from coldiron_env.actions import (
-    ENV_MASKS,
-    ENV_MASKS_INT8,
-    LEGAL_MASKS,
-    NUM_ACTIONS,
-    PHASE_NAMES,
-)
+from coldiron_env.actions import ENV_MASKS, ENV_MASKS_INT8, LEGAL_MASKS, NUM_ACTIONS, PHASE_NAMES
 from coldiron_env.batched import (
     CODE_WON,
     FORFEIT,
@@ -87,34 +65,24 @@ from coldiron_env.batched import (
     pack_rules,
     step_games,
 )
-from coldiron_env.cards import (
-    DECK_SIZE,
-    hand_codes,
-    parse_deck,
-)
+from coldiron_env.cards import DECK_SIZE, hand_codes, parse_deck
 from coldiron_env.dealer import SHUFFLE_BATCH, audit_deals, auditing, relabel_jokers
 from coldiron_env.env import (
     ColdIronEnv,
     SeedError,
-    check_curriculum,
+    check_option,
+    curriculum_rules,
+    is_int,
     reset_deck_option,
     seed_value,
 )
-from coldiron_env.game import (
-    I8,
-    I64,
-    GameOverError,
-    Games,
-    IllegalActionError,
-    describe_illegal,
-)
+from coldiron_env.game import I8, I64, GameOverError, Games, IllegalActionError, describe_illegal
 from coldiron_env.observation import encode_batch, with_mask
-from coldiron_env.options import CURRICULUM_KEYS, plain
+from coldiron_env.options import plain
 
 Bools = npt.NDArray[np.bool_]
 AnyArray = npt.NDArray[Any]
 
-# ------------------------------------------------------------------ constants
 PHASE_NAME_ARRAY: Final = np.array(PHASE_NAMES)
 OUTCOME_NAME_ARRAY: Final = np.array(OUTCOME_NAMES)
 _ORDERED_BATCH: Final = np.broadcast_to(
@@ -124,40 +92,36 @@ AUTORESET_MODES: Final = (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP)
 BACKENDS: Final = ("auto", "numba", "python")
 
 
-# ------------------------------------------------------------------ the env
 class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
     """``num_envs`` games of Cold Iron stepped together (a native :class:`VectorEnv`).
 
-    Takes the keyword arguments of :class:`~coldiron_env.env.ColdIronEnv`
-    (validated by it, with the same messages) except that ``render_mode`` must
-    be ``None``; plus ``max_episode_steps`` (optional truncation, as
-    ``gymnasium.make`` would add; every game ends by itself within 74 steps),
-    ``autoreset_mode`` (``SAME_STEP`` or ``NEXT_STEP``, see the module doc) and
-    ``backend`` (``"auto"``: numba when installed, else ``"python"``).
+    Takes the keyword arguments of :class:`~coldiron_env.env.ColdIronEnv` (validated by it,
+    with the same messages) except that ``render_mode`` must be ``None``; plus
+    ``max_episode_steps`` (optional truncation, as ``gymnasium.make`` would add; every game
+    ends by itself within 74 steps), ``autoreset_mode`` (see the module doc) and ``backend``
+    (``"auto"``: numba when installed, else ``"python"``).
 
-    * Spaces: ``single_observation_space`` / ``single_action_space`` are the
-      single env's; ``observation_space`` and ``action_space``
-      (``MultiDiscrete([19] * N)``) are batched. Flat observations are an
-      (N, obs size) float32 array; dict observations a dict of arrays.
-    * ``step(actions)`` takes N integer actions. An action outside
-      ``Discrete(19)`` raises :class:`IllegalActionError` (no game changes); an
-      illegal one ends that game (``outcome="illegal"``), raises, or is
-      penalized, as ``illegal_action`` says (the single env's docstring).
-    * ``info`` (Gymnasium's dict-of-arrays convention, each key with its
-      ``_key`` mask): ``action_mask`` (N, 19) int8, ``phase`` (a NumPy string
-      array of names), ``turn``, ``hurt``, ``deck_count``, ``iron_count``; for
-      the games that ended this step, ``outcome`` (string array, ``""`` where
-      ``_outcome`` is false) and ``is_success`` (under ``SAME_STEP`` also inside
-      ``final_info``, with ``final_obs``). A key that no game has this step is
-      absent, as in Gymnasium. The per-game ``hand`` and ``drawn`` lists of the
-      single env are left out (see :meth:`hand_codes`).
-    * ``reset(seed=s)`` seeds game ``i`` with ``s + i`` (or takes a list or NumPy
-      array of N seeds, ``None`` entries keeping that game's generator; every seed is
-      checked before any game is reseeded);
-      ``reset(options={"deck": decks})`` deals ``decks[i]`` (54 codes, or
-      ``None`` for a shuffled deck) to game ``i``.
-    * :meth:`set_env_kwargs` changes ``turns`` / ``suits_required`` (training
-      curricula) from each game's next deal.
+    * Spaces: ``single_observation_space`` / ``single_action_space`` are the single env's;
+      ``observation_space`` and ``action_space`` (``MultiDiscrete([19] * N)``) are batched:
+      flat observations an (N, obs size) float32 array, dict observations a dict of arrays.
+    * ``step(actions)`` takes N integer actions. One outside ``Discrete(19)`` raises
+      :class:`IllegalActionError` (no game changes); an illegal one ends that game
+      (``outcome="illegal"``), raises, or is penalized, as ``illegal_action`` says.
+    * ``info`` (Gymnasium's dict-of-arrays convention, each key with its ``_key`` mask):
+      ``action_mask`` (N, 19) int8, ``phase`` (a NumPy string array of names), ``turn``,
+      ``hurt``, ``deck_count``, ``iron_count``; for the games that ended this step,
+      ``outcome`` (string array, ``""`` where ``_outcome`` is false) and ``is_success``
+      (under ``SAME_STEP`` also inside ``final_info``, with ``final_obs``). A key that no
+      game has this step is absent, as in Gymnasium. The single env's per-game ``hand`` and
+      ``drawn`` are left out (see :meth:`hand_codes`).
+    * ``reset(seed=s)`` seeds game ``i`` with ``s + i``: it deals game ``i`` exactly the decks a
+      :class:`ColdIronEnv` deals after ``reset(seed=s + i)``, on the first deal and on every
+      automatic one (each game has its own generator and batch of shuffles). It also takes a
+      list or NumPy array of N seeds, ``None`` entries keeping that game's generator (every
+      seed is checked before any game is reseeded); ``reset(options={"deck": decks})`` deals
+      ``decks[i]`` (54 codes, or ``None`` for a shuffled deck) to game ``i``.
+    * :meth:`set_env_kwargs` changes ``turns`` / ``suits_required`` (training curricula)
+      from each game's next deal.
     """
 
     metadata: dict[str, Any] = {  # noqa: RUF012 (Gymnasium declares it so)
@@ -175,26 +139,18 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         **kwargs: Any,
     ) -> None:
         num_envs = plain(num_envs)  # np.int64(3) too, as the sync and async vector envs
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        check_option(is_int(num_envs) and num_envs >= 1, "num_envs", "a positive int", num_envs)
         if render_mode is not None:
             raise ValueError(
                 f"render_mode must be None for the native vector env, got {render_mode!r}; "
                 "render single games with ColdIronEnv"
             )
         max_episode_steps = plain(max_episode_steps)
-        if max_episode_steps is not None and (
-            isinstance(max_episode_steps, bool)
-            or not isinstance(max_episode_steps, int)
-            or max_episode_steps < 1
-        ):
-            raise ValueError(
-                f"max_episode_steps must be None or a positive int, got {max_episode_steps!r}"
-            )
+        ok = max_episode_steps is None or (is_int(max_episode_steps) and max_episode_steps >= 1)
+        check_option(ok, "max_episode_steps", "None or a positive int", max_episode_steps)
         self.autoreset_mode = _autoreset_mode(autoreset_mode)
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        check_option(backend in BACKENDS, "backend", f"one of {BACKENDS}", backend)
         if backend == "numba" and not NUMBA_AVAILABLE:
             raise ValueError(
                 "backend='numba' needs numba: pip install 'coldiron[fast]' (or use 'python')"
@@ -334,10 +290,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             final_obs[ended] = np.fromiter(final_batch, dtype=object, count=ended.size)
         self._start(ended, self._deal(ended))
         info = self._info()
-        info["final_obs"] = final_obs
-        info["_final_obs"] = done
-        info["final_info"] = final_info
-        info["_final_info"] = done
+        info.update(final_obs=final_obs, _final_obs=done, final_info=final_info, _final_info=done)
         for key in ("outcome", "is_success"):
             if key in final_info:  # not when only truncations ended games
                 info[key] = final_info[key]
@@ -358,9 +311,9 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         For training curricula; any other option must keep its value (the spaces
         and rewards are fixed at construction). Games in progress keep their rules.
         """
-        check_curriculum(self._env_kwargs, env_kwargs, "the vector env", self._max_turns)
-        values = {k: env_kwargs[k] for k in CURRICULUM_KEYS if k in env_kwargs}
-        self._next_rules = replace(self._next_rules, **values)
+        self._next_rules = curriculum_rules(
+            self._next_rules, self._env_kwargs, env_kwargs, "the vector env", self._max_turns
+        )
 
     # ------------------------------------------------------------ queries
     def hand_codes(self, i: int) -> list[str]:
@@ -449,21 +402,15 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             raise ValueError(f"deck option must hold {n} decks (one per env), got {len(decks)}")
         out: list[list[int] | None] = []
         for i, codes in enumerate(decks):
-            if codes is None:
-                out.append(None)
-                continue
             try:
-                out.append(parse_deck(codes))
+                out.append(None if codes is None else parse_deck(codes))
             except ValueError as err:
                 raise ValueError(f"deck option, env {i}: {err}") from None
         return out
 
     def _deal(self, envs: I64) -> I8:
-        """The next shuffled deck of each game in ``envs``, each from its own generator.
-
-        Game ``i`` refills its batch of :data:`SHUFFLE_BATCH` shuffles exactly as
-        :class:`~coldiron_env.dealer.Dealer` does from the same generator.
-        """
+        """The next shuffled deck of each game in ``envs``, each from its own generator (game
+        ``i`` refills its batch of shuffles exactly as a :class:`~coldiron_env.dealer.Dealer`)."""
         empty = envs[self._pool_next[envs] >= SHUFFLE_BATCH]
         if empty.size:
             for i in empty.tolist():
@@ -504,13 +451,9 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
     ) -> dict[str, Any]:
         """The batched ``info`` of every game; with ``outcome``, the outcomes of the games
         that ended; with ``rows``, only those games are marked present."""
-        n = self.num_envs
         phase = self._games.phase
-        if rows is None:
-            present = np.ones(n, dtype=np.bool_)
-        else:
-            present = np.zeros(n, dtype=np.bool_)
-            present[rows] = True
+        present = np.zeros(self.num_envs, dtype=np.bool_)
+        present[slice(None) if rows is None else rows] = True
         info: dict[str, Any] = {
             "action_mask": np.take(ENV_MASKS_INT8, phase, axis=0),
             "phase": PHASE_NAME_ARRAY[phase],
@@ -536,14 +479,9 @@ def _row(batch: dict[str, Any], j: int) -> dict[str, Any]:
 
 def _autoreset_mode(value: AutoresetMode | str) -> AutoresetMode:
     """An ``AutoresetMode`` from itself or its name (``"next_step"``, ``"SAME_STEP"``...)."""
-    mode: AutoresetMode | None = None
-    if isinstance(value, AutoresetMode):
-        mode = value
-    elif isinstance(value, str):
-        key = value.strip().upper()
-        mode = next((m for m in AutoresetMode if key in (m.name, str(m.value).upper())), None)
-    if mode not in AUTORESET_MODES:
-        names = [m.name for m in AUTORESET_MODES]
-        raise ValueError(f"autoreset_mode must be one of {names} (or its name), got {value!r}")
-    assert mode is not None
-    return mode
+    key = value.strip().upper() if isinstance(value, str) else None
+    for mode in AUTORESET_MODES:
+        if value is mode or key in (mode.name, str(mode.value).upper()):
+            return mode
+    names = [m.name for m in AUTORESET_MODES]
+    raise ValueError(f"autoreset_mode must be one of {names} (or its name), got {value!r}")

@@ -179,7 +179,7 @@ CEILING_RECORDS: Final = (
 game, ``lab/experiments/strict_bound.py --prune`` on the strict one): the lowest is
 the certified ceiling."""
 CEILING_PNG: Final = DOCS / "ceiling.png"
-CITED_RECORDS: Final = (RECORDS / "strict_bound_real_forbid_2.json",)
+CITED_RECORDS: Final[tuple[Path, ...]] = ()
 """Records the README's prose cites besides the tables' (the real game's lower estimate)."""
 
 
@@ -207,47 +207,98 @@ def _best_player() -> tuple[str, dict[str, Any]]:
     return label, rows[label]
 
 
+CEILING_LEVELS: Final = RECORDS / "ceiling_levels.json"
+"""The ceiling's levels (``lab/experiments/ceiling.py``): certified, at 95%, estimated."""
+
+
+def ceiling_words() -> str:
+    """The ceiling said as it is: which figure is certified, at what confidence, and which is
+    only estimated (``lab/records/ceiling_levels.json``)."""
+    c = _load(CEILING_LEVELS)
+    return (
+        f"certified without statistics: at most {_pct(c['certified_without_statistics'])} "
+        f"(the value W of the bound's supersolution at the start of the game, {_pct(c['w_start'])}"
+        f", with {c['slack']:g} of room for its single-precision rounding: no deal's bound is "
+        f"above it); certified at 95% confidence, distribution-free: at most "
+        f"{_pct(c['distribution_free_95'])} (Anderson's bound on the mean of {c['deals']} "
+        f"deals' bounds, each in [0, {_pct(c['hard_ceiling'])}]); at 95% one-sided under a "
+        f"normal approximation: {_pct(c['normal_one_sided_95'])}; estimated: "
+        f"{_pct(c['estimate'])} (the mean of the {c['deals']} deals' bounds; its two-sided 95% "
+        f"interval ends at {_pct(c['normal_two_sided_95_upper'])})"
+    )
+
+
+def ceiling() -> str:
+    """The ceiling's levels as a table: which figure is certified, at what confidence, and
+    which is estimated."""
+    c = _load(CEILING_LEVELS)
+    rows = [
+        ["certified, no statistics", _pct(c["certified_without_statistics"]),
+         f"W at the start of the game ({_pct(c['w_start'])}) with {c['slack']:g} of room for "
+         "its single-precision rounding: every deal's bound is at most it"],
+        ["certified at 95% confidence, distribution-free", _pct(c["distribution_free_95"]),
+         f"Anderson's bound on the mean of {c['deals']} deals' bounds in [0, "
+         f"{_pct(c['hard_ceiling'])}]"],
+        ["95% one-sided, normal approximation", _pct(c["normal_one_sided_95"]),
+         "mean + 1.645 standard errors"],
+        ["the two-sided 95% interval's upper end", _pct(c["normal_two_sided_95_upper"]),
+         "mean + 1.96 standard errors (97.5% one-sided)"],
+        ["estimated", _pct(c["estimate"]), f"the mean of the {c['deals']} deals' bounds"],
+    ]  # fmt: skip
+    return markdown_table(["the ceiling", "at most", "what it is"], rows) + (
+        f"\nFrom `{_shown(CEILING_LEVELS)}`: `{c['command']}`.\n"
+    )
+
+
 def headline() -> str:
-    """The README's answer: the certified ceiling and the best player, from their records."""
+    """The README's answer: the best player, and the ceiling at each of its levels."""
     path, bound = _ceilings()[0]
     label, best = _best_player()
     return (
-        f"**A player who sees only what a player sees wins at most {_pct(bound['ci_high'])} "
-        f"of deals, at the 95% level (the ceiling's estimate: {_pct(bound['mean'])}); the best "
-        f"player here wins {_pct(best['win_rate'])} (`{label}`).** The ceiling is an "
-        f"information-relaxation bound: the mean over all deals of a per-deal bound is at "
-        f"least every such player's win rate, by construction; that mean is estimated on "
-        f"{bound['episodes']:,} deals of report seed {bound['seed']} (95% interval "
-        f"{_interval(bound['ci_low'], bound['ci_high'])}); the best player's interval is "
-        f"{_interval(best['ci_low'], best['ci_high'])} on {best['episodes']:,} deals. From "
-        f"`{_shown(path)}` and `{_shown(LADDER_JSON)}`.\n"
+        f"**The best player here wins {_pct(best['win_rate'])} of deals (`{label}`, "
+        f"{_interval(best['ci_low'], best['ci_high'])} on {best['episodes']:,} deals); no "
+        f"player who sees only what a player sees can beat the ceiling, "
+        f"{_pct(_load(CEILING_LEVELS)['distribution_free_95'])} certified at 95% confidence.** "
+        f"The ceiling is an information-relaxation bound: the mean over all deals of a per-deal "
+        f"bound is at least every such player's win rate, by construction; on "
+        f"{bound['episodes']:,} deals of report seed {bound['seed']}, {ceiling_words()}. From "
+        f"`{_shown(path)}`, `{_shown(CEILING_LEVELS)}` and `{_shown(LADDER_JSON)}`.\n"
     )
 
 
 def ceiling_chart(path: Path = CEILING_PNG) -> None:
-    """The ladder's players, the certified ceiling and the clairvoyant, with the gap
-    between the best player and the ceiling shaded (a PNG; needs matplotlib)."""
+    """The ladder's players and the ceiling at its levels, with the gap between the best
+    player and the certified ceiling shaded (a PNG; needs matplotlib)."""
     plt = pyplot()
     rows = ladder_rows()
-    bound = _ceilings()[0][1]
+    levels = _load(CEILING_LEVELS)
     labels = sorted((lab for lab, _, _ in RESULT_ROWS), key=lambda lab: rows[lab]["win_rate"])
     rates = [PERCENT * rows[lab]["win_rate"] for lab in labels]
     lows = [PERCENT * (rows[lab]["win_rate"] - rows[lab]["ci_low"]) for lab in labels]
     highs = [PERCENT * (rows[lab]["ci_high"] - rows[lab]["win_rate"]) for lab in labels]
     best = max(rates)
-    ceiling, low, high = (PERCENT * bound[key] for key in ("mean", "ci_low", "ci_high"))
+    certified = PERCENT * levels["distribution_free_95"]
     fig, ax = plt.subplots(figsize=(8, 4.2))
     y = np.arange(len(labels))
     ax.barh(y, rates, xerr=[lows, highs], color="#4C72B0", capsize=2)
-    ax.axvspan(best, high, color="#DD8452", alpha=0.25, label="not yet known")
-    ax.axvspan(low, high, color="#C44E52", alpha=0.35, label="the ceiling's 95% interval")
+    ax.axvspan(best, certified, color="#DD8452", alpha=0.25, label="not yet known")
     ax.axvline(
-        high, color="#C44E52", lw=2, label=f"ceiling: at most {high:.2f}% (estimate {ceiling:.2f}%)"
-    )
+        PERCENT * levels["estimate"], color="#C44E52", lw=1, ls=":",
+        label=f"ceiling estimated: {PERCENT * levels['estimate']:.2f}%",
+    )  # fmt: skip
+    ax.axvline(
+        certified, color="#C44E52", lw=2,
+        label=f"ceiling certified at 95% (distribution-free): {certified:.2f}%",
+    )  # fmt: skip
+    no_statistics = PERCENT * levels["certified_without_statistics"]
+    ax.axvline(
+        no_statistics, color="#8172B3", lw=2, ls="--",
+        label=f"ceiling certified without statistics: {no_statistics:.2f}%",
+    )  # fmt: skip
     ax.axvline(PERCENT, color="#55A868", lw=2, ls="--", label="clairvoyant 100%")
     ax.set_yticks(y, [f"{lab} ({_pct(rows[lab]['win_rate'])})" for lab in labels])
     ax.set_xlim(0, PERCENT + 2)
-    ax.set_xlabel(f"win rate, % (report seed {bound['seed']})")
+    ax.set_xlabel(f"win rate, % (report seed {levels['seed']})")
     ax.set_title("How well can Cold Iron be played?")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
@@ -680,6 +731,7 @@ def house_growth() -> str:
 
 TABLES: Final[dict[str, Callable[[], str]]] = {
     "headline": headline,
+    "ceiling": ceiling,
     "results": results,
     "ladder": ladder,
     "benchmark": benchmark,

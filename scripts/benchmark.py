@@ -1,36 +1,24 @@
 """Throughput of Cold Iron against Gymnasium's Blackjack-v1, and of MaskablePPO training.
 
-Prints one table, every figure measured in this run, in this process, under the
-same uniformly random legal policy (it picks uniformly among the actions the
-mask allows; Blackjack has no mask, so all its actions are legal; the vector
-rows use the batched form of the same rule):
+Prints one table, every figure measured in this run and process, under the same uniformly
+random legal policy (Blackjack has no mask: all its actions are legal; the vector rows use
+the batched form of the rule): ``Blackjack-v1`` and ColdIron (flat, then ``recall=True``)
+through ``gymnasium.make``; a ``SyncVectorEnv`` of 8 ColdIron envs (``SAME_STEP``
+autoreset); the native :class:`~coldiron_env.vector.ColdIronVectorEnv` at 64, 1,024 and
+4,096 envs (numba-compiled, else its plain-Python fallback) and at 1,024 with ``counting``.
+The rows are measured in five interleaved rounds, each reporting its best, which keeps the
+ratios of one run comparable on a shared machine.
 
-* ``Blackjack-v1`` through ``gymnasium.make``;
-* ColdIron through ``gymnasium.make`` (flat observation, then ``recall=True``);
-* ``SyncVectorEnv`` of 8 ColdIron envs (``SAME_STEP`` autoreset);
-* the native :class:`~coldiron_env.vector.ColdIronVectorEnv` at 64, 1,024 and 4,096 envs
-  (compiled by numba; its plain-Python fallback when numba is absent), and at 1,024
-  envs with the ``counting`` observation.
+``steps/s`` counts env steps (one per game) per second inside the env's ``step``/``reset``;
+``loop steps/s`` also counts the policy's time; ``x Blackjack`` is ``steps/s`` over
+Blackjack's; ``bytes/env`` is the memory the env allocates (``tracemalloc``: built, reset
+and stepped) per env. Then MaskablePPO (default hyperparameters, ``n_steps`` 256, 8 envs)
+trains with the native vector env and with ``DummyVecEnv``; ``env share`` is the part of its
+wall time spent in the VecEnv. The labelling rows time whole calls (worker processes started
+and rollouts compiled included), so they understate a long run's speed-up from a second
+process.
 
-The rows are measured in five interleaved rounds and each reports its best round,
-which keeps the ratios of one run comparable on a shared machine.
-
-``steps/s`` counts env steps (one per game) per second of time spent inside the
-env's ``step``/``reset`` calls; ``loop steps/s`` also counts the policy's time.
-``x Blackjack`` is ``steps/s`` over Blackjack's. ``bytes/env`` is the memory
-the env allocates (``tracemalloc``: built, reset and stepped) divided by the
-number of envs. Then MaskablePPO (default hyperparameters, ``n_steps`` 256,
-8 envs) trains with the native vector env and with ``DummyVecEnv``; ``env share``
-is the part of the training wall time spent in the VecEnv (reset, step,
-action masks).
-
-The labelling rows time whole calls, starting the worker processes and compiling the
-rollouts included (a long run's rounds reuse one pool): they understate a long run's
-speed-up from a second process.
-
-Usage: ``.venv/bin/python scripts/benchmark.py [--quick] [--json FILE] [--seed N] [--note
-TEXT] [--no-train] [--no-label]``. The machine may be shared: quote the ratios of one run,
-not absolute figures.
+The machine may be shared: quote the ratios of one run, not absolute figures.
 """
 
 from __future__ import annotations
@@ -45,6 +33,7 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +127,6 @@ class TrainRow:
         self.env_share = self.env_seconds / self.wall_seconds
 
 
-# ------------------------------------------------------------------ the policy
 class RandomLegal:
     """Uniformly random legal action from a mask (all actions legal when there is none)."""
 
@@ -157,11 +145,8 @@ class RandomLegal:
 
 
 class BatchedRandomLegal:
-    """The same rule for a batch of masks (N, A): one uniform legal action per row.
-
-    Each mask row is read as an integer code; the legal lists of the codes seen
-    are tabulated, so a batch costs a handful of array operations.
-    """
+    """The same rule for a batch of masks (N, A): each row read as an integer code, the legal
+    lists of the codes seen tabulated, so a batch costs a handful of array operations."""
 
     def __init__(self, num_actions: int, seed: int) -> None:
         self._rng = np.random.default_rng(seed)
@@ -193,7 +178,6 @@ class BatchedRandomLegal:
             self._table[j, : len(legal)] = legal
 
 
-# ------------------------------------------------------------------ measuring
 def run_single(
     env: gym.Env[Any, Any], seconds: float, seed: int, check_every: int = SINGLE_CHECK_EVERY
 ) -> Row:
@@ -248,7 +232,7 @@ def run_vector(envs: Any, seconds: float, seed: int, check_every: int = VECTOR_C
     return Row("", n, steps, episodes, env_time, loop, 0.0)
 
 
-def traced_build(build: Callable[[], Any], drive: Callable[[Any], None]) -> tuple[Any, int]:
+def traced_build(build: Callable[[], Any], drive: Callable[[Any], object]) -> tuple[Any, int]:
     """``build()`` then ``drive(env)`` under ``tracemalloc``: the env and the bytes it holds."""
     gc.collect()
     tracemalloc.start()
@@ -263,20 +247,10 @@ def traced_build(build: Callable[[], Any], drive: Callable[[Any], None]) -> tupl
     return env, held
 
 
-def _drive_single(env: gym.Env[Any, Any]) -> None:
-    run_single(env, 0.0, 0, MEMORY_STEPS)
-
-
-def _drive_vector(envs: Any) -> None:
-    run_vector(envs, 0.0, 0, MEMORY_STEPS)
-
-
 def throughput_rows(budget: Budget, seed: int) -> list[Row]:
-    """Every row measured in :data:`ROUNDS` interleaved rounds; each row reports its best round.
-
-    Interleaving spreads the other load of a shared machine over all rows, and the
-    best round is the least disturbed one, so the ratios of one run are comparable.
-    """
+    """Every row measured in :data:`ROUNDS` interleaved rounds, each reporting its best: the
+    other load of a shared machine spreads over all rows, and the best round is the least
+    disturbed one."""
 
     def make_sync() -> Any:
         return gym.make_vec(
@@ -291,10 +265,6 @@ def throughput_rows(budget: Budget, seed: int) -> list[Row]:
 
     backend = NATIVE_BACKEND
     counting_envs = budget.native_sizes[len(budget.native_sizes) // 2]
-
-    def _small_native(name: str) -> Any:
-        return ColdIronVectorEnv(2, backend=backend, counting=COUNTING_TAG in name)
-
     plan: list[tuple[str, Callable[[], Any], bool]] = [
         (BLACKJACK_ID, lambda: gym.make(BLACKJACK_ID), False),
         ("ColdIron single (flat)", lambda: gym.make(coldiron_env.ENV_ID), False),
@@ -309,9 +279,11 @@ def throughput_rows(budget: Budget, seed: int) -> list[Row]:
     ]
     built: list[tuple[str, Any, bool, float]] = []
     for name, build, vector in plan:
-        drive = _drive_vector if vector else _drive_single
+        drive = partial(run_vector if vector else run_single, seconds=0.0, seed=0,
+                        check_every=MEMORY_STEPS)  # fmt: skip
         # warm up first: imports, caches and JIT compiles are not memory per env
-        warm = _small_native(name) if name.startswith("native") else build()
+        small = partial(ColdIronVectorEnv, 2, backend=backend, counting=COUNTING_TAG in name)
+        warm = small() if name.startswith("native") else build()
         drive(warm)
         warm.close()
         env, held = traced_build(build, drive)
@@ -337,7 +309,6 @@ def throughput_rows(budget: Budget, seed: int) -> list[Row]:
     return rows
 
 
-# ------------------------------------------------------------------ training
 def training_rows(budget: Budget, seed: int) -> list[TrainRow]:
     import torch
     from sb3_contrib import MaskablePPO
@@ -480,7 +451,6 @@ def labelling_rows(budget: Budget, seed: int) -> list[LabelRow]:
     return out
 
 
-# ------------------------------------------------------------------ output
 def machine_state(note: str, before: tuple[float, float, float]) -> dict[str, Any]:
     """What the machine was doing: its cores and the load average around the run."""
     return {
@@ -559,20 +529,13 @@ def targets_text(goals: dict[str, dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a tiny budget (smoke test)")
-    parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the envs and the training")
-    parser.add_argument(
-        "--note",
-        default="",
-        help="what else the machine was doing (recorded in the JSON beside the load average)",
-    )
-    parser.add_argument(
-        "--no-train", action="store_true", help="skip the MaskablePPO training rows"
-    )
-    parser.add_argument(
-        "--no-label", action="store_true", help="skip the expert-iteration labelling rows"
-    )
+    add = parser.add_argument
+    add("--quick", action="store_true", help="a tiny budget (smoke test)")
+    add("--json", type=Path, help="also write the figures to this JSON file")
+    add("--seed", type=int, default=0, help="seed of the envs and the training")
+    add("--note", default="", help="what else the machine was doing (in the JSON, with the load)")
+    add("--no-train", action="store_true", help="skip the MaskablePPO training rows")
+    add("--no-label", action="store_true", help="skip the expert-iteration labelling rows")
     args = parser.parse_args(argv)
     if args.seed < 0:
         parser.error(f"--seed must be >= 0, got {args.seed}")

@@ -2,15 +2,12 @@
 
     .venv/bin/python scripts/distill.py --start trained --out runs/distilled
 
-The expert-iteration phase of a training run (agents/learning/training.py) on a start
-network: each round the network plays ``--episodes`` deals (a deal stream of their own),
-the planner with the network as its base policy labels every state it visited, and the
-network is cloned on those labels (``--keep-rounds K``: on the last K rounds' labels;
-``--targets soft``: on the chance that each action the planner compared is the best).
-``--out`` is a run directory (model.zip, config.yaml, expert_iteration.json, meta.json,
-labels/ with K > 1) that evaluate.py, ladder.py and play.py load; it is
-saved after every round, and rerunning the same command continues an interrupted run
-(with a larger ``--rounds``, a finished one).
+The expert-iteration phase of a training run on a start network: each round the network
+plays ``--episodes`` deals of their own stream, the planner over it labels every state it
+visited, and it is cloned on those labels (``--keep-rounds K``: the last K rounds' labels;
+``--targets soft``: each compared action's chance of being the best). ``--out`` is a run
+directory that evaluate.py, ladder.py and play.py load, saved after every round; rerunning
+the command continues it (with a larger ``--rounds``, a finished one).
 """
 
 from __future__ import annotations

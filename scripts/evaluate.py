@@ -3,12 +3,10 @@
     .venv/bin/python scripts/evaluate.py --agent heuristic --agent threaten --agent runs/ppo \\
         --episodes 20000 --json eval.json --plot eval.png
 
-An agent is a name (a built-in player such as heuristic or planner, a shipped model such
-as distilled, a search such as strongest: the list under --agent), a run directory, a
-``.zip`` or ``.onnx`` model; a ``train.py --seeds`` output folder stands for its ``seed-N``
-runs.
-Run directories that are seeds of one config are also reported together: the mean
-of their win rates with a Student-t 95% interval across seeds (agents/learning/multiseed.py).
+An agent is a name (a built-in player such as heuristic or planner, a shipped model such as
+distilled, a search such as strongest: the list under --agent), a run directory, a ``.zip``
+or ``.onnx`` model; a ``train.py --seeds`` output folder stands for its ``seed-N`` runs, also
+reported together: the mean of their win rates with a Student-t 95% interval across seeds.
 
 Every agent plays the same deals: deal i is row i of
 ``shuffled_decks(numpy.random.default_rng(SEED), EPISODES)`` (with ``--deals validation``,
@@ -34,7 +32,6 @@ from agents.evaluation.arena import (
     MAX_EPISODES,
     VALIDATION_DEALS,
     AgentResult,
-    EvaluationInterrupted,
     agent_env_kwargs,
     check_env_kwargs,
     decks_of,
@@ -53,6 +50,7 @@ from agents.learning.multiseed import (
     twin_seed_groups,
     unfinished_runs,
 )
+from agents.players.base import Agent
 from agents.registry import (
     PLAY_TORCH_THREADS,
     SHIPPED_MODELS,
@@ -67,6 +65,14 @@ EXIT_INTERRUPTED = 130
 PAIRED_DEFAULT = "heuristic"
 DEFAULT_SEED = 0
 DEAL_SETS = (EVALUATION_DEALS, VALIDATION_DEALS)
+VALIDATION_DEALT = (
+    "the env's deal on reset(seed=coldiron_env.dealer.stream_seed("
+    "DealStream.VALIDATION, seed, i)) for deal i, identical for every agent"
+)
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def parse_value(text: str) -> Any:
@@ -94,52 +100,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument(
-        "--agent",
-        action="append",
-        required=True,
+    add = parser.add_argument
+    add("--agent", action="append", required=True,
         metavar="NAME|RUN_DIR|MODEL.zip|POLICY.onnx|RLLIB_CHECKPOINT",
-        help=f"agent to evaluate (repeatable); by name: {', '.join(agent_names())}",
-    )
-    parser.add_argument("--episodes", type=int, default=10_000, help="deals (default 10000)")
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=DEFAULT_SEED,
-        help=f"seed of the deals (default {DEFAULT_SEED}; docs/environment.md#seeding says which "
-        "deals a seed gives)",
-    )
-    parser.add_argument(
-        "--deals",
-        choices=DEAL_SETS,
-        default=DEAL_SETS[0],
+        help=f"agent to evaluate (repeatable); by name: {', '.join(agent_names())}")  # fmt: skip
+    add("--episodes", type=int, default=10_000, help="deals (default 10000)")
+    add("--seed", type=int, default=DEFAULT_SEED,
+        help="seed of the deals (default %(default)s; docs/environment.md#seeding says which "
+        "deals a seed gives)")  # fmt: skip
+    add("--deals", choices=DEAL_SETS, default=DEAL_SETS[0],
         help="evaluation deals (default; reported results) or validation deals (what training "
-        "evaluates on and models are chosen on: reset(seed=stream_seed(VALIDATION, SEED, k)))",
-    )
-    parser.add_argument(
-        "--against",
-        metavar="AGENT",
-        default=PAIRED_DEFAULT,
-        help=f"compare every other agent with this one, deal by deal (default {PAIRED_DEFAULT!r} "
-        "when it is evaluated)",
-    )
-    parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
-    parser.add_argument("--plot", metavar="FILE", help="write a bar chart PNG")
-    parser.add_argument(
-        "--torch-threads",
-        type=int,
-        default=PLAY_TORCH_THREADS,
-        metavar="N",
-        help=f"torch threads for trained models (default {PLAY_TORCH_THREADS}: fastest on a "
-        "busy machine)",
-    )
-    parser.add_argument(
-        "--env-kwarg",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help=f"env option for every agent (one of {', '.join(EVAL_ENV_KWARGS)})",
-    )
+        "evaluates on and models are chosen on: "
+        "reset(seed=stream_seed(VALIDATION, SEED, k)))")  # fmt: skip
+    add("--against", metavar="AGENT", default=PAIRED_DEFAULT,
+        help="compare every other agent with this one, deal by deal (default %(default)r when it "
+        "is evaluated)")  # fmt: skip
+    add("--json", metavar="FILE", help="write the results as JSON")
+    add("--plot", metavar="FILE", help="write a bar chart PNG")
+    add("--torch-threads", type=int, default=PLAY_TORCH_THREADS, metavar="N",
+        help="torch threads for trained models (default %(default)s: fastest on a busy "
+        "machine)")  # fmt: skip
+    add("--env-kwarg", action="append", default=[], metavar="KEY=VALUE",
+        help=f"env option for every agent (one of {', '.join(EVAL_ENV_KWARGS)})")  # fmt: skip
     return parser
 
 
@@ -168,145 +150,122 @@ def model_path(spec: str) -> Path | None:
     return path.resolve() if path.exists() else None
 
 
-def check_outputs_apart(args: argparse.Namespace, specs: list[str]) -> None:
-    """Refuse a ``--json`` or ``--plot`` that is a model given to ``--agent`` (a shipped
-    network by its name too) or a file already in its folder: it would be overwritten."""
-    for flag, path in (("--json", args.json), ("--plot", args.plot)):
-        if path is None:
-            continue
+def check_outputs(args: argparse.Namespace, specs: list[str]) -> None:
+    """Refuse an output that cannot be written, that two flags share, or that is a model
+    given to ``--agent`` (a shipped network by its name too) or a file already in its folder:
+    it would be overwritten."""
+    outputs = {flag: path for flag, path in (("--json", args.json), ("--plot", args.plot)) if path}
+    for flag, path in outputs.items():
+        check_writable(path, flag)
         out = Path(path).resolve()
         for spec in specs:
             given = model_path(spec)
             if given is not None and (out == given or (out.exists() and given in out.parents)):
                 raise ValueError(f"{flag} {path}: it would overwrite --agent {spec}'s files")
+    if len({Path(path).resolve() for path in outputs.values()}) < len(outputs):
+        raise ValueError(
+            f"--json and --plot name the same file {args.json}: one would replace the other"
+        )
+
+
+def load_agents(
+    args: argparse.Namespace, env_kwargs: dict[str, Any]
+) -> tuple[list[str], list[tuple[str, Agent]], dict[str, dict[str, Any]]]:
+    """The specs (seed roots expanded), the labelled agents and each one's env options, as it
+    plays; ``ValueError`` naming the flag for an agent given twice, an output that would
+    overwrite a model or an observation that clashes with a network's."""
+    specs = [run for spec in args.agent for run in expand_seed_root(spec)]
+    same = [str(model_path(spec) or spec) for spec in specs]
+    twice = sorted({spec for spec, key in zip(specs, same, strict=True) if same.count(key) > 1})
+    if twice:
+        raise ValueError(f"--agent {', '.join(twice)}: given more than once")
+    check_outputs(args, specs)
+    for twins in twin_seed_groups(specs):
+        say(f"warning: {twins} are runs of one config with a repeated seed: evaluated, but not "
+            "aggregated across seeds")  # fmt: skip
+    made = [make_agent(spec) for spec in specs]
+    labels = [spec if spec in agent_names() else run_label(spec, agent.name)
+              for spec, agent in zip(specs, made, strict=True)]  # fmt: skip
+    agents = list(zip(distinct(labels, specs), made, strict=True))
+    played_with: dict[str, dict[str, Any]] = {}
+    for label, agent in agents:  # a clash with a model's observation, before any play
+        try:
+            played_with[label] = check_env_kwargs(agent_env_kwargs(agent, env_kwargs))
+        except ValueError as err:
+            raise ValueError(f"--agent {label}: {err}") from None
+        trained_on = getattr(agent, "env_kwargs", None)
+        if isinstance(trained_on, dict) and not getattr(agent, "env_kwargs_inferred", False):
+            rules, played = RuleOptions.from_kwargs(trained_on), RuleOptions.from_kwargs(env_kwargs)
+            if rules != played:
+                trained, plays = (r.changes() or "the standard rules" for r in (rules, played))
+                say(f"warning: {label} was trained on {trained}; it plays {plays}")
+    for run, status in unfinished_runs(specs):
+        state = f"status {status}" if status else "no meta.json"
+        say(f"warning: {run}: not a completed training ({state}); evaluating the model it holds")
+    return specs, agents, played_with
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command = shlex.join(["scripts/evaluate.py", *(sys.argv[1:] if argv is None else argv)])
     stamp = code_stamp(Path(args.json) if args.json else None)  # the code, before it plays
+    validation = args.deals == VALIDATION_DEALS
     try:
         if not 0 < args.episodes <= MAX_EPISODES:
             raise ValueError(f"--episodes must be in 1..{MAX_EPISODES}, got {args.episodes}")
         for flag, path in (("--json", args.json), ("--plot", args.plot)):
-            if path is not None:
-                if not path.strip():
-                    raise ValueError(f"{flag}: an empty file name")
-                check_writable(path, flag)
-        if args.json and args.plot and Path(args.json).resolve() == Path(args.plot).resolve():
-            raise ValueError(
-                f"--json and --plot name the same file {args.json}: one would replace the other"
-            )
+            if path is not None and not path.strip():
+                raise ValueError(f"{flag}: an empty file name")
         try:  # the seed before any model is loaded
-            decks_of(args.seed, 1, args.deals == VALIDATION_DEALS)
+            decks_of(args.seed, 1, validation)
         except ValueError as err:
             raise ValueError(f"--seed {args.seed}: {err}") from None
         env_kwargs = parse_env_kwargs(args.env_kwarg)
         set_torch_threads(args.torch_threads)
-        agents = []
-        specs = [run for spec in args.agent for run in expand_seed_root(spec)]
-        same = [str(model_path(spec) or spec) for spec in specs]
-        twice = sorted({spec for spec, key in zip(specs, same, strict=True) if same.count(key) > 1})
-        if twice:
-            raise ValueError(f"--agent {', '.join(twice)}: given more than once")
-        check_outputs_apart(args, specs)
-        for twins in twin_seed_groups(specs):
-            print(
-                f"warning: {twins} are runs of one config with a repeated seed: "
-                "evaluated, but not aggregated across seeds",
-                file=sys.stderr,
-            )
-        for spec in specs:
-            agent = make_agent(spec)
-            label = spec if spec in agent_names() else run_label(spec, agent.name)
-            agents.append((label, agent))
-        labels = distinct([label for label, _ in agents], specs)
-        agents = [(label, agent) for label, (_, agent) in zip(labels, agents, strict=True)]
-        played_with: dict[str, dict[str, Any]] = {}  # each agent's env options, as it plays
-        for label, agent in agents:  # a clash with a model's observation, before any play
-            try:
-                played_with[label] = check_env_kwargs(agent_env_kwargs(agent, env_kwargs))
-            except ValueError as err:
-                raise ValueError(f"--agent {label}: {err}") from None
-            trained_on = getattr(agent, "env_kwargs", None)
-            if isinstance(trained_on, dict) and not getattr(agent, "env_kwargs_inferred", False):
-                rules, played = (
-                    RuleOptions.from_kwargs(trained_on),
-                    RuleOptions.from_kwargs(env_kwargs),
-                )
-                if rules != played:
-                    trained, plays = (r.changes() or "the standard rules" for r in (rules, played))
-                    print(
-                        f"warning: {label} was trained on {trained}; it plays {plays}",
-                        file=sys.stderr,
-                    )
-        by_spec = {**dict(zip(same, labels, strict=True)), **dict(zip(specs, labels, strict=True))}
+        specs, agents, played_with = load_agents(args, env_kwargs)
+        labels = [label for label, _ in agents]
+        by_spec = {str(model_path(s) or s): label for s, label in zip(specs, labels, strict=True)}
+        by_spec.update(zip(specs, labels, strict=True))
         against = by_spec.get(str(model_path(args.against) or args.against), args.against)
         if args.against != PAIRED_DEFAULT and against not in labels:
             raise ValueError(f"--against {args.against}: not one of the agents {labels}")
-        for run, status in unfinished_runs(specs):
-            state = f"status {status}" if status else "no meta.json"
-            print(
-                f"warning: {run}: not a completed training ({state}); "
-                "evaluating the model it holds",
-                file=sys.stderr,
-            )
     except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
+        say(f"error: {err}")
         return EXIT_ERROR
 
     finished: list[AgentResult] = []
-    partial: AgentResult | None = None  # the agent Ctrl-C stopped, with the deals it played
 
     def progress(result: AgentResult) -> None:
         finished.append(result)
-        low, high = result.interval
-        print(
-            f"  {result.agent}: {100 * result.win_rate:.2f}% "
-            f"[{100 * low:.2f}%, {100 * high:.2f}%] in {result.seconds:.1f}s",
-            file=sys.stderr,
-            flush=True,
-        )
+        rate = f"{100 * result.win_rate:.2f}% {result.interval_text}"
+        say(f"  {result.agent}: {rate} in {result.seconds:.1f}s")
 
-    print(
-        f"evaluating {len(agents)} agent(s) on {args.episodes} {args.deals} deals, "
-        f"seed {args.seed}",
-        file=sys.stderr,
+    say(
+        f"evaluating {len(agents)} agent(s) on {args.episodes} {args.deals} deals, seed {args.seed}"
     )
+    partial: AgentResult | None = None  # the agent Ctrl-C stopped, with the deals it played
+    interrupted = False
     try:
         results = evaluate(
-            agents,
-            args.episodes,
-            args.seed,
-            env_kwargs,
-            progress=progress,
-            validation=args.deals == VALIDATION_DEALS,
+            agents, args.episodes, args.seed, env_kwargs, progress=progress, validation=validation
         )
-        interrupted = False
     except KeyboardInterrupt as stop:
-        partial = stop.partial if isinstance(stop, EvaluationInterrupted) else None
+        partial = getattr(stop, "partial", None)  # an EvaluationInterrupted's
         if partial is not None and partial.episodes:
-            low, high = partial.interval
             kept = " (kept in --json as interrupted_agent)" if args.json else ""
-            print(
-                f"interrupted: {partial.agent} had played the first {partial.episodes} of "
-                f"{args.episodes} deals: {100 * partial.win_rate:.2f}% [{100 * low:.2f}%, "
-                f"{100 * high:.2f}%]{kept}",
-                file=sys.stderr,
-            )
+            say(f"interrupted: {partial.agent} had played the first {partial.episodes} of "
+                f"{args.episodes} deals: {100 * partial.win_rate:.2f}% "
+                f"{partial.interval_text}{kept}")  # fmt: skip
         else:
             partial = None
         if not finished and partial is None:
-            print("interrupted: no agent had finished; nothing written", file=sys.stderr)
+            say("interrupted: no agent had finished; nothing written")
             return EXIT_INTERRUPTED
         results, interrupted = finished, True
-        print(
-            f"interrupted: reporting the {len(finished)} agent(s) that finished "
-            f"({', '.join(r.agent for r in finished) or 'none'})",
-            file=sys.stderr,
-        )
+        names = ", ".join(r.agent for r in finished) or "none"
+        say(f"interrupted: reporting the {len(finished)} agent(s) that finished ({names})")
     except ValueError as err:  # the seed was checked above: an agent's or env's refusal
-        print(f"error: {err}", file=sys.stderr)
+        say(f"error: {err}")
         return EXIT_ERROR
     if results:
         print(format_table(results))
@@ -314,11 +273,11 @@ def main(argv: list[str] | None = None) -> int:
     if pairs:
         print(format_paired(pairs))
     elif args.against != PAIRED_DEFAULT:
-        print(f"warning: --against {args.against}: it did not finish", file=sys.stderr)
+        say(f"warning: --against {args.against}: it did not finish")
     try:
         aggregates = seed_aggregates(specs[: len(results)], [(r.wins, r.episodes) for r in results])
     except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
+        say(f"error: {err}")
         return EXIT_ERROR
     if aggregates:
         print("\nacross seeds: mean of per-seed win rates, Student-t 95%; pooled Wilson 95%")
@@ -329,14 +288,11 @@ def main(argv: list[str] | None = None) -> int:
             for entry in doc["agents"]:
                 entry["env_kwargs"] = played_with[entry["agent"]]
             doc.update(stamp, command=command)
-            if args.deals == VALIDATION_DEALS:
-                doc["deals"] = (
-                    "the env's deal on reset(seed=coldiron_env.dealer.stream_seed("
-                    "DealStream.VALIDATION, seed, i)) for deal i, identical for every agent"
-                )
-            doc["deal_set"] = args.deals
-            doc["seed_aggregates"] = [a.to_dict() for a in aggregates]
-            doc["paired"] = pairs
+            if validation:
+                doc["deals"] = VALIDATION_DEALT
+            doc.update(
+                deal_set=args.deals, seed_aggregates=[a.to_dict() for a in aggregates], paired=pairs
+            )
             if interrupted:
                 doc["interrupted"] = f"stopped by Ctrl-C: {len(results)} of {len(agents)} agents"
             if partial is not None:  # the deals the interrupted agent had played, in order
@@ -351,11 +307,12 @@ def main(argv: list[str] | None = None) -> int:
             from agents.evaluation.plots import plot_win_rates
 
             deals = f"{args.episodes:,} {args.deals} deals (seed {args.seed})"
-            title = f"Cold Iron win rate on {deals}, Wilson 95% interval"
-            path = plot_win_rates(results, args.plot, title)
+            path = plot_win_rates(
+                results, args.plot, f"Cold Iron win rate on {deals}, Wilson 95% interval"
+            )
             print(f"plot: {path}")
     except OSError as err:
-        print(f"error: cannot write {err.filename}: {err.strerror}", file=sys.stderr)
+        say(f"error: cannot write {err.filename}: {err.strerror}")
         return EXIT_ERROR
     return EXIT_INTERRUPTED if interrupted else 0
 

@@ -32,80 +32,42 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=ladder.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument(
-        "--episodes",
-        type=int,
-        default=ladder.DEFAULT_EPISODES,
-        help=f"deals (default {ladder.DEFAULT_EPISODES})",
-    )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=DEFAULT_SEED,
-        help=f"seed of the deals (default {DEFAULT_SEED}; docs/environment.md#seeding)",
-    )
-    parser.add_argument(
-        "--deals",
-        choices=(EVALUATION_DEALS, VALIDATION_DEALS),
-        default=EVALUATION_DEALS,
-        help="the seed's evaluation deals (default) or its validation deals",
-    )
-    parser.add_argument(
-        "--planner-episodes",
-        type=int,
-        default=None,
+    add = parser.add_argument
+    add("--episodes", type=int, default=ladder.DEFAULT_EPISODES, help="deals (default %(default)s)")
+    add("--seed", type=int, default=DEFAULT_SEED,
+        help="seed of the deals (default %(default)s; docs/environment.md#seeding)")  # fmt: skip
+    add("--deals", choices=(EVALUATION_DEALS, VALIDATION_DEALS), default=EVALUATION_DEALS,
+        help="the seed's evaluation deals (default) or its validation deals")  # fmt: skip
+    add("--planner-episodes", type=int,
         help=f"first deals the planners play (default {ladder.DEFAULT_PLANNER_EPISODES} or "
-        "--episodes if fewer; at most --episodes)",
-    )
-    parser.add_argument(
-        "--solver-episodes",
-        type=int,
-        default=None,
-        help="first deals the clairvoyant solver decides (default: all --episodes)",
-    )
-    parser.add_argument(
-        "--planner",
-        action="append",
-        default=None,
-        metavar="NAME",
+        "--episodes if fewer; at most --episodes)")  # fmt: skip
+    add("--solver-episodes", type=int,
+        help="first deals the clairvoyant solver decides (default: all --episodes)")  # fmt: skip
+    add("--planner", action="append", metavar="NAME",
         help="planner budget to rank (repeatable; default "
-        f"{' and '.join(ladder.DEFAULT_PLANNERS)})",
-    )
-    parser.add_argument("--runs", nargs="*", default=None, metavar="DIR", help="trained run dirs")
-    parser.add_argument(
-        "--workers",
-        type=int,
-        default=ladder.DEFAULT_WORKERS,
-        help=f"processes (default {ladder.DEFAULT_WORKERS})",
-    )
-    parser.add_argument("--solver-max-nodes", type=int, default=0, help="node cap (0: none)")
-    parser.add_argument(
-        "--out-dir",
-        type=Path,
-        required=True,
-        help="the folder ladder.md, ladder.json and ladder.png are written to",
-    )
+        f"{' and '.join(ladder.DEFAULT_PLANNERS)})")  # fmt: skip
+    add("--runs", nargs="*", metavar="DIR", help="trained run dirs")
+    add("--workers", type=int, default=ladder.DEFAULT_WORKERS,
+        help="processes (default %(default)s)")  # fmt: skip
+    add("--solver-max-nodes", type=int, default=0, help="node cap (0: none)")
+    add("--out-dir", type=Path, required=True,
+        help="the folder ladder.md, ladder.json and ladder.png are written to")  # fmt: skip
     return parser
-
-
-def check_outputs(args: argparse.Namespace) -> None:
-    """Refuse outputs that could not be written, before anything is played."""
-    check_writable(args.out_dir, "--out-dir", folder=True)
 
 
 def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
     """The ladder's settings from the arguments (``ValueError`` naming a bad option)."""
-    if args.planner_episodes is None:
-        args.planner_episodes = min(ladder.DEFAULT_PLANNER_EPISODES, args.episodes)
-    for name in ("episodes", "planner_episodes", "workers"):
-        if getattr(args, name) <= 0:
-            raise ValueError(
-                f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}"
-            )
-    if args.planner_episodes > args.episodes:
-        raise ValueError(
-            f"--planner-episodes ({args.planner_episodes}) exceeds --episodes ({args.episodes})"
-        )
+    episodes = args.episodes
+    planner_episodes = args.planner_episodes
+    if planner_episodes is None:
+        planner_episodes = min(ladder.DEFAULT_PLANNER_EPISODES, episodes)
+    solver_episodes = episodes if args.solver_episodes is None else args.solver_episodes
+    for flag, value in (("--episodes", episodes), ("--planner-episodes", planner_episodes),
+                        ("--workers", args.workers)):  # fmt: skip
+        if value <= 0:
+            raise ValueError(f"{flag} must be positive, got {value}")
+    if planner_episodes > episodes:
+        raise ValueError(f"--planner-episodes ({planner_episodes}) exceeds --episodes ({episodes})")
     if args.solver_max_nodes < 0:
         raise ValueError(
             f"--solver-max-nodes must be 0 (no cap) or positive, got {args.solver_max_nodes}"
@@ -113,10 +75,9 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
     for run in args.runs or ():
         if not Path(run).exists() and run not in agent_names():
             raise ValueError(f"--runs {run}: no such run directory, model or player name")
-    check_outputs(args)
-    solver_episodes = args.episodes if args.solver_episodes is None else args.solver_episodes
-    if not 0 <= solver_episodes <= args.episodes:
-        raise ValueError(f"--solver-episodes must be in 0..{args.episodes}, got {solver_episodes}")
+    check_writable(args.out_dir, "--out-dir", folder=True)
+    if not 0 <= solver_episodes <= episodes:
+        raise ValueError(f"--solver-episodes must be in 0..{episodes}, got {solver_episodes}")
     validation = args.deals == VALIDATION_DEALS
     try:
         decks_of(args.seed, 1, validation)
@@ -131,9 +92,9 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
             )
     return ladder.LadderSettings(
         seed=args.seed,
-        episodes=args.episodes,
+        episodes=episodes,
         validation=validation,
-        planner_episodes=args.planner_episodes,
+        planner_episodes=planner_episodes,
         solver_episodes=solver_episodes,
         planners=planners,
         runs=None if args.runs is None else tuple(args.runs),

@@ -22,12 +22,13 @@ import math
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 
-from agents.atomic import atomic_target, atomic_write_text
+from agents.atomic import atomic_target, atomic_write_json
 from agents.evaluation.lockstep import Move, play_lockstep
 from agents.evaluation.stats import Z_95
 from agents.players.base import Agent, RuleAware
@@ -102,48 +103,45 @@ class Session:
         }
 
     def save(self, path: Path) -> None:
-        atomic_write_text(path, json.dumps(self.to_json(), indent=2) + "\n")
+        atomic_write_json(path, self.to_json())
 
     @classmethod
     def load(cls, path: Path, observes: dict[str, Any] | None = None) -> Session:
         """The saved game, replayed; ``observes``: observation options of the agent watching."""
+        where = f"saved game {str(path)!r}"
         try:
             data = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as err:
-            raise UserError(f"cannot read saved game {str(path)!r}: {err}") from None
+            raise UserError(f"cannot read {where}: {err}") from None
         if not isinstance(data, dict):
-            raise UserError(f"saved game {str(path)!r}: expected a JSON object")
+            raise UserError(f"{where}: expected a JSON object")
         if data.get("version", SAVE_VERSION) != SAVE_VERSION:
             raise UserError(
-                f"saved game {str(path)!r}: version {data['version']!r}; this play.py reads "
-                f"version {SAVE_VERSION}"
+                f"{where}: version {data['version']!r}; this play.py reads version {SAVE_VERSION}"
             )
         for key in ("deck", "env_kwargs", "actions"):
             if key not in data:
-                raise UserError(f"saved game {str(path)!r}: missing key {key!r}")
+                raise UserError(f"{where}: missing key {key!r}")
         kwargs = data["env_kwargs"]
         if not isinstance(kwargs, dict) or set(kwargs) - set(VARIANT_KEYS):
             raise UserError(
-                f"saved game {str(path)!r}: key 'env_kwargs' must hold only "
-                f"{list(VARIANT_KEYS)}, got {kwargs!r}"
+                f"{where}: key 'env_kwargs' must hold only {list(VARIANT_KEYS)}, got {kwargs!r}"
             )
         try:
             RuleOptions.from_kwargs(kwargs)
         except (TypeError, ValueError) as err:
-            raise UserError(f"saved game {str(path)!r}: key 'env_kwargs': {err}") from None
+            raise UserError(f"{where}: key 'env_kwargs': {err}") from None
         try:
             session = cls(list(data["deck"]), None, {**kwargs, **(observes or {})})
         except ValueError as err:
-            raise UserError(f"saved game {str(path)!r}: key 'deck': {err}") from None
+            raise UserError(f"{where}: key 'deck': {err}") from None
         for index, name in enumerate(data["actions"]):
             try:
                 action = parse_action(str(name))
             except ValueError as err:
-                raise UserError(f"saved game {str(path)!r}: action {index}: {err}") from None
+                raise UserError(f"{where}: action {index}: {err}") from None
             if session.done or action not in LEGAL_ACTIONS[session.game.phase]:
-                raise UserError(
-                    f"saved game {str(path)!r}: action {index} ({name!r}) is not legal there"
-                )
+                raise UserError(f"{where}: action {index} ({name!r}) is not legal there")
             session.step(action)
         return session
 
@@ -159,14 +157,8 @@ def save_picture(game: Game, path: Path) -> None:
         plt.imsave(tmp, draw_table(game))
 
 
-WIDEST_VARIANCE: Final = 0.25
-"""``p * (1 - p)`` at its largest (``p`` = 1/2): a sampled chance's variance per sample."""
-
-
-def hint_margin() -> float:
-    """The widest 95% margin of a win chance estimated on :data:`HINT_SAMPLES` orders (at
-    one half): about 0.07."""
-    return Z_95 * math.sqrt(WIDEST_VARIANCE / HINT_SAMPLES)
+HINT_MARGIN: Final = Z_95 * math.sqrt(0.25 / HINT_SAMPLES)
+"""The widest 95% margin of a chance estimated on the hint's orders (at 1/2): about 0.07."""
 
 
 def planner_hints(session: Session) -> str:
@@ -179,7 +171,7 @@ def planner_hints(session: Session) -> str:
     lines = [f"  {a:2d} {ACTION_NAMES[a]:<14} {p:6.1%}" for a, p in sorted(chances.items())]
     text = (
         f"planner's estimated win chance (each from {HINT_SAMPLES} sampled orders of the "
-        f"deck: within about {hint_margin():.0%} either way, at 95%):\n" + "\n".join(lines)
+        f"deck: within about {HINT_MARGIN:.0%} either way, at 95%):\n" + "\n".join(lines)
     )
     if any(chances.values()):
         return text
@@ -210,22 +202,19 @@ def human_loop(session: Session, hint: bool, out: Callable[[str], None]) -> int:
             if word in QUIT_WORDS:
                 out("bye")
                 return 0
-            if word == "help":
-                out(HELP)
-                continue
-            if word == "hint":
-                out(planner_hints(session))
+            if word in ("help", "hint"):
+                out(HELP if word == "help" else planner_hints(session))
                 continue
             if word in ("save", "picture"):
+                target = Path(rest.strip())
                 if not rest.strip():
                     out(f"usage: {word} FILE")
-                    continue
-                target = Path(rest.strip())
-                if word == "save":
+                elif word == "save":
                     session.save(target)
+                    out(f"saved to {target}")
                 else:
                     save_picture(session.game, target)
-                out(f"{'saved' if word == 'save' else 'picture written'} to {target}")
+                    out(f"picture written to {target}")
                 continue
         except (UserError, OSError) as err:
             out(f"error: {err}")
@@ -256,9 +245,8 @@ def load_agent(spec: str) -> tuple[Any, dict[str, Any]]:
 
 
 CLAIRVOYANT_NAMES: Final = ("clairvoyant", "solver")
-"""``--agent`` names of the clairvoyant solver (:mod:`agents.players.solver`): it reads the
-deck's order, which no player may, so it is watched here and in the ladder's bound row, never
-evaluated as a player."""
+"""``--agent`` names of the clairvoyant solver: it reads the deck's order, which no player may,
+so it is watched here and in the ladder's bound row, never evaluated as a player."""
 
 
 class _Line(Agent):
@@ -268,22 +256,19 @@ class _Line(Agent):
 
     def __init__(self, actions: tuple[int, ...]) -> None:
         self.actions = actions
-        self.next = 0
+        self.reset()
 
     def reset(self, seed: int | None = None) -> None:
-        self.next = 0
+        self.left = iter(self.actions)
 
     def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
-        action = self.actions[self.next]
-        self.next += 1
-        return action
+        return next(self.left)
 
 
 def clairvoyant_agent(session: Session, out: Callable[[str], None]) -> Agent | None:
     """The clairvoyant's winning line on the session's deal, or None (said) when no order of
     play wins it."""
     from agents.players.solver import solve_deck
-    from coldiron_env.cards import parse_deck
 
     if session.actions:
         raise UserError("--agent clairvoyant plays a deal from its start: not with --load")
@@ -367,20 +352,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=None,
-        help="seed of the deal and of the watched agent's choices (with --deck: of the agent's)",
-    )
-    parser.add_argument("--deck", default=None, help="file of 54 card codes, or the codes inline")
-    parser.add_argument("--load", type=Path, default=None, help="resume a game saved with 'save'")
-    parser.add_argument("--agent", default=None, help="watch an agent: a name or a run directory")
-    parser.add_argument(
-        "--delay", type=float, default=None, help="seconds between agent moves (default: Enter)"
-    )
-    parser.add_argument("--hint", action="store_true", help="show the planner's win chances")
-    parser.add_argument("--picture", type=Path, default=None, help="write the final table as PNG")
+    add = parser.add_argument
+    add("--seed", type=int, help="seed of the deal and of the watched agent's choices "
+        "(with --deck: of the agent's)")  # fmt: skip
+    add("--deck", help="file of 54 card codes, or the codes inline")
+    add("--load", type=Path, help="resume a game saved with 'save'")
+    add("--agent", help="watch an agent: a name or a run directory")
+    add("--delay", type=float, help="seconds between agent moves (default: Enter)")
+    add("--hint", action="store_true", help="show the planner's win chances")
+    add("--picture", type=Path, help="write the final table as PNG")
     add_variant_flags(parser)
     args = parser.parse_args(argv)
     if args.delay is not None and args.delay < 0:
@@ -392,9 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.load is not None and (args.deck is not None or args.seed is not None):
         parser.error("--load replays its own deal: do not combine it with --deck or --seed")
 
-    def out(text: str) -> None:
-        print(text, flush=True)
-
+    out = partial(print, flush=True)
     try:
         clairvoyant = args.agent in CLAIRVOYANT_NAMES
         watched = args.agent is not None and not clairvoyant

@@ -1,11 +1,10 @@
 """The clairvoyant upper bound: the share of deals that can be won at all.
 
-Deals ``--deals`` decks from ``--seed`` (the dealer's batched shuffles), solves
-each exactly with :mod:`agents.players.solver` (every found win is replayed on a fresh
-engine), and prints the share of winnable deals with its 95% Wilson interval,
-the search effort and the time. Work is split over ``--workers`` processes.
-``--out FILE`` writes the figures as JSON (atomic write). Ctrl-C prints and
-saves what was solved so far.
+Deals ``--deals`` decks from ``--seed`` (the dealer's batched shuffles), solves each exactly
+with :mod:`agents.players.solver` (every found win replayed on a fresh engine) over
+``--workers`` processes, and prints the share of winnable deals with its 95% Wilson interval,
+the search effort and the time; ``--out FILE`` writes them as JSON. Ctrl-C prints and saves
+what was solved so far.
 
     nice -n 10 .venv/bin/python scripts/solve.py --deals 10000 --workers 2 --out runs/solver.json
 """
@@ -29,12 +28,13 @@ from coldiron_env.dealer import shuffled_decks
 from coldiron_env.options import RuleOptions, add_variant_flags, variants_of
 
 CHUNK: int = 50  # deals per task handed to a worker
+Result = tuple[str, int, float]  # a deal's verdict, search nodes and seconds
 
 
-def _solve_chunk(args: tuple[list[list[int]], dict[str, Any], int]) -> list[tuple[str, int, float]]:
+def _solve_chunk(args: tuple[list[list[int]], dict[str, Any], int]) -> list[Result]:
     decks, rules_dict, max_nodes = args
     rules = RuleOptions.from_dict(rules_dict)
-    out: list[tuple[str, int, float]] = []
+    out: list[Result] = []
     for deck in decks:
         start = time.perf_counter()
         solution = solve_deck(deck, rules, max_nodes)
@@ -42,9 +42,7 @@ def _solve_chunk(args: tuple[list[list[int]], dict[str, Any], int]) -> list[tupl
     return out
 
 
-def summarize(
-    results: list[tuple[str, int, float]], decks: list[list[int]], wall: float
-) -> dict[str, Any]:
+def summarize(results: list[Result], decks: list[list[int]], wall: float) -> dict[str, Any]:
     n = len(results)
     wins = sum(v == WINNABLE for v, _, _ in results)
     unknown = sum(v == UNKNOWN for v, _, _ in results)
@@ -76,17 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--deals", type=int, default=10_000, help="number of deals (default 10000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the deals (default 0)")
-    parser.add_argument("--workers", type=int, default=2, help="processes (default 2)")
-    parser.add_argument(
-        "--max-nodes",
-        type=int,
-        default=0,
-        help="node cap per deal, 0 = none (unknown counts as won)",
-    )
+    add = parser.add_argument
+    add("--deals", type=int, default=10_000, help="number of deals (default 10000)")
+    add("--seed", type=int, default=0, help="seed of the deals (default 0)")
+    add("--workers", type=int, default=2, help="processes (default 2)")
+    add("--max-nodes", type=int, default=0, help="node cap, 0 = none (unknown counts as won)")
     add_variant_flags(parser)
-    parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    add("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args(argv)
     if args.deals <= 0:
         parser.error(f"--deals must be positive, got {args.deals}")
@@ -106,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = [
         (decks[i : i + CHUNK], rules.to_dict(), args.max_nodes) for i in range(0, len(decks), CHUNK)
     ]
-    results: list[tuple[str, int, float]] = []
+    results: list[Result] = []
     start = time.perf_counter()
     interrupted = False
     try:

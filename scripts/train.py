@@ -7,16 +7,16 @@
     .venv/bin/python scripts/train.py --resume runs/ppo-3 --timesteps 400000  # extend the budget
     .venv/bin/python scripts/train.py --config configs/ppo.yaml --seeds 0-4 --out runs/ppo-seeds
 
-The config is validated before anything runs; a bad one is refused with the
-file, the key and the reason (exit status 2). Ctrl-C saves a resumable
-checkpoint (exit status 130). The run directory layout is described in
-``docs/run_directory.md``.
+The config is validated before anything runs; a bad one is refused with the file, the key
+and the reason (exit status 2). Ctrl-C saves a resumable checkpoint (exit status 130). The
+run directory layout is described in ``docs/run_directory.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,24 +65,19 @@ def main(argv: list[str] | None = None) -> int:
     from agents.learning.config import ConfigError, apply_overrides, load_config
     from agents.learning.search_space import check_search
 
+    config_file = str(args.resume / "config.yaml") if args.resume else args.config
+    if args.resume is not None and not Path(config_file).is_file():
+        print(f"error: {args.resume}: not a run directory (no config.yaml)", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
     try:
-        if args.resume is not None:
-            config_file = str(args.resume / "config.yaml")
-            if not Path(config_file).is_file():
-                print(
-                    f"error: {args.resume}: not a run directory (no config.yaml)", file=sys.stderr
-                )
-                return EXIT_CONFIG_ERROR
-        else:
-            config_file = args.config
         cfg = load_config(config_file)
         cfg = apply_overrides(cfg, timesteps=args.timesteps, seed=args.seed, file=config_file)
         check_search(cfg, config_file)  # a tuning config trains too: its search: must be valid
-        if args.no_progress_bar:
-            cfg.training.progress_bar = False
     except ConfigError as exc:
         print(f"error: invalid config: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    if args.no_progress_bar:
+        cfg.training.progress_bar = False
 
     from agents.learning.provenance import TrainingError
     from agents.learning.training import sigterm_as_ctrl_c, train
@@ -91,19 +86,15 @@ def main(argv: list[str] | None = None) -> int:
     if seeds is not None:
         return train_several(cfg, seeds, args.out, config_file, args.seeds)
     try:
-        result = train(
-            cfg,
-            args.out,
-            resume=args.resume,
-            config_file=None if args.resume else config_file,
-        )
+        config = None if args.resume else config_file
+        result = train(cfg, args.out, resume=args.resume, config_file=config)
     except TrainingError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
-    last = result.history[-1] if result.history else None
     print(f"run directory: {result.run_dir}")
     print(f"timesteps: {result.timesteps}  wall time: {result.wall_seconds:.1f} s")
-    if last is not None:
+    if result.history:
+        last = result.history[-1]
         print(
             f"last evaluation: {last['win_rate']:.2%} won "
             f"[{last['ci_low']:.2%}, {last['ci_high']:.2%}] on {last['episodes']} deals"
@@ -121,8 +112,6 @@ def train_several(
     cfg: Any, seeds: list[int], out: Path | None, config_file: str, seeds_arg: str
 ) -> int:
     """``--seeds``: one run per seed, then the mean win rate across seeds."""
-    from datetime import datetime
-
     from agents.learning.config import ConfigError
     from agents.learning.multiseed import aggregate_results, format_aggregates, train_seeds
     from agents.learning.provenance import TrainingError
@@ -141,8 +130,7 @@ def train_several(
     if any(r.interrupted for r in results):
         print(
             "continue with: .venv/bin/python scripts/train.py "
-            f"--config {config_file} --seeds {seeds_arg} "
-            f"--out {root}"
+            f"--config {config_file} --seeds {seeds_arg} --out {root}"
         )
         return EXIT_INTERRUPTED
     return 0

@@ -5,12 +5,11 @@
     .venv/bin/python scripts/tune.py --config FILE --trials 40 --workers 2 \\
         --storage postgresql://USER:PASSWORD@HOST/DB --study NAME --out runs/tune-NAME
 
-``--trials N`` is the number of finished (complete or pruned) trials the study
-must hold (K workers may finish up to K - 1 more: the trials running when the N-th
-ends complete too): rerunning the same command after Ctrl-C continues the study and runs
-only the missing ones. Another machine joins a search by running the same
-command with the same ``--storage`` URL and ``--study`` name. Default storage:
-``OUT/study.db`` (SQLite); default ``OUT``: ``runs/tune-<study>``; default study:
+``--trials N`` is the number of finished (complete or pruned) trials the study must hold
+(K workers may finish up to K - 1 more): rerunning the same command after Ctrl-C continues
+the study. ``--workers K`` runs K copies of this command, one worker each; another machine
+joins by running the command with the same ``--storage`` URL and ``--study`` name. Default
+storage: ``OUT/study.db`` (SQLite); default ``OUT``: ``runs/tune-<study>``; default study:
 the config's ``name``. See docs/tuning.md.
 
 Exit status: 0 done, 2 bad config or arguments or a failed search, 130 interrupted.
@@ -26,7 +25,7 @@ EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 
 
-def build_parser() -> argparse.ArgumentParser:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -42,11 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=int, default=1, help="worker processes on this machine (default 1)"
     )
     parser.add_argument("--out", type=Path, help="output folder (default runs/tune-<study>)")
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser.add_argument(
+        "--no-reports",
+        action="store_true",
+        help="write no summary at the end (the copies --workers starts; another process does)",
+    )
     args = parser.parse_args(argv)
     if args.trials < 1:
         parser.error(f"--trials must be >= 1, got {args.trials}")
@@ -62,10 +61,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.out is not None:
             check_writable(args.out, "--out", folder=True)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    try:
         result = tune(
             args.config,
             args.trials,
@@ -73,22 +68,21 @@ def main(argv: list[str] | None = None) -> int:
             study_name=args.study,
             workers=args.workers,
             out=args.out,
+            reports=not args.no_reports,
         )
     except ConfigError as exc:
         print(f"error: invalid config: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except TuneError as exc:
+    except (TuneError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    if result.best_number is not None:
+    if result.best_number is not None and "best_config" in result.files:
         print(
             f"best: trial {result.best_number}, win rate {result.best_value:.2%}; "
             "train it with: .venv/bin/python scripts/train.py "
             f"--config {result.files['best_config']}"
         )
-    if result.interrupted:  # tune() has said so, and how to continue
-        return EXIT_INTERRUPTED
-    return 0
+    return EXIT_INTERRUPTED if result.interrupted else 0
 
 
 if __name__ == "__main__":

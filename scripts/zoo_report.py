@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.learning.sb3_agent import ModelLoadError, zoo_env_kwargs
+from agents.integrations.zoo_files import zoo_env_kwargs
+from agents.learning.sb3_agent import ModelLoadError
 from coldiron_env.env import DEFAULT_ILLEGAL_REWARD, DEFAULT_MAX_ILLEGAL
 
 EXIT_ERROR = 2

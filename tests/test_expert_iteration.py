@@ -21,7 +21,7 @@ from agents.learning.config import ExpertIterationConfig
 from agents.learning.imitation import Demonstrations
 from agents.learning.provenance import META_FILE, TrainingError
 from agents.learning.sb3_agent import KnowledgePolicy, MaskedPolicy, SB3Agent, load_sb3_agent
-from agents.learning.training import distill
+from agents.learning.training import RunDir, distill, latest_checkpoint
 from agents.registry import SHIPPED_MODELS, make_agent
 from coldiron_env.dealer import DealStream, stream_seed
 from coldiron_env.env import ColdIronEnv
@@ -308,7 +308,9 @@ def test_a_training_run_ends_with_its_rounds_and_resumes_inside_them(
     first = train(cfg, out, log=lambda _: None)
     assert first.interrupted and [r["round"] for r in first.expert_rounds] == [0]
     after_round_1 = network_weights(load_sb3_agent(out))
-    rl_end = network_weights(load_sb3_agent(out / "checkpoint" / "model.zip"))
+    rl_end_checkpoint = latest_checkpoint(RunDir(out))
+    assert rl_end_checkpoint is not None
+    rl_end = network_weights(load_sb3_agent(rl_end_checkpoint / "model.zip"))
     assert not np.array_equal(after_round_1, rl_end), "model.zip is round 1's network"
     assert np.array_equal(starts[0][1], rl_end), "round 1 starts from the end of RL"
     assert json.loads((out / "meta.json").read_text())["status"] == "interrupted"

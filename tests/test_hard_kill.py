@@ -5,9 +5,10 @@ then sleeps); this process sends it a real SIGKILL there, runs ``scripts/train.p
 --resume``, and checks the finished run: the step count, the expert-iteration rounds and
 the evaluation history are whole and consistent, nothing in the run directory is
 half-written, and the model loads (its SHA-256 as recorded) and evaluates. The moments:
-while learning, right after an evaluation (which the checkpoint does not yet hold), inside
-a checkpoint's writing (before its folder is renamed, before the link moves), and during
-expert iteration (while labelling; between a round's record and its model).
+while learning, right after an evaluation (which the checkpoint does not yet hold), around a
+checkpoint's rename into place (its folder written whole but not renamed; renamed, the older
+one not yet removed), and during expert iteration (while labelling; between a round's record
+and its model).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def pause(name, nth=1):
         time.sleep(600)  # killed here
 
 evaluate, rename = training.RunCallback.evaluate, training.os.rename
-point, write_bytes = training._point_checkpoint_at, expert_iteration.atomic_write_bytes
+write_bytes = expert_iteration.atomic_write_bytes
 label = expert_iteration.Labellers.label
 
 def evaluated(self):
@@ -60,13 +61,12 @@ def evaluated(self):
     return record
 
 def renaming(src, dst):
-    if Path(src).name.startswith(".staging-"):
-        pause("checkpoint-staged", 3)
-    return rename(src, dst)
-
-def pointing(run, slot):
-    pause("checkpoint-renamed", 3)
-    return point(run, slot)
+    if Path(src).name.startswith(".partial-"):
+        pause("checkpoint-written", 3)
+        rename(src, dst)
+        pause("checkpoint-renamed", 3)
+    else:
+        rename(src, dst)
 
 def writing(path, data):
     if Path(path).name == "model.zip":
@@ -79,7 +79,6 @@ def labelling(self, *args, **kwargs):
 
 training.RunCallback.evaluate = evaluated
 training.os.rename = renaming
-training._point_checkpoint_at = pointing
 expert_iteration.atomic_write_bytes = writing
 expert_iteration.Labellers.label = labelling
 if moment == "learning":
@@ -149,9 +148,10 @@ def resume(out: Path) -> subprocess.CompletedProcess[str]:
 
 def check_whole(out: Path, rounds: int, resumed: bool = True) -> None:
     """Every file of the finished run is complete and readable, and the records agree."""
-    leftovers = [p.name for p in out.iterdir() if p.name.startswith((".", "checkpoint-"))]
-    assert len(leftovers) == 1 and leftovers[0].startswith("checkpoint-"), leftovers
-    assert (out / "checkpoint").is_symlink() and (out / "checkpoint" / "state.json").is_file()
+    leftovers = [p.name for p in out.iterdir() if p.name.startswith(".")]
+    assert not leftovers, leftovers
+    (checkpoint,) = (out / "checkpoints").iterdir()  # the newest only, whole
+    assert checkpoint.name.isdigit() and (checkpoint / "state.json").is_file(), checkpoint
     for path in out.rglob("*"):
         if not path.is_file():
             continue
@@ -175,7 +175,7 @@ def check_whole(out: Path, rounds: int, resumed: bool = True) -> None:
     steps = [h["timesteps"] for h in history]
     assert steps == sorted(set(steps)), f"evaluations out of order or repeated: {steps}"
     assert steps[0] == 0 and steps[-1] == STEPS
-    state = json.loads((out / "checkpoint" / "state.json").read_text())
+    state = json.loads((checkpoint / "state.json").read_text())
     assert state["timesteps"] == STEPS
     if rounds:
         done = json.loads((out / "expert_iteration.json").read_text())["rounds"]
@@ -187,19 +187,20 @@ def check_whole(out: Path, rounds: int, resumed: bool = True) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "moment", ["learning", "after-evaluation", "checkpoint-staged", "checkpoint-renamed"]
+    "moment", ["learning", "after-evaluation", "checkpoint-written", "checkpoint-renamed"]
 )
 def test_a_hard_kill_during_rl_then_resume_finishes_the_run(moment: str, tmp_path: Path) -> None:
     out = kill_at(moment, tmp_path)
-    before = json.loads((out / "checkpoint" / "state.json").read_text())["timesteps"]
+    newest = max((out / "checkpoints").glob("[0-9]*"), key=lambda p: int(p.name))
+    before = json.loads((newest / "state.json").read_text())["timesteps"]
     history = json.loads((out / "evaluations.json").read_text())["evaluations"]
     proc = resume(out)
     assert f"resuming {out} at {before} timesteps" in proc.stdout
     if moment == "after-evaluation":  # its evaluation is newer than the checkpoint
         assert history[-1]["timesteps"] > before
         assert "dropped (their model was not checkpointed)" in proc.stdout
-    if moment.startswith("checkpoint-"):
-        assert "half-written" in proc.stdout
+    if moment.startswith("checkpoint-"):  # the unrenamed folder, or the older checkpoint
+        assert "removed what a hard stop left behind: checkpoints/" in proc.stdout
     after = json.loads((out / "evaluations.json").read_text())["evaluations"]
     kept = [h for h in history if h["timesteps"] <= before]
     assert after[: len(kept)] == kept, "the evaluations the checkpoint holds are kept as they were"
@@ -227,15 +228,14 @@ def test_a_run_killed_before_its_first_checkpoint_starts_over(tmp_path: Path) ->
     """A run directory whose meta.json says ``running`` but holds no checkpoint (a kill
     between the two writes, or before the first checkpoint): --resume starts it over."""
     from agents.learning.config import config_from_dict
-    from agents.learning.training import RunDir, prepare_run_dir, train
+    from agents.learning.training import prepare_run_dir, train
 
     cfg = config_from_dict(tiny_config(0))
     run = prepare_run_dir(cfg, tmp_path / "run", None)
     (run.root / "meta.json").write_text(json.dumps({"status": "running", "seed": 5}))
-    (run.root / ".staging-checkpoint-000000000000-deadbeef").mkdir()  # half-written
+    (run.root / "checkpoints" / ".partial-deadbeef").mkdir(parents=True)  # half-written
     logs: list[str] = []
     result = train(cfg, resume=run.root, log=logs.append)
     assert not result.interrupted and result.timesteps == STEPS
     assert any("stopped before training began" in m for m in logs)
     check_whole(run.root, 0, resumed=False)
-    assert isinstance(RunDir(run.root).checkpoint, Path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -71,13 +72,23 @@ def test_the_integrations_are_registered_and_found() -> None:
 
 @pytest.mark.slow
 def test_the_wheel_holds_the_product_and_not_the_lab(tmp_path: Path) -> None:
+    """Built from a copy of the tracked files (a build writes build/ and *.egg-info beside
+    its sources, which the checkout must not get)."""
+    source = tmp_path / "source"
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.decode().split("\0")
+    for name in filter(None, tracked):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
-         "-q", "-w", str(tmp_path)],
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation",
+         "-q", "-w", str(tmp_path / "dist")],
         capture_output=True, text=True, check=False, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    (wheel,) = tmp_path.glob("coldiron-*.whl")
+    (wheel,) = (tmp_path / "dist").glob("coldiron-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/", 1)[0] for name in names if "dist-info" not in name}
     assert tops == {"agents", "coldiron_env"}, tops

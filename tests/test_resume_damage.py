@@ -1,6 +1,7 @@
 """``--resume`` on a run directory someone else has touched: a user's files are never
-deleted, a dropped ``checkpoint`` link is mended rather than its folder removed, and a
-missing or damaged record is refused naming the file (no traceback, nothing written)."""
+deleted, only the newest complete checkpoint is kept, a run of the older layout (a
+``checkpoint`` folder or link) resumes, and a missing or damaged record is refused naming the
+file (no traceback, nothing written)."""
 
 from __future__ import annotations
 
@@ -16,14 +17,12 @@ from agents.learning.provenance import TrainingError
 from agents.learning.training import (
     STATE_FILE,
     RunDir,
+    latest_checkpoint,
     prepare_run_dir,
-    relink_checkpoint,
+    save_checkpoint,
     tidy_checkpoints,
     train,
 )
-
-SLOT_OLD = "checkpoint-000000000100-0123abcd"
-SLOT_NEW = "checkpoint-000000000200-89abcdef"
 
 
 def tiny() -> Any:
@@ -39,55 +38,81 @@ def tiny() -> Any:
     )
 
 
-def slot(root: Path, name: str, steps: int) -> Path:
-    folder = root / name
-    folder.mkdir()
+def checkpoint(folder: Path, steps: int) -> Path:
+    folder.mkdir(parents=True)
     (folder / "model.zip").write_bytes(b"not a zip: a resume that gets this far refuses it")
     (folder / STATE_FILE).write_text(json.dumps({"timesteps": steps}))
     return folder
 
 
+class Model:
+    """What ``save_checkpoint`` asks of a model."""
+
+    num_timesteps = 0
+
+    def save(self, target: Any) -> None:
+        target.write(b"model")
+
+    def get_vec_normalize_env(self) -> None:
+        return None
+
+
+def test_saving_keeps_only_the_newest_checkpoint(tmp_path: Path) -> None:
+    run, model = RunDir(tmp_path), Model()
+    for steps in (64, 128, 192):
+        model.num_timesteps = steps
+        save_checkpoint(model, run, tiny())  # type: ignore[arg-type]
+    assert [p.name for p in run.checkpoints.iterdir()] == ["000003"]
+    ck = latest_checkpoint(run)
+    assert ck is not None and json.loads((ck / STATE_FILE).read_text())["timesteps"] == 192
+
+
 def test_tidying_removes_only_what_training_made(tmp_path: Path) -> None:
     run = RunDir(tmp_path)
-    slot(tmp_path, SLOT_OLD, 100)
-    slot(tmp_path, SLOT_NEW, 200)
-    os.symlink(SLOT_NEW, tmp_path / "checkpoint")
-    made = [".staging-" + SLOT_OLD, ".staging-link-0123abcd"]
-    for name in made:
-        (tmp_path / name).mkdir()
+    checkpoint(run.checkpoints / "000001", 100)
+    newest = checkpoint(run.checkpoints / "000002", 200)
+    (run.checkpoints / ".partial-0123abcd").mkdir()  # a kill while writing a checkpoint
     (tmp_path / ".meta.json.k2j_x9a1.tmp").write_text("{")  # atomic_target's temporary
-    mine = ["checkpoint-my-backup", "checkpoint-notes.txt", ".notes.tmp", "checkpoint-7"]
-    (tmp_path / mine[0]).mkdir()
-    for name in mine[1:]:
-        (tmp_path / name).write_text("mine")
+    mine = ["checkpoint-backup", "checkpoints/my-copy", "checkpoints/.partial-notes", ".notes.tmp"]
+    for name in mine:
+        (tmp_path / name).mkdir()
     removed = tidy_checkpoints(run)
-    assert removed == sorted([SLOT_OLD, *made, ".meta.json.k2j_x9a1.tmp"])
-    assert all((tmp_path / name).exists() for name in [*mine, SLOT_NEW, "checkpoint"])
+    made = ["checkpoints/000001", "checkpoints/.partial-0123abcd", ".meta.json.k2j_x9a1.tmp"]
+    assert removed == sorted(made)
+    assert all((tmp_path / name).exists() for name in mine) and newest.is_dir()
+    assert latest_checkpoint(run) == newest
 
 
-def test_a_dropped_link_is_mended_and_no_checkpoint_is_removed(tmp_path: Path) -> None:
+def test_a_run_of_the_older_layout_resumes_from_its_checkpoint_link(tmp_path: Path) -> None:
     run = RunDir(tmp_path)
-    slot(tmp_path, SLOT_OLD, 100)
-    slot(tmp_path, SLOT_NEW, 200)
-    (tmp_path / "checkpoint-000000000300-00000000").mkdir()  # incomplete: never linked to
-    assert tidy_checkpoints(run) == [], "nothing removed while the link is missing"
-    assert relink_checkpoint(run) == SLOT_NEW
-    assert (tmp_path / "checkpoint").resolve() == (tmp_path / SLOT_NEW).resolve()
-    assert relink_checkpoint(run) is None, "a sound link is left alone"
-    (tmp_path / "checkpoint").unlink()
-    os.symlink("checkpoint-gone", tmp_path / "checkpoint")  # broken
-    assert relink_checkpoint(run) == SLOT_NEW
-    assert json.loads((tmp_path / "checkpoint" / STATE_FILE).read_text())["timesteps"] == 200
+    old = checkpoint(tmp_path / "checkpoint-000000000200-89abcdef", 200)
+    os.symlink(old.name, tmp_path / "checkpoint")
+    assert latest_checkpoint(run) == tmp_path / "checkpoint"
+    model = Model()
+    model.num_timesteps = 300
+    new = save_checkpoint(model, run, tiny())  # type: ignore[arg-type]
+    assert latest_checkpoint(run) == new == run.checkpoints / "000001"
+    assert old.is_dir(), "the older layout's checkpoint is left as it was"
 
 
 def _stopped_run(tmp_path: Path) -> RunDir:
     """A run directory as a stop leaves it (the checkpoint's model is never read here)."""
     run = prepare_run_dir(tiny(), tmp_path / "run", None)
-    slot(run.root, SLOT_NEW, 200)
-    os.symlink(SLOT_NEW, run.root / "checkpoint")
+    checkpoint(run.checkpoints / "000001", 64)  # RL to go on
     (run.root / "meta.json").write_text(json.dumps({"status": "interrupted", "seed": 0}))
-    (run.checkpoint / STATE_FILE).write_text(json.dumps({"timesteps": 64}))  # RL to go on
     return run
+
+
+def files(run: RunDir) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(run.root)): p.read_bytes() for p in run.root.rglob("*") if p.is_file()
+    }
+
+
+def newest(run: RunDir) -> Path:
+    ck = latest_checkpoint(run)
+    assert ck is not None
+    return ck
 
 
 @pytest.mark.parametrize(
@@ -98,14 +123,14 @@ def _stopped_run(tmp_path: Path) -> RunDir:
         (lambda r: (r.root / "meta.json").write_bytes(b"\x90\x00PK"), "meta.json", "JSON"),
         (lambda r: (r.root / "meta.json").write_text("[1, 2]"), "meta.json", "dict"),
         (
-            lambda r: (r.checkpoint / STATE_FILE).write_text('{"timesteps": "abc"}'),
+            lambda r: (newest(r) / STATE_FILE).write_text('{"timesteps": "abc"}'),
             STATE_FILE,
             "'abc'",
         ),
         (lambda r: (r.root / "evaluations.json").write_text('{"evaluat'), "evaluations", "JSON"),
         (lambda r: (r.root / "expert_iteration.json").write_text('{"rounds": ['), "expert", "JSON"),
         (
-            lambda r: (r.checkpoint / "model.zip").write_bytes(b"PK\x03\x04 cut"),
+            lambda r: (newest(r) / "model.zip").write_bytes(b"PK\x03\x04 cut"),
             "model.zip",
             "cannot",
         ),
@@ -126,38 +151,8 @@ def test_a_missing_or_damaged_record_is_refused_naming_it_before_anything_is_wri
 ) -> None:
     run = _stopped_run(tmp_path)
     damage(run)
-    before = {p.name: p.read_bytes() for p in run.root.iterdir() if p.is_file()}
+    before = files(run)
     with pytest.raises(TrainingError) as err:
         train(tiny(), resume=run.root, log=lambda _m: None)
     assert named in str(err.value) and says in str(err.value)
-    after = {p.name: p.read_bytes() for p in run.root.iterdir() if p.is_file()}
-    assert after == before, "nothing written"
-
-
-def test_without_symbolic_links_old_checkpoints_are_still_removed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Where links cannot be made, ``checkpoint`` is a real folder and the one before it is
-    renamed aside: tidying removes those, as it removes unlinked slots with links."""
-    from agents.learning import training
-
-    class Model:
-        num_timesteps = 0
-
-        def save(self, target: Any) -> None:
-            target.write(b"model")
-
-        def get_vec_normalize_env(self) -> None:
-            return None
-
-    def no_links(*_args: Any) -> None:
-        raise OSError("no symbolic links here")
-
-    monkeypatch.setattr(training.os, "symlink", no_links)
-    run = RunDir(tmp_path)
-    model = Model()
-    for steps in (64, 128, 192):
-        model.num_timesteps = steps
-        training.save_checkpoint(model, run, tiny())  # type: ignore[arg-type]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
-    assert json.loads((tmp_path / "checkpoint" / STATE_FILE).read_text())["timesteps"] == 192
+    assert files(run) == before, "nothing written"

@@ -23,10 +23,12 @@ from agents.learning.imitation import behaviour_clone, collect_demonstrations
 from agents.learning.sb3_agent import ModelLoadError, load_sb3_agent, tag_model
 from agents.learning.shaping import ShapingVecEnv, run_window_potential
 from agents.learning.training import (
+    RunDir,
     StagedEnv,
     StreamSeededVecEnv,
     build_vec_env,
     evaluate_model,
+    latest_checkpoint,
     make_training_env,
     set_vec_env_kwargs,
     train,
@@ -41,6 +43,13 @@ from coldiron_env.observation import decode
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = sorted(p for p in (ROOT / "configs").glob("*.yaml") if not p.stem.startswith("tune_"))
 TINY_STEPS = 256
+
+
+def newest_checkpoint(run: Path) -> Path:
+    """The checkpoint a resume of ``run`` starts from."""
+    ck = latest_checkpoint(RunDir(run))
+    assert ck is not None, f"{run}: no checkpoint"
+    return ck
 
 
 @pytest.fixture(autouse=True)
@@ -134,9 +143,9 @@ def test_tiny_run_saves_reloads_and_evaluates(path: Path, tmp_path: Path) -> Non
         "evaluations.json",
         "learning_curve.png",
         "imitation.json",
-        "checkpoint/state.json",
     ):
         assert (run / name).is_file(), name
+    assert (newest_checkpoint(run) / "state.json").is_file()
     assert any((run / "tb").rglob("events.out.tfevents*")), "TensorBoard logs are written"
     meta = json.loads((run / "meta.json").read_text())
     assert meta["status"] == "completed" and meta["seed"] == cfg.seed
@@ -149,7 +158,7 @@ def test_tiny_run_saves_reloads_and_evaluates(path: Path, tmp_path: Path) -> Non
         h["episodes"] == 6 and 0 <= h["ci_low"] <= h["win_rate"] <= h["ci_high"] for h in history
     )
     if cfg.algorithm.spec.off_policy:
-        assert (run / "checkpoint" / "replay_buffer.pkl").is_file()
+        assert (newest_checkpoint(run) / "replay_buffer.pkl").is_file()
 
     agent = load_sb3_agent(run)
     assert agent.env_kwargs == cfg.env_kwargs()
@@ -207,7 +216,7 @@ def test_a_signal_while_learning_stops_the_run_and_saves_it(signum: int, tmp_pat
     assert signal.getsignal(signum) is before, "the handler in force before training is back"
     assert result.interrupted and sender.sent_at is not None
     assert sender.sent_at <= result.timesteps < cfg.training.total_timesteps
-    state = json.loads((tmp_path / "run" / "checkpoint" / "state.json").read_text())
+    state = json.loads((newest_checkpoint(tmp_path / "run") / "state.json").read_text())
     assert state["timesteps"] == result.timesteps and state["reason"] == "interrupt"
 
 
@@ -220,7 +229,7 @@ def test_interrupt_then_resume_continues_the_run(name: str, tmp_path: Path) -> N
     assert first.interrupted
     stopped = first.timesteps
     assert 200 <= stopped < 512
-    state = json.loads((out / "checkpoint" / "state.json").read_text())
+    state = json.loads((newest_checkpoint(out) / "state.json").read_text())
     assert state["timesteps"] == stopped and state["reason"] == "interrupt"
     assert json.loads((out / "meta.json").read_text())["status"] == "interrupted"
     before = json.loads((out / "evaluations.json").read_text())["evaluations"]
@@ -360,7 +369,7 @@ def test_observation_normalizer_is_saved_and_used_by_the_loaded_agent(tmp_path: 
     result = train(cfg, tmp_path / "run", log=lambda _: None)
     run = result.run_dir
     assert (run / "vecnormalize.pkl").is_file()
-    assert (run / "checkpoint" / "vecnormalize.pkl").is_file()
+    assert (newest_checkpoint(run) / "vecnormalize.pkl").is_file()
     agent = load_sb3_agent(run)
     normalizer = agent.policy.obs_normalizer
     assert normalizer is not None and not normalizer.training

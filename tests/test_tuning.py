@@ -53,6 +53,7 @@ from agents.learning.multiseed import (
 )
 from agents.learning.provenance import TrainingError
 from agents.learning.search_space import SamplerSpec, load_tuning_config
+from agents.learning.training import RunDir, latest_checkpoint
 from agents.learning.tuning import (
     BEST_CONFIG,
     CURVES_PNG,
@@ -76,6 +77,13 @@ PG_URL_ENV = "COLDIRON_TEST_POSTGRES_URL"
 PG_REQUIRE_ENV = "COLDIRON_REQUIRE_POSTGRES"
 STOP_TIMEOUT_SECONDS = 300  # generous: a loaded CI machine saves and writes reports slowly
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+
+
+def stopped_state(run_dir: Path) -> Any:
+    """The ``state.json`` of the checkpoint a run directory would resume from."""
+    checkpoint = latest_checkpoint(RunDir(run_dir))
+    assert checkpoint is not None and (checkpoint / "model.zip").is_file(), run_dir
+    return json.loads((checkpoint / "state.json").read_text())
 
 
 def script_main(name: str) -> Any:
@@ -367,16 +375,32 @@ def test_run_config_keeps_search_as_plain_data_without_importing_search_space(
 def test_a_worker_joining_a_study_of_n_finished_trials_runs_none(tmp_path: Path) -> None:
     """``optimize`` starts a trial before ``MaxTrialsCallback`` can stop it: the worker
     checks the count first."""
-    path = write_config(tmp_path / "t.yaml")
+    tcfg = load_tuning_config(write_config(tmp_path / "t.yaml"))
     url = default_storage_url(tmp_path)
-    study, _ = open_study(load_tuning_config(path), url, "done")
+    study, _ = open_study(tcfg, url, "done")
     for state in (TrialState.COMPLETE, TrialState.PRUNED):
         study.add_trial(
             optuna.trial.create_trial(state=state, value=0.5, params={}, distributions={})
         )
-    run_worker(str(path), url, "done", 2, tmp_path, log=lambda _m: None)
+    run_worker(study, tcfg, 2, tmp_path, log=lambda _m: None)
     assert len(optuna.load_study(study_name="done", storage=url).trials) == 2
     assert not (tmp_path / TRIALS_DIR).exists()
+
+
+def test_no_reports_leaves_the_summary_to_another_process(tmp_path: Path) -> None:
+    """What the copies ``--workers K`` starts are told (``--no-reports``): the first process
+    writes the summary once they are done."""
+    path = write_config(tmp_path / "t.yaml")
+    out = tmp_path / "out"
+    out.mkdir()
+    study = optuna.create_study(
+        study_name="tiny", storage=default_storage_url(out), direction="maximize"
+    )
+    study.add_trial(optuna.trial.create_trial(value=0.5, params={}, distributions={}))
+    quiet = tune(path, 1, out=out, reports=False, log=lambda _m: None)
+    assert quiet.finished == 1 and quiet.files == {} and not (out / SUMMARY_MD).exists()
+    assert script_main("tune")(["--config", str(path), "--trials", "1", "--out", str(out)]) == 0
+    assert (out / SUMMARY_MD).is_file() and (out / BEST_CONFIG).is_file()
 
 
 def test_study_of_another_config_is_refused(tmp_path: Path) -> None:
@@ -626,7 +650,7 @@ def test_interrupted_search_keeps_finished_trials_and_continues(
     def train_once_then_ctrl_c(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         if len(calls) == 2:
-            kwargs["extra_callbacks"] = [*kwargs["extra_callbacks"], CtrlC()]
+            kwargs["extra_callbacks"] = [*kwargs.get("extra_callbacks", ()), CtrlC()]
         return real_train(*args, **kwargs)
 
     monkeypatch.setattr(tuning, "train", train_once_then_ctrl_c)
@@ -656,7 +680,7 @@ def test_interrupted_search_keeps_finished_trials_and_continues(
     trials = optuna.load_study(study_name="tiny", storage=default_storage_url(out)).get_trials()
     assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.FAIL]
     stopped = Path(trials[1].user_attrs["run_dir"])
-    assert (stopped / "checkpoint" / "model.zip").is_file()  # the interrupted run saved itself
+    assert stopped_state(stopped)["reason"] == "interrupt"  # the interrupted run saved itself
     assert "timesteps" in trials[1].user_attrs  # the summary shows where the stopped one stood
     assert (out / SUMMARY_MD).is_file()  # reports are written after Ctrl-C too
 
@@ -812,12 +836,8 @@ def test_seeded_sampler_is_reproducible_only_for_the_study_creator() -> None:
     spec = SamplerSpec(kind="random", seed=7, n_startup_trials=5)
     creator = first_samples(build_sampler(spec))
     assert first_samples(build_sampler(spec)) == creator  # a seeded solo search repeats
-    # another machine (another nonce) or another local worker samples other values
-    others = [
-        first_samples(build_sampler(spec, 0, 0, nonce=11)),
-        first_samples(build_sampler(spec, 0, 0, nonce=12)),
-        first_samples(build_sampler(spec, 1, 0)),
-    ]
+    # any other worker (another process: another nonce) samples other values
+    others = [first_samples(build_sampler(spec, nonce=11)), first_samples(build_sampler(spec, 12))]
     assert all(o != creator for o in others) and others[0] != others[1]
 
 
@@ -1014,6 +1034,6 @@ def test_a_stopped_search_stops_every_worker_and_keeps_the_study(tmp_path: Path,
     states = {t.number: t.state.name for t in trials}
     assert trials and all(t.state == TrialState.FAIL for t in trials), (states, output)
     for t in trials:  # each stopped trial saved a checkpoint before its worker left
-        saved = Path(t.user_attrs["run_dir"]) / "checkpoint" / "model.zip"
-        assert saved.is_file(), (saved, states, output)
+        saved = stopped_state(Path(t.user_attrs["run_dir"]))
+        assert saved["reason"] == "interrupt", (saved, states, output)
     assert (out / SUMMARY_MD).is_file()

@@ -16,7 +16,8 @@ import yaml
 from helpers import load_file, streams_of
 
 from agents.evaluation.arena import agent_seeds, deal_decks, evaluate_agent
-from agents.learning.sb3_agent import ModelLoadError, zoo_run_of
+from agents.integrations.zoo_files import zoo_run_of
+from agents.learning.sb3_agent import ModelLoadError
 from agents.registry import make_agent
 from coldiron_env import ENV_ID
 from coldiron_env.actions import NUM_ACTIONS
@@ -599,14 +600,14 @@ def test_a_zoo_runs_normalizer_and_models_are_found_where_rl_zoo3_puts_them(
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-    from agents.learning.sb3_agent import load_sb3_agent
+    from agents.learning.sb3_agent import SB3Agent, load_sb3_agent
 
     zip_path = _write_zoo_run(tmp_path, "ppo_mask", "{counting: true}")
     env = DummyVecEnv([lambda: ColdIronEnv(counting=True)])
     MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=64, seed=0).save(zip_path)
     stats = VecNormalize(env, norm_reward=False)
     (zip_path.parent / zip_path.stem / "vecnormalize.pkl").write_bytes(pickle.dumps(stats))
-    agent = load_sb3_agent(zip_path)
-    assert agent.policy.obs_normalizer is not None
+    agent = make_agent(str(zip_path))  # the registry's rl-zoo3 loader
+    assert isinstance(agent, SB3Agent) and agent.policy.obs_normalizer is not None
     with pytest.raises(ModelLoadError, match=r"pass one of the models in it: coldiron-ColdIron"):
         load_sb3_agent(zip_path.parent)

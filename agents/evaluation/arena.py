@@ -1,27 +1,16 @@
 """Evaluation: every agent plays the same seeded deals; win rates with Wilson intervals.
 
-**Deals (paired comparison).** Deal ``i`` of an evaluation with seed ``S`` and
-``N`` episodes is row ``i`` of ``shuffled_decks(np.random.default_rng(S), N)``
-(:func:`deal_decks`): the same ``N`` decks for every agent, whatever the agent.
-Each agent is also reseeded before deal ``i`` with :func:`agent_seeds` (its own
-randomness, e.g. ``random``'s, is reproducible and independent of the deal).
+**Deals (paired comparison).** Deal ``i`` of an evaluation with seed ``S`` and ``N`` episodes
+is row ``i`` of ``shuffled_decks(np.random.default_rng(S), N)`` (:func:`deal_decks`), whatever
+the agent; each agent is reseeded before deal ``i`` with :func:`agent_seeds`, so its own
+randomness (``random``'s) is reproducible and independent of the deal.
 
-**Three ways to play, one result.** An agent with an ``act_knowledge(kn)``
-method (the built-in players) is driven straight on the rules engine
-(:class:`~coldiron_env.game.Game`), which is several times faster: before each
-decision the evaluator hands it :meth:`Knowledge.from_game
-<coldiron_env.knowledge.Knowledge.from_game>`, what the player has seen, never
-the game (whose deck order no player may read). An agent
-with a ``batch_policy`` (a trained model: :class:`BatchPolicy`) plays up to
-:data:`LOCKSTEP_BATCH` deals at once, one forward pass per step for all of them
-(in the native vector env when Gymnasium has it, whose batched observation makes a
-``counting`` network's evaluation several times faster; else in plain envs). Any other
-agent plays one :class:`~coldiron_env.env.ColdIronEnv` at a time with the deck passed as
-``reset(options={"deck": codes})``. All three go through the one play loop
-(:func:`~agents.evaluation.lockstep.play_lockstep`, its ``game``, ``vector`` and ``single``
-engines) and give identical games (tested).
-Evaluation always uses the plain env with its default rewards: no shaping
-wrapper ever applies; the outcome is what is counted.
+**Three ways to play, one result** (:func:`~agents.evaluation.lockstep.play_lockstep`'s
+engines, identical games: tested): a :class:`~agents.players.base.KnowledgeActor` (the
+built-in players) on the rules engine, told what it knows, never the game; an agent with a
+``batch_policy`` (a trained model) :data:`LOCKSTEP_BATCH` deals at once; any other one env at
+a time, the deck passed as ``reset(options={"deck": codes})``. Always on the plain env's
+default rewards: no shaping applies; the outcome is what is counted.
 """
 
 from __future__ import annotations
@@ -68,8 +57,8 @@ def deal_decks(seed: int, episodes: int) -> np.ndarray:
 
 
 def validation_decks(seed: int, episodes: int) -> np.ndarray:
-    """The decks the env deals on ``reset(seed=stream_seed(DealStream.VALIDATION, seed, k))``,
-    ``k < episodes``: the validation deals training evaluates on and models are chosen on."""
+    """The env's deals on ``reset(seed=stream_seed(DealStream.VALIDATION, seed, k))``,
+    ``k < episodes``: what training evaluates on and models are chosen on."""
     _check_count(episodes)
     return np.stack(
         [
@@ -171,6 +160,12 @@ class AgentResult:
     def seconds_per_decision(self) -> float:
         return self.seconds / self.total_steps if self.total_steps else math.nan
 
+    @property
+    def interval_text(self) -> str:
+        """The 95% interval in percent: ``[1.23%, 4.56%]``."""
+        low, high = self.interval
+        return f"[{100 * low:.2f}%, {100 * high:.2f}%]"
+
     def add(self, outcome: str, turns: int, steps: int) -> None:
         """Count the next deal's game."""
         self.episodes += 1
@@ -207,8 +202,8 @@ class AgentResult:
 
 
 def pack_wins(won: Sequence[bool]) -> str:
-    """Per-deal wins as hex (8 deals a byte, deal 0 the high bit): kept in the JSON records so
-    that any two agents of one record can be paired deal by deal afterwards."""
+    """Per-deal wins as hex (8 deals a byte, deal 0 the high bit): kept in the records so that
+    any two agents of one record can be paired deal by deal afterwards."""
     return np.packbits(np.asarray(won, dtype=bool)).tobytes().hex()
 
 
@@ -261,13 +256,12 @@ def evaluate_agent(
 ) -> AgentResult:
     """Play ``agent`` on every deck of ``decks`` (reset with ``seeds[i]`` before deck ``i``).
 
-    ``use_engine``: drive the engine directly (default: when the agent is a
-    :class:`~agents.players.base.KnowledgeActor`) or go through the env (False). ``use_batch``: play
-    :data:`LOCKSTEP_BATCH` deals at once with the agent's :class:`BatchPolicy`
-    (default: when it has one and is not driven on the engine; its play is
-    deterministic, so the agent seeds do not apply). ``callback`` is called
-    once per deal, in deal order, whichever way the games were played. Ctrl-C raises
-    :class:`EvaluationInterrupted`, which carries the deals finished until then.
+    ``use_engine``: on the rules engine (default: for a
+    :class:`~agents.players.base.KnowledgeActor`) or through the env (False). ``use_batch``:
+    :data:`LOCKSTEP_BATCH` deals at once with the agent's :class:`BatchPolicy` (default: when
+    it has one and is not on the engine; deterministic, so the seeds do not apply).
+    ``callback`` is called once per deal, in deal order. Ctrl-C raises
+    :class:`EvaluationInterrupted`, carrying the deals finished until then.
     """
     # a trained model's observation options (flat or dict, recall) added; a clash refused
     kwargs = check_env_kwargs(agent_env_kwargs(agent, env_kwargs or {}))
@@ -294,10 +288,7 @@ def evaluate_agent(
         agent.reset(seed=seeds[i])
         return agent
 
-    players: BatchPolicy | Seat = seat  # one game at a time
-    if use_batch:
-        assert batch_policy is not None
-        players = batch_policy
+    players: BatchPolicy | Seat = batch_policy if use_batch and batch_policy is not None else seat
     engine: Engine = "game" if use_engine else "auto"
     rows = decks.tolist()  # the rules engine takes card ids, an env codes
     resets = [{"options": {"deck": row if use_engine else deck_codes(row)}} for row in rows]
@@ -309,17 +300,16 @@ def evaluate_agent(
             if callback is not None:
                 callback(i, list(episode.deck), episode.outcome, episode.turn)
     except KeyboardInterrupt as stop:
-        result.seconds = time.perf_counter() - start
         raise EvaluationInterrupted(result) from stop
-    result.seconds = time.perf_counter() - start
+    finally:
+        result.seconds = time.perf_counter() - start
     return result
 
 
 def agent_env_kwargs(agent: Agent, env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """The env options ``agent`` plays with: the evaluation's, with the observation
-    options the agent carries (a trained model's ``env_kwargs``) added. An observation
-    option the evaluation sets otherwise is refused by name: a network plays only on the
-    observation it was trained on (and a record would have said the other)."""
+    """The evaluation's env options with the observation options the agent carries (a trained
+    model's ``env_kwargs``) added; one the evaluation sets otherwise is refused by name: a
+    network plays only on the observation it was trained on."""
     out = dict(env_kwargs)
     own = getattr(agent, "env_kwargs", None)
     if isinstance(own, Mapping):
@@ -411,20 +401,11 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def format_table(results: Sequence[AgentResult]) -> str:
     """A plain-text table: win rate with its 95% interval, outcomes, mean turns, time."""
     headers = ["agent", "episodes", "win rate", "95% CI", *OUTCOMES, "mean turns", "seconds"]
-    rows = []
-    for r in results:
-        low, high = r.interval
-        rows.append(
-            [
-                r.agent,
-                str(r.episodes),
-                f"{100 * r.win_rate:.2f}%",
-                f"[{100 * low:.2f}%, {100 * high:.2f}%]",
-                *(str(r.outcomes[o]) for o in OUTCOMES),
-                f"{r.mean_turns:.2f}",
-                f"{r.seconds:.1f}",
-            ]
-        )
+    rows = [
+        [r.agent, str(r.episodes), f"{100 * r.win_rate:.2f}%", r.interval_text,
+         *(str(r.outcomes[o]) for o in OUTCOMES), f"{r.mean_turns:.2f}", f"{r.seconds:.1f}"]
+        for r in results
+    ]  # fmt: skip
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
     lines = [
         "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)),

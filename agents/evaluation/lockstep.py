@@ -1,29 +1,25 @@
 """The one play loop: games side by side, one decision each per step, until all have ended.
 
 Evaluation, training's validation, imitation, DAgger and expert iteration's labelling,
-``scripts/play.py``, ``tests/regen_golden.py`` and the ONNX export's checks all drive
-their games through :func:`play_lockstep`. Who plays:
+``scripts/play.py``, ``tests/regen_golden.py`` and the ONNX export's checks all play through
+:func:`play_lockstep`. Who plays:
 
-* a :class:`BatchPolicy` (a trained model): one ``act`` call a step for the whole batch,
-  on the stacked observations and masks (a finished game's row keeps its last observation
-  and an all-legal mask until the batch ends; its action is ignored);
-* or a *seat* ``seat(game) -> Agent``: the :class:`~agents.players.base.Agent` that plays
-  game ``game`` (reset for it by the seat), asked ``act(obs, info["action_mask"], info)``
-  one game at a time (``batch=1`` when one agent plays every game); on the ``game``
-  engine asked ``act_knowledge(kn)`` instead (a
-  :class:`~agents.players.base.KnowledgeActor`, the built-in players).
+* a :class:`BatchPolicy` (a trained model): one ``act`` call a step for the whole batch, on
+  the stacked observations and masks (a finished game's row keeps its last observation and an
+  all-legal mask until the batch ends; its action is ignored);
+* or a :data:`Seat`: the :class:`~agents.players.base.Agent` of each game, asked
+  ``act(obs, info["action_mask"], info)`` (on the ``game`` engine ``act_knowledge(kn)``).
 
-What a caller keeps comes through two hooks, called as the games are played:
-``on_start(game, obs, info)`` after each reset and ``on_move(move)`` after each step
-(:class:`Move`: the observation and ``info`` decided on, the action, the reward, what the
-env returned). The games' endings are returned (:class:`Episode`, in game order).
+Callers keep what they need through two hooks: ``on_start(game, obs, info)`` after each reset
+and ``on_move(move)`` after each step (:class:`Move`). The games' endings are returned
+(:class:`Episode`, in game order).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol, cast, runtime_checkable
+from typing import Any, Final, Literal, Protocol, cast, get_args, runtime_checkable
 
 import numpy as np
 
@@ -38,19 +34,16 @@ from coldiron_env.options import RULE_KEYS, RuleOptions
 
 LOCKSTEP_BATCH: Final = 256
 """Games a :class:`BatchPolicy` plays at once (one forward pass per step for all)."""
-ENGINES: Final = ("auto", "single", "vector", "game")
-
 Engine = Literal["auto", "single", "vector", "game"]
+ENGINES: Final = get_args(Engine)
 
 
 @runtime_checkable
 class BatchPolicy(Protocol):
-    """Deterministic play of many games at once (e.g. a trained model's masked policy).
-
-    ``act(obs, masks, episode_starts)`` takes a batch (leading dimension n) and
-    returns n legal actions; a policy with memory (an LSTM) keeps one state per
-    row, cleared where ``episode_starts`` is true and by ``reset_states()``.
-    """
+    """Deterministic play of many games at once (e.g. a trained model's masked policy):
+    ``act(obs, masks, episode_starts)`` takes a batch (leading dimension n) and returns n legal
+    actions; a policy with memory (an LSTM) keeps one state per row, cleared where
+    ``episode_starts`` is true and by ``reset_states()``."""
 
     def reset_states(self) -> None: ...
 
@@ -109,22 +102,18 @@ def play_lockstep(
     on_start: Callable[[int, Any, dict[str, Any]], None] | None = None,
     on_move: Callable[[Move], None] | None = None,
 ) -> list[Episode]:
-    """Play one game per entry of ``resets`` (the kwargs of its ``reset``), in order.
+    """Play one game per entry of ``resets`` (the kwargs of its ``reset``), in order, up to
+    ``batch`` side by side.
 
-    Up to ``batch`` games run side by side (``players``: a :class:`BatchPolicy` or a
-    :data:`Seat`, see the module). ``engine``: ``single`` plays plain :class:`ColdIronEnv`
-    games (``envs``, reused batch after batch: by default ``min(batch, games)`` built from
-    ``env_kwargs``); ``vector`` plays them in one native vector env
-    (:class:`~coldiron_env.vector.ColdIronVectorEnv`, the same games move for move: its
-    lockstep tests), whose batched observation is several times faster with ``counting``,
-    for a :class:`BatchPolicy` without hooks; ``game`` plays each game on the rules engine
-    (:class:`~coldiron_env.game.Game`, no observation encoded: several times faster), its
-    seat's agent told :meth:`Knowledge.from_game <coldiron_env.knowledge.Knowledge.from_game>`
-    before each decision, never the game, on decks given as ``options={"deck": codes}`` (or
-    a list of card ids, which the rules engine takes: no codes to parse);
-    its hooks see that :class:`~coldiron_env.knowledge.Knowledge` as the observation and
-    ``info`` holds the ``action_mask``; the rewards, the end of the game and an illegal
-    action (the game lost) are the env's defaults. ``auto`` (the default) takes
+    ``engine``: ``single`` plays plain :class:`ColdIronEnv` games (``envs``, reused batch
+    after batch: by default ``min(batch, games)`` built from ``env_kwargs``); ``vector``, for
+    a :class:`BatchPolicy` without hooks, one native vector env (the same games move for
+    move, its batched observation several times faster with ``counting``); ``game`` the rules
+    engine (no observation encoded: several times faster), on given decks (codes, or card
+    ids), each seat's agent told :meth:`Knowledge.from_game
+    <coldiron_env.knowledge.Knowledge.from_game>` before each decision, never the game (the
+    hooks see that knowledge as the observation; ``info`` holds the ``action_mask``; rewards
+    and an illegal action's loss are the env's defaults). ``auto`` (the default) takes
     ``vector`` when it can and Gymnasium has it, else ``single``.
     """
     if batch <= 0:
@@ -176,12 +165,8 @@ def _play_chunk(
         infos.append(info)
         if on_start is not None:
             on_start(first + i, o, info)
-    policy: BatchPolicy | None = None
-    seats: list[Agent] = []
-    if isinstance(players, BatchPolicy):
-        policy = players
-    else:
-        seats = [players(first + i) for i in range(n)]
+    policy = players if isinstance(players, BatchPolicy) else None
+    seats = [] if policy is not None else [cast(Seat, players)(first + i) for i in range(n)]
     ended: list[Episode | None] = [None] * n
     steps = np.zeros(n, dtype=np.int64)
     starts = np.ones(n, dtype=bool)
@@ -221,9 +206,8 @@ def _play_chunk(
 
 def game_rules(env_kwargs: Mapping[str, Any]) -> RuleOptions:
     """The rules of the ``game`` engine's games: ``env_kwargs`` checked as the env checks them,
-    and refused, by name, beyond the rules and the observation's options (which a player
-    deciding from knowledge does not use): the engine plays the env's default rewards and
-    illegal-action rule."""
+    and refused by name beyond the rules and the observation options (the engine plays the
+    env's default rewards and illegal-action rule)."""
     ColdIronEnv(**env_kwargs).close()  # a bad key or value: the env's ValueError naming it
     other = sorted(set(env_kwargs) - set(RULE_KEYS) - set(OBSERVATION_OPTIONS))
     if other:

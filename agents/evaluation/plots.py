@@ -1,4 +1,4 @@
-"""Bar chart of win rates with their 95% intervals (PNG, matplotlib's Agg backend)."""
+"""Bar charts of win rates with their 95% intervals (PNG, matplotlib's Agg backend)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,15 @@ from agents.evaluation.arena import AgentResult
 
 TITLE_CHARS_PER_INCH: Final = 9
 """Characters of the chart's title a line per inch of figure (wrapped, not clipped)."""
-
-PERCENT = 100.0
+CHART_MARGIN: Final = 1.15
+"""The x axis reaches this factor past the highest interval."""
+KIND_COLOURS: Final[dict[str, str]] = {
+    "agent": "#4C72B0",
+    "planner": "#DD8452",
+    "baseline-subset": "#8C8C8C",
+    "bound": "#55A868",
+}
+PERCENT: Final = 100.0
 
 
 def pyplot() -> ModuleType:
@@ -31,45 +38,37 @@ def pyplot() -> ModuleType:
 def plot_win_rates(
     results: Sequence[AgentResult], path: str | os.PathLike[str], title: str | None = None
 ) -> Path:
-    """Write a bar chart of ``results`` (win rate %, Wilson 95% error bars) to ``path``.
-
-    The file is written atomically. Returns the path written.
-    """
+    """Write a bar chart of ``results``, the first on top (win rate %, Wilson 95% error bars,
+    coloured by the result's kind), to ``path`` atomically; returns the path."""
     if not results:
         raise ValueError("no results to plot")
     plt = pyplot()
-
-    names = [r.agent for r in results]
     rates = [PERCENT * r.win_rate for r in results]
-    lows = [PERCENT * (r.win_rate - r.interval[0]) for r in results]
-    highs = [PERCENT * (r.interval[1] - r.win_rate) for r in results]
-    fig, ax = plt.subplots(figsize=(max(4.0, 1.4 * len(results) + 2.0), 4.0))
+    below = [rate - PERCENT * r.interval[0] for rate, r in zip(rates, results, strict=True)]
+    above = [PERCENT * r.interval[1] - rate for rate, r in zip(rates, results, strict=True)]
+    fig, ax = plt.subplots(figsize=(8.0, 0.55 * len(results) + 1.5))
     try:
-        xs = range(len(results))
-        ax.bar(xs, rates, yerr=[lows, highs], capsize=6, color="#4C72B0", edgecolor="black")
-        for x, rate, high in zip(xs, rates, highs, strict=True):
+        ys = list(range(len(results)))[::-1]
+        colours = [KIND_COLOURS[r.kind] for r in results]
+        ax.barh(ys, rates, xerr=[below, above], capsize=4, color=colours, edgecolor="black")
+        for y, rate, high in zip(ys, rates, above, strict=True):
             ax.annotate(
-                f"{rate:.2f}%",
-                (x, rate + high),
-                textcoords="offset points",
-                xytext=(0, 3),
-                ha="center",
-                fontsize=9,
-            )
-        ax.set_xticks(list(xs), names, rotation=15 if len(results) > 4 else 0)
-        ax.set_ylabel("win rate (%)")
+                f"{rate:.2f}%", (rate + high, y), xytext=(4, 0), textcoords="offset points",
+                va="center", fontsize=8,
+            )  # fmt: skip
+        ax.set_yticks(ys, [f"{r.agent}\n({r.episodes} deals)" for r in results], fontsize=8)
+        ax.set_xlabel("win rate (%), Wilson 95% interval")
+        reach = max(rate + high for rate, high in zip(rates, above, strict=True))
+        ax.set_xlim(0, min(PERCENT, reach * CHART_MARGIN + 1))
         episodes = {r.episodes for r in results}
         count = f"{episodes.pop()} deals" if len(episodes) == 1 else "deals"
         text = title or f"Cold Iron win rate on {count} (Wilson 95% interval)"
         chars = int(TITLE_CHARS_PER_INCH * fig.get_figwidth())  # a caller's newlines kept
-        wrapped = "\n".join(textwrap.fill(line, width=chars) for line in text.splitlines())
-        ax.set_title(wrapped, fontsize="medium")
-        ax.set_ylim(0, max(max(r + h for r, h in zip(rates, highs, strict=True)) * 1.2, 1.0))
-        ax.grid(axis="y", alpha=0.3)
+        ax.set_title("\n".join(textwrap.fill(line, chars) for line in text.splitlines()))
+        ax.grid(axis="x", alpha=0.3)
         fig.tight_layout()
-        target = Path(path)
-        with atomic_target(target, suffix=".png") as tmp:
-            fig.savefig(tmp, format="png", dpi=120)
+        with atomic_target(path, suffix=".png") as tmp:
+            fig.savefig(tmp, format="png", dpi=110)
     finally:
         plt.close(fig)
-    return target
+    return Path(path)

@@ -1,14 +1,7 @@
 """The algorithm registry: config names -> Stable-Baselines3 / sb3-contrib classes.
 
-Adding an algorithm is one entry in :data:`ALGORITHMS`. Classes are imported
-lazily (``import agents.learning.algorithms`` does not import torch).
-
-Each entry says whether the algorithm takes action masks itself (MaskablePPO:
-masks enter its rollouts and its loss), whether it is off-policy (it then has a
-replay buffer to checkpoint), whether its policy is recurrent (it then carries
-LSTM state through an episode), the family of its policy network
-(``actor_critic`` or ``q_value``: which ``policy:`` keys and which imitation loss
-apply), and the SB3 policy names for flat and dict observations.
+Adding an algorithm is one entry in :data:`ALGORITHMS`. Classes are imported lazily
+(``import agents.learning.algorithms`` does not import torch).
 """
 
 from __future__ import annotations
@@ -25,32 +18,25 @@ PolicyFamily = Literal["actor_critic", "q_value"]
 
 @dataclass(frozen=True)
 class AlgorithmSpec:
-    """One registered algorithm.
-
-    Attributes:
-        name: the config name (``algorithm.name``).
-        module: module holding the class.
-        class_name: the class in ``module``.
-        supports_masks: the algorithm uses action masks in training (MaskablePPO).
-            The others are trained on the env's default rule (an illegal action
-            ends the episode as a loss) and masked at play time by
-            :mod:`agents.learning.sb3_agent`.
-        off_policy: has a replay buffer (saved with checkpoints).
-        recurrent: the policy keeps LSTM state within an episode.
-        family: ``actor_critic`` (logits + value head) or ``q_value`` (Q-values).
-        flat_policy: SB3 policy name for ``observation_mode: flat``.
-        dict_policy: SB3 policy name for ``observation_mode: dict``.
-    """
+    """One registered algorithm: its config name, the class ``module.class_name``, and what
+    the rest of the code asks of it."""
 
     name: str
     module: str
     class_name: str
     supports_masks: bool
+    """Masks enter its rollouts and loss (MaskablePPO); the others learn that an illegal
+    action ends the episode as a loss, and are masked at play time."""
     off_policy: bool
+    """It has a replay buffer (saved with checkpoints)."""
     recurrent: bool
+    """Its policy carries LSTM state through an episode."""
     family: PolicyFamily
+    """``actor_critic`` (logits + value head) or ``q_value``: which ``policy:`` keys and which
+    imitation loss apply."""
     flat_policy: str
     dict_policy: str
+    """SB3's policy names for ``observation_mode: flat`` and ``dict``."""
 
     def load_class(self) -> type[BaseAlgorithm]:
         cls: type[BaseAlgorithm] = getattr(importlib.import_module(self.module), self.class_name)

@@ -1,32 +1,25 @@
 """Run configurations: a pydantic schema, YAML loading and validation.
 
-A run is described by one YAML file (see ``configs/``). :func:`load_config`
-parses it and validates every key *before* anything runs; any problem is raised
-as a :class:`ConfigError` naming the file, the key path (for example
-``algorithm.hyperparameters.learning_rate`` or ``curriculum[0].turns``) and the
-reason.
+A run is described by one YAML file (``configs/``). :func:`load_config` validates every key
+*before* anything runs; a problem is a :class:`ConfigError` naming the file, the key path
+(``algorithm.hyperparameters.learning_rate``, ``curriculum[0].turns``) and the reason:
+pydantic's first error, with the value given.
 
-The schema is a tree of pydantic v2 models (:class:`Config` at the root), strict
-(a YAML ``true`` is not an int, ``"8"`` is not a number; a whole float such as
-``1.0e6`` is accepted for a count) and closed (an unknown key is refused with
-the known ones). Checks spanning several keys are model validators;
-the hyperparameters are a free mapping checked against the algorithm's SB3
-class and :data:`HYPERPARAMETERS`. Pydantic's first error becomes one
-:class:`ConfigError` line: the key path, pydantic's message and the value given.
-Nothing is ``eval``-ed: activations are looked up by name, schedules are mappings
-such as ``{schedule: linear, start: 3.0e-4, end: 0.0}``.
-
-The ``search:`` section of a tuning config is kept here as an opaque mapping;
-:mod:`agents.learning.search_space` validates it (this module does not import it).
+The schema is a tree of pydantic v2 models (:class:`Config` at the root), strict (a YAML
+``true`` is not an int, ``"8"`` not a number; a whole float such as ``1.0e6`` is a count) and
+closed (an unknown key is refused, naming the known ones). Checks spanning several keys are
+model validators. The hyperparameters are a mapping whose keys the algorithm's SB3 class
+must take and whose values :class:`Hyperparameters` checks. Nothing is ``eval``-ed:
+activations are names, schedules mappings such as ``{schedule: linear, start: 3.0e-4, end:
+0.0}``. The ``search:`` section of a tuning config is an opaque mapping here, validated by
+:mod:`agents.learning.search_space` (not imported here).
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, get_args
 
@@ -39,9 +32,7 @@ from pydantic import (
     Discriminator,
     Field,
     Tag,
-    TypeAdapter,
     ValidationError,
-    create_model,
     model_validator,
 )
 from pydantic_core import ErrorDetails
@@ -83,11 +74,8 @@ class ConfigError(ValueError):
 
 
 class _Refusal(ValueError):
-    """Raised by a validator: the ``reason`` and the key path (``key``) below the value checked.
-
-    Pydantic reports it as a ``value_error`` at the validated value, keeping this
-    exception in the error's context; :func:`_located` appends ``key`` to that place.
-    """
+    """Raised by a validator: the ``reason``, and the ``key`` path below the value checked
+    (which pydantic reports it at; :func:`_located` appends ``key``)."""
 
     def __init__(self, reason: str, *key: str | int) -> None:
         super().__init__(reason)
@@ -98,9 +86,7 @@ class _Refusal(ValueError):
 # ---------------------------------------------------------------- value types
 def _whole_number(value: Any) -> Any:
     """A float with an integral value (``1.0e6`` written for a count) as an int."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _registered_algorithm(name: str) -> str:
@@ -258,8 +244,8 @@ class AlgorithmConfig(_Section):
     policy: str | None = None
     """SB3 policy name; ``null`` = the registry's default for the observation mode."""
     hyperparameters: dict[str, Any] = Field(default_factory=dict)
-    """Keyword arguments of the algorithm's class, checked (and normalised, e.g. an int
-    learning rate becomes a float) against :data:`HYPERPARAMETERS`."""
+    """Keyword arguments of the algorithm's class, checked and normalised (an int learning
+    rate becomes a float) by :class:`Hyperparameters`."""
 
     @property
     def spec(self) -> AlgorithmSpec:
@@ -267,33 +253,24 @@ class AlgorithmConfig(_Section):
 
     @model_validator(mode="after")
     def _check_hyperparameters(self) -> AlgorithmConfig:
-        spec = self.spec
-        accepted = hyperparameters_of(spec)
-        hp = self.hyperparameters
-        for key, value in list(hp.items()):
+        accepted = hyperparameters_of(self.spec)
+        for key in self.hyperparameters:
             if key in MANAGED_ARGUMENTS:
                 raise _Refusal(
                     f"not a hyperparameter: {MANAGED_ARGUMENTS[key]}", "hyperparameters", key
                 )
             if key not in accepted:
                 raise _Refusal(
-                    f"unknown hyperparameter for {spec.name}; known: {sorted(accepted)}",
+                    f"unknown hyperparameter for {self.name}; known: {sorted(accepted)}",
                     "hyperparameters",
                     key,
                 )
-            try:
-                hp[key] = _hyper_value(HYPERPARAMETERS[key], value)
-            except ValidationError as exc:
-                parts, reason = _located(exc.errors()[0])
-                raise _Refusal(reason, "hyperparameters", key, *parts) from None
-        lo = hp.get("exploration_final_eps")
-        hi = hp.get("exploration_initial_eps")
-        if lo is not None and hi is not None and lo > hi:
-            raise _Refusal(
-                f"{lo} is above exploration_initial_eps {hi}",
-                "hyperparameters",
-                "exploration_final_eps",
-            )
+        try:
+            checked = Hyperparameters.model_validate(self.hyperparameters)
+        except ValidationError as exc:
+            parts, reason = _located(exc.errors()[0])
+            raise _Refusal(reason, "hyperparameters", *parts) from None
+        self.hyperparameters.update(checked.model_dump(exclude_unset=True))  # normalised, in order
         return self
 
 
@@ -439,10 +416,10 @@ class Config(_Section):
 
     @property
     def shaping_gamma(self) -> float:
-        if self.shaping.gamma is not None:
-            return self.shaping.gamma
-        gamma = self.algorithm.hyperparameters.get("gamma", DEFAULT_GAMMA)
-        return float(gamma)
+        gamma = self.shaping.gamma
+        return float(
+            self.algorithm.hyperparameters.get("gamma", DEFAULT_GAMMA) if gamma is None else gamma
+        )
 
     @model_validator(mode="after")
     def _check_across_sections(self) -> Config:
@@ -474,51 +451,86 @@ class Config(_Section):
 
 
 # ---------------------------------------------------------------- hyperparameters
-@dataclass(frozen=True)
-class HyperSpec:
-    """Type and bounds of one hyperparameter.
-
-    A ``schedule`` is a number or a mapping ``{schedule: constant, value}`` /
-    ``{schedule: linear, start, end}`` whose numbers have the bounds (a linear
-    schedule may end on ``low`` even when ``low`` is exclusive: decaying to 0).
-    """
-
-    kind: Literal["float", "int", "bool", "schedule"]
-    low: float | None = None
-    high: float | None = None
-    low_exclusive: bool = False
-    nullable: bool = False
+def _known_schedule_kind(value: Any) -> Any:
+    if isinstance(value, Mapping) and value.get("schedule") not in SCHEDULE_KINDS:
+        raise _Refusal(
+            f"must be one of {list(SCHEDULE_KINDS)}, got {value.get('schedule')!r}", "schedule"
+        )
+    return value
 
 
-HYPERPARAMETERS: Final[dict[str, HyperSpec]] = {
-    "learning_rate": HyperSpec("schedule", 0.0, None, low_exclusive=True),
-    "n_steps": HyperSpec("int", 1),
-    "batch_size": HyperSpec("int", 2),
-    "n_epochs": HyperSpec("int", 1),
-    "gamma": HyperSpec("float", 0.0, 1.0, low_exclusive=True),
-    "gae_lambda": HyperSpec("float", 0.0, 1.0),
-    "clip_range": HyperSpec("schedule", 0.0, None, low_exclusive=True),
-    "clip_range_vf": HyperSpec("schedule", 0.0, None, low_exclusive=True, nullable=True),
-    "normalize_advantage": HyperSpec("bool"),
-    "ent_coef": HyperSpec("float", 0.0),
-    "vf_coef": HyperSpec("float", 0.0),
-    "max_grad_norm": HyperSpec("float", 0.0, None, low_exclusive=True),
-    "target_kl": HyperSpec("float", 0.0, None, low_exclusive=True, nullable=True),
-    "stats_window_size": HyperSpec("int", 1),
-    "use_rms_prop": HyperSpec("bool"),
-    "rms_prop_eps": HyperSpec("float", 0.0, None, low_exclusive=True),
-    "buffer_size": HyperSpec("int", 1),
-    "learning_starts": HyperSpec("int", 0),
-    "tau": HyperSpec("float", 0.0, 1.0, low_exclusive=True),
-    "train_freq": HyperSpec("int", 1),
-    "gradient_steps": HyperSpec("int", 1),
-    "target_update_interval": HyperSpec("int", 1),
-    "exploration_fraction": HyperSpec("float", 0.0, 1.0),
-    "exploration_initial_eps": HyperSpec("float", 0.0, 1.0),
-    "exploration_final_eps": HyperSpec("float", 0.0, 1.0),
-    "optimize_memory_usage": HyperSpec("bool"),
-}
-"""Every hyperparameter this schema accepts (an algorithm takes those its class takes)."""
+def _schedule_shape(value: Any) -> str:
+    """A schedule's union tag: its ``schedule`` (a key, or a validated field), or number."""
+    kind = value.get("schedule") if isinstance(value, Mapping) else None
+    return _tag(str(kind or getattr(value, "schedule", "number")))
+
+
+PositiveNumber = Annotated[Number, Field(gt=0.0)]
+NOT_GIVEN: Any = None
+"""The default of a hyperparameter a config does not set (never validated: SB3's default
+applies)."""
+
+
+class LinearSchedule(_Section):
+    schedule: Literal["linear"]
+    start: PositiveNumber
+    end: Annotated[Number, Field(ge=0.0)]  # decaying to exactly 0
+
+
+class ConstantSchedule(_Section):
+    schedule: Literal["constant"]
+    value: PositiveNumber
+
+
+Schedule = Annotated[
+    Annotated[PositiveNumber, Tag(_tag("number"))]
+    | Annotated[LinearSchedule, Tag(_tag("linear"))]
+    | Annotated[ConstantSchedule, Tag(_tag("constant"))],
+    Discriminator(_schedule_shape),
+    BeforeValidator(_known_schedule_kind),
+]
+"""A positive number, or the mapping of SB3's ``ConstantSchedule`` or ``LinearSchedule``."""
+
+
+class Hyperparameters(_Section):
+    """Every hyperparameter this schema accepts, with its type and bounds; an algorithm takes
+    those its SB3 class's ``__init__`` takes (:func:`hyperparameters_of`). Validated on the
+    keys a config gives (the others keep SB3's defaults)."""
+
+    learning_rate: Schedule = NOT_GIVEN
+    n_steps: Count = Field(NOT_GIVEN, ge=1)
+    batch_size: Count = Field(NOT_GIVEN, ge=2)
+    n_epochs: Count = Field(NOT_GIVEN, ge=1)
+    gamma: Number = Field(NOT_GIVEN, gt=0.0, le=1.0)
+    gae_lambda: Number = Field(NOT_GIVEN, ge=0.0, le=1.0)
+    clip_range: Schedule = NOT_GIVEN
+    clip_range_vf: Schedule | None = None
+    normalize_advantage: bool = NOT_GIVEN
+    ent_coef: Number = Field(NOT_GIVEN, ge=0.0)
+    vf_coef: Number = Field(NOT_GIVEN, ge=0.0)
+    max_grad_norm: Number = Field(NOT_GIVEN, gt=0.0)
+    target_kl: Number | None = Field(NOT_GIVEN, gt=0.0)
+    stats_window_size: Count = Field(NOT_GIVEN, ge=1)
+    use_rms_prop: bool = NOT_GIVEN
+    rms_prop_eps: Number = Field(NOT_GIVEN, gt=0.0)
+    buffer_size: Count = Field(NOT_GIVEN, ge=1)
+    learning_starts: Count = Field(NOT_GIVEN, ge=0)
+    tau: Number = Field(NOT_GIVEN, gt=0.0, le=1.0)
+    train_freq: Count = Field(NOT_GIVEN, ge=1)
+    gradient_steps: Count = Field(NOT_GIVEN, ge=1)
+    target_update_interval: Count = Field(NOT_GIVEN, ge=1)
+    exploration_fraction: Number = Field(NOT_GIVEN, ge=0.0, le=1.0)
+    exploration_initial_eps: Number = Field(NOT_GIVEN, ge=0.0, le=1.0)
+    exploration_final_eps: Number = Field(NOT_GIVEN, ge=0.0, le=1.0)
+    optimize_memory_usage: bool = NOT_GIVEN
+
+    @model_validator(mode="after")
+    def _exploration_decays(self) -> Hyperparameters:
+        lo, hi = self.exploration_final_eps, self.exploration_initial_eps
+        if lo is not None and hi is not None and lo > hi:
+            raise _Refusal(f"{lo} is above exploration_initial_eps {hi}", "exploration_final_eps")
+        return self
+
 
 MANAGED_ARGUMENTS: Final[dict[str, str]] = {
     "policy": "set it as algorithm.policy",
@@ -532,82 +544,14 @@ MANAGED_ARGUMENTS: Final[dict[str, str]] = {
 
 
 def hyperparameters_of(spec: AlgorithmSpec) -> set[str]:
-    """The hyperparameter names algorithm ``spec`` accepts."""
+    """The hyperparameter names algorithm ``spec`` accepts: its class's ``__init__``'s."""
     params = inspect.signature(spec.load_class().__init__).parameters
-    return set(params) & set(HYPERPARAMETERS)
+    return set(params) & set(Hyperparameters.model_fields)
 
 
 def default_hyperparameter(spec: AlgorithmSpec, name: str) -> Any:
     """The default of hyperparameter ``name`` in the algorithm's class."""
     return inspect.signature(spec.load_class().__init__).parameters[name].default
-
-
-def _bounded(base: Any, low: float | None, high: float | None, low_exclusive: bool) -> Any:
-    """``base`` annotated with pydantic bounds."""
-    exclusive = low if low_exclusive else None
-    inclusive = None if low_exclusive else low
-    return Annotated[base, Field(gt=exclusive, ge=inclusive, le=high)]
-
-
-def _schedule_shape(value: Any) -> str | None:
-    if not isinstance(value, Mapping):
-        return _tag("number")
-    kind = value.get("schedule")
-    return _tag(str(kind)) if kind in SCHEDULE_KINDS else None
-
-
-def _known_schedule_kind(value: Any) -> Any:
-    if isinstance(value, Mapping) and value.get("schedule") not in SCHEDULE_KINDS:
-        raise _Refusal(
-            f"must be one of {list(SCHEDULE_KINDS)}, got {value.get('schedule')!r}", "schedule"
-        )
-    return value
-
-
-_LINEAR_KIND: Final[Any] = Literal["linear"]
-_CONSTANT_KIND: Final[Any] = Literal["constant"]
-
-
-@functools.cache
-def _hyper_adapter(hs: HyperSpec) -> TypeAdapter[Any]:
-    """The pydantic validator of one hyperparameter's values."""
-    number = _bounded(Number, hs.low, hs.high, hs.low_exclusive)
-    tp: Any
-    if hs.kind == "bool":
-        tp = bool
-    elif hs.kind == "int":
-        tp = _bounded(Count, hs.low, hs.high, hs.low_exclusive)
-    elif hs.kind == "float":
-        tp = number
-    else:
-        end = _bounded(Number, hs.low, hs.high, low_exclusive=False)  # decaying to exactly 0
-        linear = create_model(
-            "LinearSchedule",
-            __base__=_Section,
-            schedule=(_LINEAR_KIND, ...),
-            start=(number, ...),
-            end=(end, ...),
-        )
-        constant = create_model(
-            "ConstantSchedule",
-            __base__=_Section,
-            schedule=(_CONSTANT_KIND, ...),
-            value=(number, ...),
-        )
-        tp = Annotated[
-            Annotated[number, Tag(_tag("number"))]
-            | Annotated[linear, Tag(_tag("linear"))]
-            | Annotated[constant, Tag(_tag("constant"))],
-            Discriminator(_schedule_shape),
-            BeforeValidator(_known_schedule_kind),
-        ]
-    return TypeAdapter(tp | None if hs.nullable else tp)
-
-
-def _hyper_value(hs: HyperSpec, value: Any) -> Any:
-    """The validated value (a schedule as a plain mapping); ``ValidationError`` if invalid."""
-    out = _hyper_adapter(hs).validate_python(value, strict=True)
-    return out.model_dump() if isinstance(out, BaseModel) else out
 
 
 # ---------------------------------------------------------------- cross-section checks
@@ -690,19 +634,11 @@ def _check_curriculum(stages: Sequence[CurriculumStage], observation_mode: str) 
 
 
 def _check_policy_name(policy: str | None, spec: AlgorithmSpec, observation_mode: str) -> None:
-    if policy is None:
-        return
-    allowed = {spec.flat_policy, spec.dict_policy}
-    if policy not in allowed:
-        raise _Refusal(
-            f"must be one of {sorted(allowed)} (or null) for {spec.name}, got {policy!r}",
-            "algorithm",
-            "policy",
-        )
     expected = spec.policy_name(observation_mode)
-    if policy != expected:
+    if policy not in (None, expected):
         raise _Refusal(
-            f"observation_mode {observation_mode!r} needs {expected!r}, got {policy!r}",
+            f"{spec.name} with observation_mode {observation_mode!r} takes {expected!r} (or "
+            f"null), got {policy!r}",
             "algorithm",
             "policy",
         )
@@ -852,23 +788,21 @@ def dump_config(cfg: Config) -> str:
 
 
 # ---------------------------------------------------------------- building SB3 arguments
+ACTIVATIONS: Final = {
+    "tanh": "Tanh", "relu": "ReLU", "elu": "ELU", "leaky_relu": "LeakyReLU", "gelu": "GELU",
+    "silu": "SiLU", "selu": "SELU",
+}  # fmt: skip
+"""The ``torch.nn`` class of each :data:`Activation`."""
+
+
 def activation_class(name: str) -> type[Any]:
     """The ``torch.nn`` activation class for a name of :data:`Activation`."""
     from torch import nn  # noqa: PLC0415 (config loading stays torch-free)
 
-    table: dict[str, type[nn.Module]] = {
-        "tanh": nn.Tanh,
-        "relu": nn.ReLU,
-        "elu": nn.ELU,
-        "leaky_relu": nn.LeakyReLU,
-        "gelu": nn.GELU,
-        "silu": nn.SiLU,
-        "selu": nn.SELU,
-    }
-    try:
-        return table[name]
-    except KeyError:
-        raise ValueError(f"unknown activation {name!r}; known: {sorted(table)}") from None
+    if name not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {name!r}; known: {sorted(ACTIVATIONS)}")
+    activation: type[Any] = getattr(nn, ACTIVATIONS[name])
+    return activation
 
 
 def policy_kwargs(cfg: Config) -> dict[str, Any]:

@@ -1,32 +1,24 @@
 """Expert iteration: the planner over a trained network teaches the network.
 
-Anthony, Tian & Barber (2017), *Thinking fast and slow with deep learning and tree
-search*: a search that uses the network plays better than the network alone, so
-cloning the search's choices improves the network, and the improved network makes the
-search better again. Here the search is the planner (``agents/players/planner.py``)
-with the network as its base policy: it keeps the network's action unless paired
-rollouts on sampled orders of the unseen cards find a significantly better one (from
-turn 18 on, at the planner's budget).
+Anthony, Tian & Barber (2017), *Thinking fast and slow with deep learning and tree search*:
+a search that uses the network plays better than the network alone, so cloning its choices
+improves the network, which makes the search better again. The search is the planner
+(``agents/players/planner.py``) with the network as its base policy: it keeps the network's
+action unless paired rollouts find a significantly better one (from turn 18 on).
 
-Each round of the phase (:func:`agents.learning.training.expert_iteration`: after RL in a
-training run, alone on a start network in ``scripts/distill.py``):
+Each round (:func:`agents.learning.training.expert_iteration`, after RL or alone in
+``scripts/distill.py``): the network plays ``episodes`` deals of the ``SEARCH`` deal stream
+(apart from every other deal by construction); the planner over the *current* network labels
+every state it visited (:func:`label`, in one process or several: :class:`Labellers`); the
+network is cloned on those labels (with ``keep_rounds`` > 1 on the kept earlier rounds' too;
+with ``targets: soft`` on each compared action's chance of being the best) at a small
+learning rate, its value head fitted to its Monte-Carlo returns; the round is committed with
+its model (:func:`commit_round`).
 
-1. the network plays ``episodes`` deals of the ``SEARCH`` deal stream
-   (``coldiron_env.dealer.DealStream``: apart from every training, imitation,
-   validation and evaluation deal by construction), masked and deterministic;
-2. the planner over the *current* network labels every state the network visited
-   (:func:`label`, in one process or several: :class:`Labellers`);
-3. the network is cloned on that round's labels (with ``keep_rounds`` > 1, on those of
-   the rounds before it too, kept in the run directory; with ``targets: soft``, on the
-   chance that each action the planner compared is the best) with a small learning rate
-   (:func:`agents.learning.imitation.behaviour_clone`; the value head is fitted to the
-   network's Monte-Carlo returns), and the round is committed with its model
-   (:func:`commit_round`, to :data:`EXPERT_FILE` and ``model.zip``).
-
-The network agrees with about 98% of the labels before a round: the planner changes
-few decisions, late in the game, and the cloning must teach those without undoing
-the rest. Measured: oversampling the changed decisions ten-fold at twice the learning
-rate wrecked the policy (lab/docs/experiments.md); the gentle default gains round after round.
+The network agrees with about 98% of the labels before a round: the planner changes few
+decisions, late in the game, and cloning must teach those without undoing the rest.
+Oversampling the changed decisions ten-fold at twice the learning rate wrecked the policy
+(lab/docs/experiments.md); the gentle default gains round after round.
 """
 
 from __future__ import annotations
@@ -76,20 +68,18 @@ LABELS_DIR: Final = "labels"
 """The run directory's folder of kept labels, one file a round (``keep_rounds`` > 1)."""
 HEURISTIC_ROLLOUTS: Final = "heuristic"
 NETWORK_ROLLOUTS: Final = "network"
-"""``expert_iteration.rollouts``: the planner's rollouts played by the heuristic, or by the
-network being trained (its current weights: the search improves as the network does)."""
+"""``expert_iteration.rollouts``: played by the heuristic, or by the network being trained."""
 HARD_TARGETS: Final = "hard"
 SOFT_TARGETS: Final = "soft"
-"""``expert_iteration.targets``: clone on the planner's choices, or on the chance that each
-action it compared is the best, from its paired estimates (its choice where it did not plan)."""
+"""``expert_iteration.targets``: the planner's choices, or each compared action's chance of
+being the best (its choice where it did not plan)."""
 
 
 def search_over(
     agent: SB3Agent, budget: str, compiled: bool = COMPILED, rollouts: str = HEURISTIC_ROLLOUTS
 ) -> PlannerAgent:
-    """The planner at ``budget`` with ``agent`` (its current weights) as base policy
-    (``compiled``: its rollouts compiled or in Python; the same labels), its rollouts
-    played by the heuristic or by ``agent`` itself (``rollouts``)."""
+    """The planner at ``budget`` over ``agent`` (its current weights), its rollouts compiled or
+    in Python (the same labels), played by the heuristic or by ``agent`` (``rollouts``)."""
     return PlannerAgent(
         BUDGETS[budget],
         name=f"{budget} over {agent.name}",
@@ -114,11 +104,10 @@ def label(
 ) -> Demonstrations:
     """``agent`` plays deals ``first ..`` (``batch`` at a time, in lockstep); then the planner
     over it is asked, deal by deal, for the action at every state it visited (its sampling
-    seeded by the deal, its knowledge fed the deal's observations in order: DAgger). With
-    ``targets`` :data:`SOFT_TARGETS` each decision also gets a soft label (:func:`_soft_row`,
-    its alternatives handicapped by ``soft_z`` standard errors, None: the planner's ``z``).
-    ``agent`` may be a saved model's file, which a labelling process loads once a round
-    (:class:`Labellers` hands the processes the file: one call fewer than a wrapper)."""
+    seeded by the deal, its knowledge fed the deal's observations in order: DAgger). Soft
+    ``targets`` add a soft label a decision (:func:`_soft_row`; ``soft_z`` None: the
+    planner's ``z``). ``agent`` may be a saved model's file, loaded once a round (what
+    :class:`Labellers` hands its processes)."""
     if isinstance(agent, str):
         agent = _worker_agent(agent)
     played = student_play(agent.model, agent.env_kwargs, episodes, first, batch)
@@ -126,8 +115,7 @@ def label(
     soft = targets == SOFT_TARGETS
     planner.decisions = [] if soft else None
     handicap = planner.config.z if soft_z is None else soft_z
-    # imitation.collect_dagger's loop with the planner asked directly (not through
-    # PlannerAgent.act): two calls fewer between train and the rollouts
+    # imitation.collect_dagger's loop, asking the planner directly (two calls fewer)
     labels: list[int] = []
     rows: list[np.ndarray] = []
     for game, moves in enumerate(played.moves):
@@ -142,11 +130,9 @@ def label(
 
 
 def _soft_row(record: DecisionRecord | None, choice: int, actions: int, z: float) -> np.ndarray:
-    """One decision's soft label: the chance that each candidate the planner compared is
-    the best, each alternative handicapped by ``z`` standard errors
-    (:meth:`~agents.players.planner.DecisionRecord.chance_best`; with the planner's own
-    ``z`` and one alternative left, its rule made soft), or its choice for certain where it
-    did not plan (no ``record``)."""
+    """One decision's soft label: each candidate's chance of being the best, alternatives
+    handicapped by ``z`` standard errors (``DecisionRecord.chance_best``), or the planner's
+    choice for certain where it did not plan (no ``record``)."""
     row = np.zeros(actions, dtype=np.float32)
     if record is None:
         row[choice] = 1.0
@@ -177,15 +163,10 @@ def _worker_agent(model_file: str) -> SB3Agent:
 
 @dataclass(eq=False)
 class Labellers:
-    """Processes that label a round's deals in parallel (``workers`` > 1), or this one.
-
-    Each round the network is saved to a file of its own in a temporary folder, and each
-    process loads it once; the deals are handed out a DAgger batch at a time. A context
-    manager: leaving it (Ctrl-C included) stops the processes. ``compiled``: the planner's
-    rollouts compiled (with numba, the default then) or in Python (the same labels);
-    ``rollouts``: who plays them (:data:`NETWORK_ROLLOUTS`: the network being labelled);
-    ``targets``: hard or soft labels (:data:`SOFT_TARGETS`; ``soft_z``: :func:`label`'s).
-    """
+    """Processes that label a round's deals in parallel (``workers`` > 1), or this one; the
+    other fields are :func:`label`'s. Each round the network is saved to a file of its own,
+    which each process loads once; the deals go out a DAgger batch at a time. A context
+    manager: leaving it (Ctrl-C included) stops the processes."""
 
     workers: int
     batch: int = DAGGER_BATCH
@@ -231,8 +212,8 @@ class Labellers:
         gamma: float,
         stop: Callable[[], bool] | None = None,
     ) -> Demonstrations | None:
-        """As :func:`label`, spread over the processes; None once ``stop()`` says so (it is
-        asked before each DAgger batch here, every :data:`POLL_SECONDS` in parallel)."""
+        """As :func:`label`, spread over the processes; None once ``stop()`` says so (asked
+        before each batch here, every :data:`POLL_SECONDS` in parallel)."""
         tasks = chunks(episodes, first, self.batch)
         if self._pool is None or self._folder is None:
             parts = []
@@ -280,8 +261,7 @@ def kept_rounds(round_index: int, settings: ExpertIterationConfig) -> range:
 
 
 def check_kept_labels(run_root: Path, settings: ExpertIterationConfig) -> None:
-    """Raise :class:`TrainingError` before a continued run writes anything if the next round
-    would clone on labels the run directory no longer holds."""
+    """Refuse a continued run whose next round would clone on labels no longer kept."""
     done = len(expert_rounds(run_root))
     if settings.keep_rounds > 1 and done < settings.rounds:
         for r in kept_rounds(done, settings):
@@ -321,8 +301,7 @@ def model_bytes(model: BaseAlgorithm) -> bytes:
 
 
 def start_hash(run_root: Path, rounds: list[dict[str, Any]]) -> str | None:
-    """The recorded SHA-256 of the model before the first round (that model's file's now,
-    before any round)."""
+    """The SHA-256 of the model before the first round (as recorded, or of ``model.zip``)."""
     record, model_file = run_root / EXPERT_FILE, run_root / MODEL_FILE
     if rounds and record.is_file():
         start = read_json(record, {}).get(START_SHA_KEY)
@@ -334,7 +313,7 @@ def commit_round(
     run_root: Path, model: BaseAlgorithm, cfg: Config, start: str | None, rounds: list[Any]
 ) -> None:
     """Commit the last of ``rounds`` in two atomic writes: the record naming the new model's
-    SHA-256, then the model (:func:`reconcile_rounds` mends a kill between the two)."""
+    SHA-256, then the model (:func:`reconcile_rounds` mends a kill in between)."""
     data = model_bytes(model)
     rounds[-1][MODEL_SHA_KEY] = sha256_bytes(data)
     doc = {"settings": identity(cfg), START_SHA_KEY: start, "rounds": rounds}
@@ -343,14 +322,9 @@ def commit_round(
 
 
 def reconcile_rounds(run_root: Path) -> str | None:
-    """Bring a round record and its model back in step after a hard kill.
-
-    A kill between :func:`commit_round`'s two writes leaves the record one round ahead of
-    ``model.zip``, which still holds the previous round's model: that last record is
-    dropped (the round is played again). Returns what was done (None: nothing to do);
-    :class:`TrainingError` when the model matches neither the last round nor the one
-    before.
-    """
+    """After a kill between :func:`commit_round`'s two writes (the record one round ahead of
+    ``model.zip``), drop the last record: the round is played again. Returns what was done
+    (None: nothing); :class:`TrainingError` when the model is neither round's."""
     record_file, model_file = run_root / EXPERT_FILE, run_root / MODEL_FILE
     doc = read_json(record_file, {})
     rounds = doc.get("rounds", [])
@@ -374,8 +348,8 @@ def reconcile_rounds(run_root: Path) -> str | None:
 
 
 def check_resumable(cfg: Config, run_root: Path) -> None:
-    """Raise :class:`TrainingError` if ``cfg`` cannot continue the run's rounds: only
-    ``expert_iteration.rounds`` may change (anything else would mix two recipes)."""
+    """Refuse a ``cfg`` that would continue the run's rounds with other settings than
+    ``expert_iteration.rounds`` (two recipes mixed)."""
     path = run_root / EXPERT_FILE
     if not path.is_file() or not cfg.expert_iteration.rounds:
         return  # no round played, or none follows: the rounds played stay the model
@@ -393,8 +367,7 @@ def check_resumable(cfg: Config, run_root: Path) -> None:
 
 
 def prepare_resume(cfg: Config, run_root: Path, log: Callable[[str], None]) -> None:
-    """The checks and repair before a continued run writes anything: :func:`check_resumable`,
-    :func:`reconcile_rounds` (what it did logged), :func:`check_kept_labels`."""
+    """The checks and repair before a continued run writes anything."""
     check_resumable(cfg, run_root)
     note = reconcile_rounds(run_root)
     if note is not None:

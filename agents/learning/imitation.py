@@ -1,26 +1,18 @@
 """Behaviour-cloning warm start: imitate a teacher agent before RL.
 
-Why: on the sparse win/lose reward an untrained policy racks into Jokers and
-never sees a win, so RL has nothing to learn from (see issue 3). Cloning a
-hand-written player first starts RL from a policy that already wins a few
-percent of deals, inside the region where the reward carries signal.
+Why: on the sparse win/lose reward an untrained policy racks into Jokers and never sees a
+win, so RL has nothing to learn from (issue 3). Cloning a hand-written player first starts
+RL from a policy that already wins a few percent of deals, where the reward carries signal.
 
-Steps (:func:`warm_start`):
-
-1. :func:`collect_demonstrations`: the teacher plays ``episodes`` seeded deals
-   of the real game; each decision is stored as (observation, mask, action)
-   with the episode's Monte-Carlo return (``gamma``-discounted).
-2. :func:`behaviour_clone`: the SB3 policy network is trained by cross-entropy
-   towards the teacher's actions. Actor-critic algorithms (MaskablePPO, PPO,
-   A2C, RecurrentPPO): on the logits, masked for MaskablePPO (which plays
-   masked) and unmasked for the others (which must also learn to avoid illegal
-   actions, as their training env ends the episode on one). With
-   ``value_pretrain`` the value head is regressed on the Monte-Carlo returns at
-   the same time, so the first advantages of RL are not noise that undoes the
-   clone. RecurrentPPO is trained on whole episodes through its LSTM. DQN and
-   QR-DQN: a large-margin loss (the teacher's action above every other legal
-   action by :data:`Q_MARGIN`) plus regression of the teacher action's Q on the
-   return; the target network is synchronised afterwards.
+:func:`warm_start`: the teacher plays seeded deals (:func:`collect_demonstrations`: every
+decision with its episode's discounted Monte-Carlo return), then :func:`behaviour_clone`
+trains the SB3 network towards its actions. Actor-critic algorithms: cross-entropy on the
+logits, masked for MaskablePPO (which plays masked), unmasked for the others (which must
+also learn to avoid illegal actions); with ``value_pretrain`` the value head is regressed
+on the returns at the same time, so RL's first advantages are not noise that undoes the
+clone; RecurrentPPO is trained on whole episodes through its LSTM. DQN and QR-DQN: a
+large-margin loss (the teacher's action above every other legal one by :data:`Q_MARGIN`)
+plus regression of its Q on the return; the target network is synchronised afterwards.
 """
 
 from __future__ import annotations
@@ -58,6 +50,8 @@ DAGGER_BATCH: Final = 256
 FORWARD_CHUNK: Final = 4096  # decisions per forward pass outside training (accuracy, logits)
 OBS_PREFIX: Final = "obs/"
 """Prefix of the observation arrays' names in a saved :class:`Demonstrations` file."""
+SAVED_ARRAYS: Final = ("masks", "actions", "returns", "episode", "targets")
+"""The other arrays of a saved :class:`Demonstrations` file (``targets`` if any)."""
 
 
 def _quiet(_message: str) -> None:
@@ -66,13 +60,10 @@ def _quiet(_message: str) -> None:
 
 @dataclass
 class Demonstrations:
-    """Teacher decisions: ``obs`` (array or dict of arrays, n rows), masks, actions, returns.
-
-    ``episode`` gives each row's episode index (rows of an episode are
-    consecutive and in order). ``targets``, when given, are soft labels: a row of
-    probabilities over the actions per decision, cloned on instead of ``actions`` (which
-    stay the teacher's choices, for the agreement figures).
-    """
+    """Teacher decisions: ``obs`` (array or dict of arrays, n rows), masks, actions, returns;
+    ``episode``: each row's episode (an episode's rows consecutive, in order). ``targets``:
+    soft labels (a probability row a decision) cloned on instead of ``actions``, which stay
+    the teacher's choices (for the agreement figures)."""
 
     obs: Any
     masks: np.ndarray
@@ -96,23 +87,11 @@ class Demonstrations:
 
     def save(self, path: Path) -> None:
         """Write to ``path`` (compressed ``.npz``, atomically); :meth:`load` reads it back."""
-        arrays = (
-            {f"{OBS_PREFIX}{k}": v for k, v in self.obs.items()}
-            if isinstance(self.obs, dict)
-            else {OBS_PREFIX: self.obs}
-        )
-        if self.targets is not None:
-            arrays["targets"] = self.targets
+        obs = self.obs if isinstance(self.obs, dict) else {"": self.obs}
+        arrays = {f"{OBS_PREFIX}{k}": v for k, v in obs.items()}
+        arrays |= {k: getattr(self, k) for k in SAVED_ARRAYS if getattr(self, k) is not None}
         buffer = io.BytesIO()
-        np.savez_compressed(
-            buffer,
-            masks=self.masks,
-            actions=self.actions,
-            returns=self.returns,
-            episode=self.episode,
-            counts=np.asarray([self.episodes, self.wins]),
-            **arrays,
-        )
+        np.savez_compressed(buffer, counts=np.asarray([self.episodes, self.wins]), **arrays)
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(path, buffer.getvalue())
 
@@ -120,23 +99,12 @@ class Demonstrations:
     def load(cls, path: Path) -> Demonstrations:
         """What :meth:`save` wrote to ``path``."""
         with np.load(path) as data:
-            obs_keys = [k for k in data.files if k.startswith(OBS_PREFIX)]
-            obs: Any = (
-                data[OBS_PREFIX]
-                if obs_keys == [OBS_PREFIX]
-                else {k[len(OBS_PREFIX) :]: data[k] for k in obs_keys}
-            )
+            obs = {k[len(OBS_PREFIX) :]: data[k] for k in data.files if k.startswith(OBS_PREFIX)}
+            arrays = {k: data[k] for k in SAVED_ARRAYS if k in data.files}
             episodes, wins = (int(x) for x in data["counts"])
-            return cls(
-                obs=obs,
-                masks=data["masks"],
-                actions=data["actions"],
-                returns=data["returns"],
-                episode=data["episode"],
-                episodes=episodes,
-                wins=wins,
-                targets=data["targets"] if "targets" in data.files else None,
-            )
+        return cls(
+            obs.get("") if list(obs) == [""] else obs, **arrays, episodes=episodes, wins=wins
+        )
 
 
 def collect_demonstrations(
@@ -258,12 +226,10 @@ def collect_dagger(
 ) -> Demonstrations:
     """DAgger (Ross et al., 2011): the *student* plays, the teacher labels every state.
 
-    Cloning alone trains on the teacher's states only; the student's small
-    errors lead it to states the teacher never visits, where it was never
-    taught. Here the student's own play chooses the moves (:func:`student_play`), then
-    a teacher per game, fed the game's every observation and ``info`` in order (so its
-    memory is right), says what it would have done at each. Returns are the student's
-    Monte-Carlo returns (its value).
+    Cloning alone trains on the teacher's states only; the student's small errors lead it
+    where it was never taught. Here the student's play chooses the moves, then a teacher per
+    game, fed its every observation and ``info`` in order (so its memory is right), says
+    what it would have done at each. Returns are the student's.
     """
     played = student_play(model, env_kwargs, episodes, seed, batch)
     labels: list[int] = []
@@ -344,13 +310,11 @@ def behaviour_clone(
 ) -> dict[str, Any]:
     """Train ``model``'s network to imitate ``demos``; returns accuracy and loss figures.
 
-    ``anchor`` > 0 adds ``anchor`` times the KL divergence from the network's own masked
-    policy before this call to the new one, on every decision: the labels that agree with
-    the network then move its logits little, so teaching the labels that differ changes
-    fewer other decisions. ``changed_weight`` weighs the labels that differ from the
-    network's choice before this call (1: all labels alike). Actor-critic, flat
-    observations only for either, and for soft labels (``demos.targets``: the cross-entropy
-    to each row's probabilities instead of to its action).
+    ``anchor`` > 0 adds ``anchor`` times the KL divergence from the network's masked policy
+    before this call, on every decision: labels that agree with the network then move its
+    logits little, so teaching those that differ changes fewer other decisions.
+    ``changed_weight`` weighs the labels that differ from the network's choice (1: all
+    alike). These and soft labels (``demos.targets``) need a flat actor-critic network.
     """
     cloner = _Cloner(model)
     weighted = bool(anchor) or changed_weight != 1.0

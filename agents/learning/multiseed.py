@@ -1,29 +1,20 @@
 """Several seeds of one config: parse ``--seeds``, train one run per seed, aggregate win rates.
 
-One training run is one sample of what a config gives. ``scripts/train.py
---config FILE --seeds 0-4`` trains ``OUT/seed-0`` .. ``OUT/seed-4``
-(:func:`train_seeds`); ``scripts/evaluate.py`` given several run directories of
-the same config (seed aside) also reports their mean win rate across seeds
-(:func:`seed_aggregates`).
+One training run is one sample of what a config gives. ``scripts/train.py --seeds 0-4``
+trains ``OUT/seed-0`` .. ``OUT/seed-4`` (:func:`train_seeds`); ``scripts/evaluate.py`` given
+run directories of one config (seed aside) reports their mean across seeds
+(:func:`seed_aggregates`). :func:`aggregate` gives two intervals, for different questions:
 
-**Which interval.** :func:`aggregate` reports two, for different questions:
-
-* **Across seeds (the headline).** The mean of the per-seed win rates
-  ``p_1 .. p_n`` with a Student-t 95% interval ``mean ± t(0.975, n-1) * s / sqrt(n)``
-  (``s`` the sample standard deviation of the ``p_i``), clipped to [0, 1]. It
-  answers "what win rate does training this config with a new seed give?", so it
-  includes the seed-to-seed variance of training, which is usually the larger
-  part of the uncertainty. It needs at least 2 seeds and is wide with few: with 3
-  seeds ``t = 4.30``. The t interval assumes the per-seed rates are roughly
-  normal, which is reasonable when each rate is measured on thousands of deals.
-  When every seed scores the same it has zero width: the deal-sampling
-  uncertainty is then the pooled interval's.
-* **Pooled Wilson (for reference).** All wins over all episodes with the Wilson
-  score interval (:func:`agents.evaluation.stats.wilson_interval`). It treats every episode
-  as independent, so it describes only *these* trained models on *these* deals:
-  it ignores seed-to-seed variance and, when every seed plays the same deals
-  (as evaluations do), the correlation between them. It is narrower than the
-  across-seed interval and must not be used to claim one config beats another.
+* **Across seeds (the headline):** the mean of the per-seed win rates with a Student-t 95%
+  interval ``mean ± t(0.975, n-1) * s / sqrt(n)``, clipped to [0, 1]. It answers "what win
+  rate does training this config with a new seed give?", so it includes the seed-to-seed
+  variance, usually the larger part. It needs 2 seeds and is wide with few (3 seeds: ``t =
+  4.30``); it assumes roughly normal per-seed rates (each measured on thousands of deals).
+  When every seed scores the same it has zero width: the pooled interval then says more.
+* **Pooled Wilson (for reference):** all wins over all episodes. It treats every episode as
+  independent, so it describes only *these* models on *these* deals, ignoring seed-to-seed
+  variance and the correlation of seeds playing the same deals: never use it to claim one
+  config beats another.
 """
 
 from __future__ import annotations
@@ -50,12 +41,9 @@ _RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
 
 # ---------------------------------------------------------------- --seeds
 def parse_seeds(text: str) -> list[int]:
-    """Seeds from ``"0-4"`` (inclusive range), ``"0,2,5"`` or a mix (``"0-2,7"``).
-
-    Raises ``ValueError`` naming the bad part: empty text or item, a non-integer,
-    a negative seed, a reversed range, a repeated seed, or more than
-    :data:`MAX_SEEDS` seeds.
-    """
+    """Seeds from ``"0-4"`` (inclusive range), ``"0,2,5"`` or a mix (``"0-2,7"``); a
+    ``ValueError`` naming the bad part (empty, not an integer, negative, reversed, repeated,
+    more than :data:`MAX_SEEDS`)."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("--seeds: expected seeds such as 0-4 or 0,2,5, got an empty value")
     seeds: list[int] = []
@@ -90,8 +78,6 @@ def t_critical(df: int, confidence: float = CONFIDENCE) -> float:
     """The two-sided Student-t critical value (``t(0.975, df)`` for 95%), from SciPy."""
     if isinstance(df, bool) or not isinstance(df, int) or df < 1:
         raise ValueError(f"degrees of freedom must be a positive integer, got {df!r}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     from scipy.stats import t as student_t  # noqa: PLC0415 (about 1 s to import: on use)
 
     return float(student_t.ppf((1.0 + confidence) / 2.0, df))
@@ -154,10 +140,8 @@ class SeedAggregate:
 
 
 def aggregate(runs: Sequence[SeedRun], name: str = "") -> SeedAggregate:
-    """Mean win rate across ``runs`` with the across-seed t interval and the pooled Wilson one.
-
-    With a single run the t interval is ``None`` (no spread to estimate).
-    """
+    """Mean win rate across ``runs`` with the across-seed t interval (None for one run) and
+    the pooled Wilson one."""
     if not runs:
         raise ValueError("no runs to aggregate")
     for r in runs:
@@ -257,12 +241,9 @@ def _has_twins(specs: Sequence[str], idx: Sequence[int]) -> bool:
 
 
 def seed_groups(specs: Sequence[str]) -> list[list[int]]:
-    """Indices of ``specs`` that are run directories of one config with distinct seeds,
-    in groups of >= 2 (what is aggregated across seeds).
-
-    Runs of one config with the *same* seed are not seeds of it (e.g. a run and
-    its retraining): their group is left out (see :func:`twin_seed_groups`).
-    """
+    """Indices of ``specs`` that are run directories of one config with distinct seeds, in
+    groups of >= 2: what is aggregated. Runs of one config with the *same* seed (a run and
+    its retraining) are not seeds of it: :func:`twin_seed_groups`."""
     return [idx for idx in _config_groups(specs) if not _has_twins(specs, idx)]
 
 
@@ -351,13 +332,9 @@ def train_seeds(
     log: Callable[[str], None] = print,
     **train_kwargs: Any,
 ) -> list[Any]:
-    """Train ``cfg`` once per seed into ``out_root/seed-N``; returns the ``TrainResult`` list.
-
-    Rerunning with the same ``out_root`` continues: a completed seed is skipped
-    (its result read back from its run directory), an interrupted one is resumed
-    from its checkpoint. Ctrl-C during a seed saves it (as ``train`` does) and
-    stops; the last result then has ``interrupted=True``.
-    """
+    """Train ``cfg`` once per seed into ``out_root/seed-N``; the ``TrainResult`` list.
+    Rerunning continues: a completed seed is skipped (its result read back), an interrupted
+    one resumed. Ctrl-C saves the seed under way and stops (its result ``interrupted``)."""
     from agents.learning.config import apply_overrides  # noqa: PLC0415 (heavy imports on use)
     from agents.learning.provenance import TrainingError  # noqa: PLC0415
     from agents.learning.training import TrainResult, train  # noqa: PLC0415

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Final
 
@@ -40,9 +40,8 @@ def library_versions() -> dict[str, str]:
 
 
 def provenance() -> dict[str, object]:
-    """What a run directory's ``meta.json`` records of the code that made it: the package
-    version, the commit, whether tracked files differed from it (``git_dirty``: the commit
-    alone does not reproduce the run), the library versions."""
+    """What ``meta.json`` records of the code that made a run: the package version, the
+    commit, whether tracked files differed from it (``git_dirty``), the library versions."""
     return {
         "package_version": coldiron_env.__version__,
         "git_commit": git_commit(),
@@ -52,8 +51,7 @@ def provenance() -> dict[str, object]:
 
 
 class TrainingError(RuntimeError):
-    """A run that cannot start or continue (bad run directory, missing teacher, a record of
-    other settings...)."""
+    """A run that cannot start or continue (a bad run directory, a record of other settings)."""
 
 
 class FileChanged(ValueError):
@@ -77,11 +75,9 @@ def file_hashes(folder: Path, names: Iterable[str]) -> dict[str, str]:
     return {name: sha256_file(folder / name) for name in names if (folder / name).is_file()}
 
 
-def check_hashes(folder: Path, names: Iterable[str] | None = None) -> None:
-    """Refuse (:class:`FileChanged`, naming the file) a file of ``folder`` whose SHA-256
-    differs from the one its ``meta.json`` records, or that is missing: every recorded file,
-    or those of ``names`` it records. Nothing to check without a ``meta.json`` or without
-    hashes in it."""
+def check_hashes(folder: Path, names: Collection[str] | None = None) -> None:
+    """Refuse (:class:`FileChanged`, naming it) a file of ``folder`` (of ``names``, if given)
+    missing or differing from the SHA-256 its ``meta.json`` records, if it records any."""
     meta_path = folder / META_FILE
     if not meta_path.is_file():
         return
@@ -89,9 +85,8 @@ def check_hashes(folder: Path, names: Iterable[str] | None = None) -> None:
         recorded = json.loads(meta_path.read_text(encoding="utf-8")).get(SHA256_KEY) or {}
     except (OSError, ValueError, AttributeError) as exc:
         raise FileChanged(f"{meta_path}: cannot read the recorded hashes: {exc}") from None
-    wanted = None if names is None else set(names)
     for name, expected in sorted(recorded.items()):
-        if wanted is not None and name not in wanted:
+        if names is not None and name not in names:
             continue
         path = folder / name
         if not path.is_file():

@@ -1,20 +1,14 @@
 """Trained Stable-Baselines3 models as agents, and batched masked play.
 
-:func:`load_sb3_agent` loads a model from a run directory (its ``model.zip``)
-or from a ``.zip`` file and returns an :class:`SB3Agent`. The agent carries
-``env_kwargs``: the env options its model was trained with (the real game,
-shaping and curriculum excluded), so evaluation builds the matching env.
+:func:`load_sb3_agent` loads a run directory's ``model.zip`` or any ``.zip`` as an
+:class:`SB3Agent`, which carries ``env_kwargs``: the env options its model was trained with
+(the real game), so evaluation builds the matching env. A missing, corrupt or incompatible
+file raises :class:`ModelLoadError`, naming it.
 
-Actions are deterministic and always legal: the policy's logits (actor-critic
-algorithms) or Q-values (DQN, QR-DQN: mean over quantiles) are computed, the
-illegal actions set to ``-inf`` and the best legal action taken. For
-MaskablePPO this is exactly ``predict(obs, action_masks=mask, deterministic=True)``;
-for PPO, A2C, DQN/QR-DQN and RecurrentPPO, which were not trained with masks,
-it is their highest-probability / highest-Q legal action. RecurrentPPO keeps its
-LSTM state through an episode and clears it in :meth:`SB3Agent.reset`.
-
-Any missing, corrupt or incompatible file raises :class:`ModelLoadError`,
-whose message names the file.
+Actions are deterministic and always legal: the best legal logit (actor-critic) or Q-value
+(DQN; QR-DQN: the mean over quantiles). For MaskablePPO this is exactly ``predict(obs,
+action_masks=mask, deterministic=True)``; the others, trained without masks, play their best
+legal action. RecurrentPPO keeps its LSTM state through an episode.
 """
 
 from __future__ import annotations
@@ -51,14 +45,6 @@ ALGORITHM_ATTR: Final = "coldiron_algorithm"
 """Model attribute (saved inside the zip) naming its registry algorithm."""
 ENV_KWARGS_ATTR: Final = "coldiron_env_kwargs"
 """Model attribute (saved inside the zip) holding the env kwargs it was trained for."""
-ZOO_ARGS_FILE: Final = "args.yml"
-ZOO_CONFIG_FILE: Final = "config.yml"
-ZOO_ORDERED_DICT_TAG: Final = "tag:yaml.org,2002:python/object/apply:collections.OrderedDict"
-ZOO_ALGORITHMS: Final = {
-    "ppo": "ppo", "a2c": "a2c", "dqn": "dqn", "qrdqn": "qrdqn", "ppo_lstm": "recurrent_ppo",
-    "ppo_mask": "maskable_ppo",
-}  # fmt: skip
-"""rl-zoo3's algorithm names -> this project's registry names."""
 
 
 class ModelLoadError(ValueError):
@@ -82,12 +68,8 @@ def zero_lstm_states(policy: Any, n: int) -> tuple[th.Tensor, th.Tensor]:
 
 
 class MaskedPolicy:
-    """Deterministic best-legal-action play of an SB3 model, for a batch of envs.
-
-    ``act(obs, masks, episode_starts)`` takes a batch (leading dimension n);
-    recurrent models keep one LSTM state per batch row (cleared where
-    ``episode_starts`` is true).
-    """
+    """Deterministic best-legal-action play of an SB3 model for a batch (leading dimension
+    n); a recurrent model keeps an LSTM state a row, cleared where ``episode_starts``."""
 
     def __init__(self, model: BaseAlgorithm, obs_normalizer: VecNormalize | None = None) -> None:
         self.model = model
@@ -179,9 +161,9 @@ class SB3Agent(Agent):
 
 
 class KnowledgePolicy:
-    """A trained memoryless model deciding from a :class:`~coldiron_env.knowledge.Knowledge`:
-    the observation it would get is built from what the player knows (for example as the
-    planner's base policy). Recurrent models are refused: they need the whole episode."""
+    """A trained memoryless model deciding from what the player knows (a
+    :class:`~coldiron_env.knowledge.Knowledge`, as the planner's base policy), on the
+    observation built from it. Recurrent models are refused: they need the whole episode."""
 
     def __init__(self, agent: SB3Agent) -> None:
         if agent.policy.spec.recurrent:
@@ -206,9 +188,9 @@ ACTIVATION_NAMES: Final = {th.nn.Tanh: "tanh", th.nn.ReLU: "relu"}
 
 
 def policy_net(agent: SB3Agent) -> PolicyNet:
-    """The actor of a trained actor-critic model (flat observation, MLP, no observation
-    normalizer) as a NumPy :class:`~agents.players.policy_net.PolicyNet`: the same action
-    scores as the model's, without torch (what network-played rollouts run)."""
+    """The actor of a trained actor-critic MLP on flat observations (no normalizer) as a NumPy
+    :class:`~agents.players.policy_net.PolicyNet`: its action scores without torch (what
+    network-played rollouts run)."""
     policy: Any = agent.model.policy
     kwargs = agent.env_kwargs
     problems = []
@@ -243,94 +225,31 @@ def policy_net(agent: SB3Agent) -> PolicyNet:
     )
 
 
-def _zip_data(path: Path) -> dict[str, Any]:
-    """The JSON ``data`` entry of an SB3 zip (raises on a corrupt file)."""
-    with zipfile.ZipFile(path) as archive:
-        data: dict[str, Any] = json.loads(archive.read("data"))
-    return data
-
-
 def find_config(zip_path: Path) -> Path | None:
     """The resolved ``config.yaml`` saved beside the model ``zip_path`` (or its run folder)."""
     for folder in (zip_path.parent, zip_path.parent.parent):
-        candidate = folder / CONFIG_FILE
-        if candidate.is_file():
-            return candidate
+        if (folder / CONFIG_FILE).is_file():
+            return folder / CONFIG_FILE
     return None
 
 
-def _env_kwargs_from_config(config_path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(config_path.read_text(encoding="utf-8"))
-        env = dict(data["env"])
-    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
-        raise ModelLoadError(f"{config_path}: cannot read the env options: {exc}") from None
-    return env
-
-
-class _ZooLoader(yaml.SafeLoader):
-    """SafeLoader that reads the ordered mappings rl-zoo3 writes (nothing else is built)."""
-
-
-def _ordered_pairs(loader: _ZooLoader, node: yaml.Node) -> dict[str, Any]:
-    assert isinstance(node, yaml.SequenceNode)
-    (pairs,) = loader.construct_sequence(node, deep=True)
-    return {str(k): v for k, v in pairs}
-
-
-_ZooLoader.add_constructor(ZOO_ORDERED_DICT_TAG, _ordered_pairs)
-
-
-def zoo_env_kwargs(run: Path) -> dict[str, Any] | None:
-    """The env options of the rl-zoo3 run folder ``run`` (``LOG/ALGO/ENV_N``), read safely
-    from the ``args.yml``/``config.yml`` rl-zoo3 writes in its ``ENV/`` subfolder; None
-    when there are none. :class:`ModelLoadError` on a bad file."""
-    for config_file in sorted(run.glob(f"*/{ZOO_CONFIG_FILE}")):
-        files = _zoo_files(config_file.parent)
-        if files is not None:
-            return files[1]
-    return None
-
-
-def zoo_run_of(zip_path: Path) -> tuple[str, dict[str, Any]] | None:
-    """``(algorithm, env_kwargs)`` of a model saved by rl-zoo3, from the ``args.yml`` and
-    ``config.yml`` it writes beside the zip (``LOG/ALGO/ENV_N/ENV.zip``, then the folder
-    ``ENV/``); None when the zip is not rl-zoo3's. :class:`ModelLoadError` on a bad file."""
-    files = _zoo_files(zip_path.parent / zip_path.stem)
-    if files is None:
-        return None
-    zoo_algo, env_kwargs = files
-    if zoo_algo not in ZOO_ALGORITHMS:
-        raise ModelLoadError(
-            f"{zip_path}: rl-zoo3 algorithm {zoo_algo!r} is not one of {sorted(ZOO_ALGORITHMS)}"
-        )
-    return ZOO_ALGORITHMS[zoo_algo], env_kwargs
-
-
-def _zoo_files(folder: Path) -> tuple[str, dict[str, Any]] | None:
-    """``(rl-zoo3 algorithm name, env_kwargs)`` from ``folder``'s args.yml and config.yml."""
-    args_file, config_file = folder / ZOO_ARGS_FILE, folder / ZOO_CONFIG_FILE
-    if not (args_file.is_file() and config_file.is_file()):
-        return None
-    try:
-        args = yaml.load(args_file.read_text(encoding="utf-8"), Loader=_ZooLoader)
-        hyper = yaml.load(config_file.read_text(encoding="utf-8"), Loader=_ZooLoader)
-        zoo_algo = str(args["algo"])
-        env_kwargs = dict(args.get("env_kwargs") or hyper.get("env_kwargs") or {})
-    except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
-        raise ModelLoadError(
-            f"{folder}: cannot read rl-zoo3's {ZOO_ARGS_FILE}/{ZOO_CONFIG_FILE}: {exc}"
-        ) from None
-    return zoo_algo, env_kwargs
-
-
-def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
+def load_sb3_agent(
+    path: str | Path,
+    name: str | None = None,
+    *,
+    algorithm: str | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    normalizer_file: Path | None = None,
+) -> SB3Agent:
     """Load a trained model (run directory or ``.zip``) as an agent.
 
-    Raises :class:`ModelLoadError` naming the file when it is missing, corrupt,
-    changed since its folder's ``meta.json`` recorded its SHA-256 (the shipped models, a
-    finished run), not a model of a registered algorithm, or does not fit the env it was
-    trained for.
+    The algorithm and env options are the ones the zip records (:func:`tag_model`), else its
+    run's ``config.yaml``'s, else ``algorithm`` and ``env_kwargs`` (another tool's run: see
+    :mod:`agents.integrations.zoo_files`), else read off SB3's own record and the model's
+    observation space. The normalizer is the ``vecnormalize.pkl`` beside the zip, else
+    ``normalizer_file``. Raises :class:`ModelLoadError` naming the file when it is missing,
+    corrupt, changed since its folder's ``meta.json`` recorded its SHA-256, not a model of a
+    registered algorithm, or does not fit the env it was trained for.
     """
     given = Path(path)
     zip_path = given / MODEL_FILE if given.is_dir() else given
@@ -354,24 +273,20 @@ def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
     except FileChanged as exc:
         raise ModelLoadError(str(exc)) from None
     try:
-        data = _zip_data(zip_path)
+        with zipfile.ZipFile(zip_path) as archive:
+            data: dict[str, Any] = json.loads(archive.read("data"))
     except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
         raise ModelLoadError(f"{zip_path}: not a Stable-Baselines3 model file ({exc})") from None
-
+    algo_name, recorded = data.get(ALGORITHM_ATTR), data.get(ENV_KWARGS_ATTR)
     config_path = find_config(zip_path)
-    algo_name = data.get(ALGORITHM_ATTR)
-    env_kwargs = data.get(ENV_KWARGS_ATTR)
-    if (algo_name is None or env_kwargs is None) and config_path is not None:
-        cfg = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
-        algo_name = algo_name or (cfg.get("algorithm") or {}).get("name")
-        env_kwargs = env_kwargs or _env_kwargs_from_config(config_path)
-    if algo_name is None or env_kwargs is None:
-        zoo = zoo_run_of(zip_path)
-        if zoo is not None:
-            algo_name = algo_name or zoo[0]
-            env_kwargs = env_kwargs if env_kwargs is not None else zoo[1]
-    if algo_name is None:  # a model saved by a user's own loop: read from SB3's own record
-        algo_name = algorithm_from_data(data)
+    if (algo_name is None or not recorded) and config_path is not None:
+        try:
+            cfg = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
+            algo_name = algo_name or (cfg.get("algorithm") or {}).get("name")
+            recorded = recorded or dict(cfg["env"])
+        except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
+            raise ModelLoadError(f"{config_path}: cannot read the run's config: {exc}") from None
+    algo_name = algo_name or algorithm or algorithm_from_data(data)  # SB3's own record last
     if algo_name is None:
         raise ModelLoadError(
             f"{zip_path}: cannot tell which algorithm trained this model "
@@ -390,23 +305,22 @@ def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
         raise ModelLoadError(
             f"{zip_path}: cannot load as {spec.class_name}: {type(exc).__name__}: {exc}"
         ) from None
-    inferred = env_kwargs is None
-    if env_kwargs is None:  # the observation options whose space the model was built on
-        env_kwargs = observation_kwargs_of(model.observation_space)
-        if env_kwargs is None:
+    kwargs = recorded if recorded is not None else env_kwargs
+    inferred = kwargs is None
+    if kwargs is None:  # the observation options whose space the model was built on
+        kwargs = observation_kwargs_of(model.observation_space)
+        if kwargs is None:
             raise ModelLoadError(
                 f"{zip_path}: no env options of the standard rules give its observation space "
                 f"{model.observation_space} (a rule variant or a curriculum's turns change a "
                 "dict space): record them with agents.learning.sb3_agent.tag_model(model, "
                 "ALGORITHM, ENV_KWARGS) before model.save()"
             )
-    env_kwargs = dict(env_kwargs)
-    _check_compatible(model, env_kwargs, zip_path)
-
+    _check_compatible(model, dict(kwargs), zip_path)
     normalizer = None
     norm_path = zip_path.parent / VECNORMALIZE_FILE
-    if not norm_path.is_file():  # rl-zoo3 keeps it in the folder named after the zip (ENV/)
-        norm_path = zip_path.parent / zip_path.stem / VECNORMALIZE_FILE
+    if not norm_path.is_file() and normalizer_file is not None:
+        norm_path = normalizer_file
     if norm_path.is_file():
         try:
             with norm_path.open("rb") as fh:
@@ -417,7 +331,7 @@ def load_sb3_agent(path: str | Path, name: str | None = None) -> SB3Agent:
             ) from None
         normalizer.training = False
     label = name or (given.name if given.is_dir() else given.stem)
-    agent = SB3Agent(model, env_kwargs, name=label, obs_normalizer=normalizer)
+    agent = SB3Agent(model, dict(kwargs), name=label, obs_normalizer=normalizer)
     agent.env_kwargs_inferred = inferred  # its rules unknown: the standard ones assumed
     return agent
 

@@ -1,19 +1,14 @@
 """An SB3 ``VecEnv`` over Cold Iron's batched vector env: one NumPy step for all games.
 
 :class:`ColdIronSB3VecEnv` is the ``native`` kind of
-:func:`agents.learning.training.build_vec_env`, the one builder of SB3 vectorised envs
-(``native``, ``dummy`` or ``subproc``)::
+:func:`agents.learning.training.build_vec_env` (with ``dummy`` and ``subproc``)::
 
     venv = StreamSeededVecEnv(build_vec_env("native", 8, {"recall": True}), DealStream.TRAINING)
     model = MaskablePPO("MlpPolicy", venv, seed=0)
 
-(:class:`~agents.learning.training.StreamSeededVecEnv` deals training deals whoever seeds
-the env; a bare ``build_vec_env(..., seed=0)`` deals ``reset(seed=i)``, evaluation's deals.)
-
-All three report episode statistics (a ``VecMonitor`` here, a ``Monitor`` per env
-there), so ``info["episode"]`` and ``info["is_success"]`` reach SB3's logger the same way,
-and sb3-contrib's ``get_action_masks`` finds the legal-action masks on all three. With the
-same ``seed`` the three deal the same decks: env ``i`` is seeded ``seed + i``.
+All three kinds report episode statistics the same way (``info["episode"]``,
+``info["is_success"]``), give sb3-contrib's ``get_action_masks`` the masks, and with the same
+``seed`` deal the same decks (env ``i`` seeded ``seed + i``).
 """
 
 from __future__ import annotations
@@ -37,17 +32,12 @@ from coldiron_env.vector import ColdIronVectorEnv
 class ColdIronSB3VecEnv(VecEnv):
     """SB3 ``VecEnv`` API over :class:`ColdIronVectorEnv` (``SAME_STEP`` autoreset).
 
-    ``step_wait`` returns ``(obs, rewards, dones, infos)``; the ``info`` of an
-    env whose episode ended holds ``terminal_observation``,
-    ``TimeLimit.truncated``, ``outcome`` and ``is_success``; other envs get
-    ``{}`` (the per-step phase, Hurt, ... are in :attr:`vector_env`'s batched
-    info, not copied into N dicts). ``action_masks()`` returns the (N, 19) bool
-    masks; ``env_method("action_masks")`` returns them one row per env, which is
-    what sb3-contrib's ``get_action_masks`` calls.
-
-    ``get_attr`` / ``set_attr`` / ``env_method`` address the single vector env:
-    an attribute is the same for every index, and a method is called once, its
-    result split by env when it is an array with one row per env.
+    The ``info`` of an env whose episode ended holds ``terminal_observation``,
+    ``TimeLimit.truncated``, ``outcome`` and ``is_success``; the others get ``{}`` (the
+    per-step figures stay in :attr:`vector_env`'s batched info). ``get_attr`` / ``set_attr``
+    / ``env_method`` address the one vector env: a method is called once, its result split
+    by env when it is an array with a row per env (``env_method("action_masks")``, which
+    sb3-contrib's ``get_action_masks`` calls).
     """
 
     def __init__(self, num_envs: int, **env_kwargs: Any) -> None:
@@ -159,11 +149,9 @@ class ColdIronSB3VecEnv(VecEnv):
 
 
 class FinishedOnlyVecMonitor(VecMonitor):
-    """SB3's :class:`VecMonitor` (the same ``info["episode"]``, counters and monitor file),
-    whose step visits only the envs whose episode ended: SB3's loops over every env in Python
-    and reads NumPy scalars one by one, and early in training, when hundreds of games end a
-    step, that was a large part of the env's share of training time (docs/speed.md).
-    Everything else is SB3's."""
+    """SB3's :class:`VecMonitor` whose step visits only the envs whose episode ended (SB3's
+    loops over every env reading NumPy scalars one by one: early in training, when hundreds
+    of games end a step, a large part of the env's time; docs/speed.md)."""
 
     def step_wait(self) -> VecEnvStepReturn:
         obs, rewards, dones, infos = self.venv.step_wait()

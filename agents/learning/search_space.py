@@ -1,7 +1,7 @@
 """The ``search:`` section of a tuning config: a pydantic schema (no Optuna import).
 
-A tuning config is an ordinary run config (:mod:`agents.learning.config`) plus a
-``search:`` section naming the settings to search and how (``docs/tuning.md``)::
+A tuning config is a run config plus a ``search:`` section naming the settings to search
+and how (``docs/tuning.md``)::
 
     search:
       sampler: {kind: tpe, seed: null, n_startup_trials: 5}
@@ -9,20 +9,15 @@ A tuning config is an ordinary run config (:mod:`agents.learning.config`) plus a
       parameters:
         algorithm.hyperparameters.learning_rate:
           {distribution: float, low: 1.0e-5, high: 1.0e-3, log: true}
-        algorithm.hyperparameters.n_epochs: {distribution: int, low: 2, high: 10}
         policy.net_arch: {distribution: categorical, choices: [[64, 64], [128, 128]]}
 
-:class:`SearchSpace` is a tree of pydantic models like the run config's (closed,
-strict); parameters and pruners are unions told apart by ``distribution`` and
-``kind``. :func:`load_tuning_config` splits ``search:`` off, validates the rest
-with :func:`agents.learning.config.config_from_dict` and the section with
-:func:`parse_search`, which also checks it against the base config (each key path
-exists, each bound and choice gives a valid config): every problem is a
+:class:`SearchSpace` is a tree of pydantic models like the run config's (closed, strict).
+:func:`parse_search` also checks the section against the base config (each key path
+exists, each bound and choice gives a valid config); every problem is a
 :class:`~agents.learning.config.ConfigError` naming the file and the key
-(``search.parameters[PATH].low``, ...). :mod:`agents.learning.config` keeps
-``search:`` as an opaque mapping and does not import this module: a script that
-trains from a config holding a ``search:`` section validates it with
-:func:`check_search`. The Optuna side is :mod:`agents.learning.tuning`.
+(``search.parameters[PATH].low``). A script training from a config that holds a ``search:``
+section validates it with :func:`check_search`. The Optuna side is
+:mod:`agents.learning.tuning`.
 """
 
 from __future__ import annotations
@@ -181,11 +176,9 @@ class NopPruner(_Section):
 
 
 def _union(field: str, *members: type[_Section], default: str | None = None) -> Any:
-    """A pydantic discriminated union of ``members`` on ``field`` (each a Literal).
-
-    A missing or unknown ``field`` is refused at that key, listing the known values
-    (pydantic would report it at the union); ``default`` fills a missing one.
-    """
+    """A pydantic union of ``members`` told apart by ``field`` (a Literal each); a missing
+    or unknown ``field`` is refused at that key, naming the known values (pydantic would
+    report it at the union); ``default`` fills a missing one."""
     kinds = [get_args(m.model_fields[field].annotation)[0] for m in members]
 
     def known(value: Any) -> Any:
@@ -288,11 +281,8 @@ def load_tuning_config(path: str | Path) -> TuningConfig:
 
 
 def check_search(cfg: Config, file: str | None = None) -> SearchSpace | None:
-    """Validate the ``search:`` section a run config holds (``None`` without one).
-
-    Training ignores the section but refuses a config whose section is invalid,
-    as tuning does (``ConfigError`` naming the file and the key).
-    """
+    """Validate the ``search:`` section a run config holds (``None`` without one): training
+    ignores it but refuses an invalid one, as tuning does."""
     if cfg.search is None:
         return None
     return parse_search(cfg.search, cfg.model_copy(update={"search": None}), file)
@@ -364,13 +354,11 @@ def _probes(p: Param) -> list[tuple[str, Any]]:
 def parse_search(raw: Any, base: Config, file: str | None = None) -> SearchSpace:
     """Validate a ``search:`` section against the base config (``ConfigError`` naming the key).
 
-    Each parameter's key path must exist in the config (or be a hyperparameter
-    its algorithm accepts); its bounds/choices must be well formed, and each
-    bound, each choice and a value inside a float range must give a valid config
-    when set alone on the base config. An error that only concerns *another
-    searched* key (e.g. ``batch_size`` must divide ``n_steps * n_envs`` when both
-    are searched) is left to sampling time: such a combination fails its trial
-    (``FAIL``, not counted), with the reason.
+    Each key path must exist in the config (or be a hyperparameter its algorithm accepts),
+    and each bound, each choice and a value inside a float range must give a valid config
+    set alone on the base config. An error that concerns *another searched* key too
+    (``batch_size`` must divide ``n_steps * n_envs`` when both are searched) is left to
+    sampling: such a sample fails its trial (not counted), with the reason.
     """
     try:
         search = SearchSpace.model_validate(raw)

@@ -1,20 +1,12 @@
 """Potential-based reward shaping, for training only.
 
-Ng, Harada & Russell (1999): adding ``F(s, s') = gamma * Phi(s') - Phi(s)`` to
-every reward, with ``Phi = 0`` at terminal states, leaves the optimal policy of
-the discounted problem unchanged (the shaping terms of any episode telescope to
-``-Phi(s_0)``, a constant of the start state). It can only change how fast a
-learner finds that policy.
-
-The potential here is :func:`run_window_potential`: ``coefficient`` times the
-cards held of each suit's best run window (0..3 per suit, so 0..12 in all):
-progress towards the phrase. Measured alone it does not fix exploration (see
-the issue), so it is off by default.
-
-:class:`ShapingVecEnv` wraps any SB3 ``VecEnv`` (native, dummy or subproc)
-and reads the hand from the observation, so it needs no access to the game.
-Evaluation never uses it: :mod:`agents.learning.training` evaluates on plain envs, so
-every reported win rate is the true win rate.
+Ng, Harada & Russell (1999): adding ``F(s, s') = gamma * Phi(s') - Phi(s)`` to every reward,
+``Phi = 0`` at terminal states, leaves the optimal policy of the discounted problem unchanged
+(an episode's terms telescope to ``-Phi(s_0)``); it can only change how fast it is found.
+The potential (:func:`run_window_potential`) is ``coefficient`` times the cards held of each
+suit's best run window: progress towards the phrase. Measured alone it does not fix
+exploration, so it is off by default. :class:`ShapingVecEnv` reads the hand from the
+observation, so it wraps any SB3 ``VecEnv``; evaluation never uses it (true win rates).
 """
 
 from __future__ import annotations
@@ -56,12 +48,9 @@ POTENTIALS: Final = {"run_windows": run_window_potential}
 
 
 class ShapingVecEnv(VecEnvWrapper):
-    """Adds ``gamma * Phi(s') - Phi(s)`` to each reward; ``Phi(s') = 0`` when ``s'`` is terminal.
-
-    Place it above the episode monitor (so logged episode returns stay the true
-    ones) and below any ``VecNormalize``. ``info["shaping"]`` holds each step's
-    shaping term.
-    """
+    """Adds ``gamma * Phi(s') - Phi(s)`` to each reward (``Phi(s') = 0`` when terminal), and
+    the term to ``info["shaping"]``. Above the episode monitor (logged returns stay true),
+    below any ``VecNormalize``."""
 
     def __init__(
         self, venv: VecEnv, gamma: float, coefficient: float, potential: str = "run_windows"

@@ -1,24 +1,13 @@
 """Training runs: a run is a list of resumable phases over one config.
 
-:func:`train` runs a config's :data:`PHASES` in order (see ``docs/run_directory.md`` for
-what they write), each doing what is left of it, so a run stopped in any phase (Ctrl-C,
-SIGTERM, ``kill -9``) resumes where it stopped:
-
-1. :func:`imitation`: the env and model built, the warm start, the first checkpoint;
-2. :func:`reinforcement_learning`: SB3's ``learn`` with :class:`RunCallback` (periodic
-   evaluation into ``evaluations.csv`` / ``.json``, ``learning_curve.png`` and
-   ``best_model.zip``, periodic checkpoints, curriculum stage switches);
-3. :func:`expert_iteration`: rounds of the planner over the network teaching it
-   (:mod:`agents.learning.expert_iteration`), ``model.zip`` and ``expert_iteration.json``
-   after each; the checkpoint stays at the end of RL. :func:`distill` runs this phase
-   alone on a trained network (``scripts/distill.py``).
-
-Pieces: :func:`build_vec_env` (the SB3 ``VecEnv``: ``native``, or ``dummy``/``subproc`` of
-:class:`StagedEnv`, which can switch curriculum rule options between episodes) and
-:func:`make_training_env` (-> :class:`StreamSeededVecEnv` -> ``ShapingVecEnv`` if shaping
-is on -> ``VecNormalize`` if normalisation is on); :func:`evaluate_model` (masked,
-deterministic play of seeded deals on *plain* envs of the real game: true win rates).
-Every file is written atomically (temp file + ``os.replace``).
+:func:`train` runs :data:`PHASES` in order (what each writes: ``docs/run_directory.md``),
+each doing what is left of it, so a run stopped anywhere (Ctrl-C, SIGTERM, ``kill -9``)
+resumes where it stopped: :func:`imitation` (env and model built, the warm start, the
+first checkpoint), :func:`reinforcement_learning` (SB3's ``learn`` with :class:`RunCallback`:
+periodic evaluations, checkpoints, curriculum switches), :func:`expert_iteration` (rounds of
+the planner over the network teaching it). :func:`distill` runs the last phase alone on a
+trained network. Every file is written atomically (``agents.atomic``); a checkpoint is a
+folder renamed into place whole (:func:`save_checkpoint`).
 """
 
 from __future__ import annotations
@@ -44,17 +33,11 @@ from typing import TYPE_CHECKING, Any, Final, get_args
 from zipfile import BadZipFile
 
 import gymnasium as gym
-import matplotlib
 import numpy as np
 import torch
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import (
-    DummyVecEnv,
-    SubprocVecEnv,
-    VecEnv,
-    VecNormalize,
-)
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvWrapper
 
 import coldiron_env
@@ -68,6 +51,7 @@ from agents.atomic import (
 )
 from agents.evaluation.arena import AgentResult
 from agents.evaluation.lockstep import play_lockstep
+from agents.evaluation.plots import pyplot
 from agents.gitinfo import utc_now
 from agents.learning.config import (
     Config,
@@ -120,15 +104,20 @@ EVAL_CSV: Final = "evaluations.csv"
 EVAL_JSON: Final = "evaluations.json"
 CURVE_FILE: Final = "learning_curve.png"
 IMITATION_FILE: Final = "imitation.json"
-CHECKPOINT_DIR: Final = "checkpoint"
+CHECKPOINTS_DIR: Final = "checkpoints"
+"""The run's checkpoints: ``checkpoints/NNNNNN/``, the newest one the checkpoint."""
+LEGACY_CHECKPOINT: Final = "checkpoint"
+"""Where runs made before ``checkpoints/`` kept theirs (a folder, or a link to one)."""
 STATE_FILE: Final = "state.json"
+REPLAY_FILE: Final = "replay_buffer.pkl"
+TB_DIR: Final = "tb"
+TB_RUN_NAME: Final = "run"
 STATUS_STARTING: Final = "starting"
 """``meta.json`` status until learning begins (the imitation warm start runs before it)."""
 STATUS_RUNNING: Final = "running"
 STATUS_COMPLETED: Final = "completed"
 RECIPE_KEY: Final = "recipe"
-"""``meta.json``'s copy of the resolved config as the run began, which a resume holds its
-``config.yaml`` to (:func:`check_recipe`)."""
+"""``meta.json``'s copy of the resolved config as the run began (:func:`check_recipe`)."""
 RESUME_MAY_CHANGE: Final = frozenset(
     {"training.total_timesteps", "expert_iteration.rounds",  # the budgets
      "training.progress_bar", "training.torch_threads", "training.device", "training.vec_env",
@@ -136,20 +125,22 @@ RESUME_MAY_CHANGE: Final = frozenset(
 )  # fmt: skip
 """The config keys a resumed run may change (``vec_env``: the native and SB3's vector envs
 play the same games; ``workers``: the labels do not depend on it)."""
-REPLAY_FILE: Final = "replay_buffer.pkl"
-TB_DIR: Final = "tb"
-TB_RUN_NAME: Final = "run"
+RATE_KEYS: Final = ("win_rate", "ci_low", "ci_high")
 UNRECORDED: Final = frozenset({"agent", "seconds", "won_bits"})
-"""The keys of ``AgentResult.to_dict`` an evaluation record leaves out (``evaluations.json``)."""
+"""The keys of ``AgentResult.to_dict`` an evaluation record leaves out."""
+PINNED_FILES: Final = (MODEL_FILE, CONFIG_FILE, VECNORMALIZE_FILE, EXPERT_FILE)
+"""The files whose SHA-256 ``meta.json`` records when a run stops (checked on load)."""
+UNSTARTED_ENTRIES: Final = frozenset(
+    {CONFIG_FILE, META_FILE, IMITATION_FILE, TB_DIR, CHECKPOINTS_DIR}
+)
+"""What a run stopped before learning began can hold (all of it is made again)."""
 
 
 # ---------------------------------------------------------------- envs
 class StagedEnv(gym.Env[Any, np.int64]):
-    """A ``ColdIronEnv`` whose rule options can change between episodes (curriculum).
-
-    :meth:`set_env_kwargs` takes effect at the next ``reset``. The observation
-    space is that of ``space_kwargs`` (the real game), so it never changes.
-    """
+    """A ``ColdIronEnv`` whose rule options can change between episodes (curriculum):
+    :meth:`set_env_kwargs` takes effect at the next ``reset``. The observation space is that
+    of ``space_kwargs`` (the real game), so it never changes."""
 
     def __init__(
         self,
@@ -192,14 +183,10 @@ class StagedEnv(gym.Env[Any, np.int64]):
 class StreamSeededVecEnv(VecEnvWrapper):
     """A training env whose seeds are always deal-stream seeds.
 
-    Stable-Baselines3 seeds the env it is given: the algorithm's constructor and
-    ``load`` call ``set_random_seed(seed)``, which calls ``env.seed(seed)``, and a plain
-    ``VecEnv`` then deals env ``i`` from ``reset(seed=seed + i)``: the deals of
-    ``evaluate.py --seed seed+i``. Here ``seed(s)`` deals env ``i`` from
-    ``stream_seed(stream, s, first_index + i)`` instead (a random run seed for
-    ``seed(None)``), so whoever seeds the env, with whatever value, it deals from its own
-    stream: never an evaluation deal (tests/test_held_out.py checks the decks dealt).
-    ``first_index`` moves a resumed run on to deals it has not played.
+    SB3 seeds the env it is given (``env.seed(seed)``), and a plain ``VecEnv`` then deals env
+    ``i`` from ``reset(seed=seed + i)``: the deals of ``evaluate.py --seed seed+i``. Here env
+    ``i`` deals from ``stream_seed(stream, s, first_index + i)`` (``seed(None)``: a random
+    ``s``), never an evaluation deal; ``first_index`` moves a resumed run on to new deals.
     """
 
     def __init__(self, venv: VecEnv, stream: DealStream, first_index: int = 0) -> None:
@@ -223,13 +210,11 @@ class StreamSeededVecEnv(VecEnvWrapper):
 def build_vec_env(
     kind: VecEnvKind, n_envs: int, env_kwargs: dict[str, Any], seed: int | None = None
 ) -> VecEnv:
-    """The SB3 ``VecEnv`` of ``n_envs`` Cold Iron games, with episode statistics (as SB3's
-    ``make_vec_env``): ``native`` (:class:`~agents.learning.sb3_vec.ColdIronSB3VecEnv`, one
-    NumPy step for all, under a ``VecMonitor`` that visits only finished envs), ``dummy`` or
-    ``subproc`` (a :class:`StagedEnv` each, under a ``Monitor``); all switch curriculum options
-    (:func:`set_vec_env_kwargs`). ``seed``: env ``i`` deals ``reset(seed=seed + i)``
-    first: evaluation's deals, so a training env wraps this in :class:`StreamSeededVecEnv`
-    (:func:`make_training_env`)."""
+    """``n_envs`` Cold Iron games as an SB3 ``VecEnv`` with episode statistics: ``native``
+    (:class:`~agents.learning.sb3_vec.ColdIronSB3VecEnv`, one NumPy step for all), ``dummy``
+    or ``subproc`` (a :class:`StagedEnv` each, under a ``Monitor``). ``seed``: env ``i`` deals
+    ``reset(seed=seed + i)``, evaluation's deals (training wraps it in
+    :class:`StreamSeededVecEnv`)."""
     if kind not in get_args(VecEnvKind):
         raise ValueError(f"vec_env kind must be one of {get_args(VecEnvKind)}, got {kind!r}")
     venv: VecEnv
@@ -265,7 +250,7 @@ def set_vec_env_kwargs(venv: VecEnv, env_kwargs: dict[str, Any]) -> None:
     base: Any = venv
     while isinstance(base, VecEnvWrapper):
         base = base.venv
-    if hasattr(base, "set_env_kwargs"):  # a native vec env that supports curricula
+    if hasattr(base, "set_env_kwargs"):  # the native vec env
         base.set_env_kwargs(dict(env_kwargs))
         return
     try:
@@ -280,9 +265,8 @@ def set_vec_env_kwargs(venv: VecEnv, env_kwargs: dict[str, Any]) -> None:
 def make_training_env(
     cfg: Config, timesteps: int = 0, normalizer_path: Path | None = None, first_index: int = 0
 ) -> VecEnv:
-    """The training env stack for ``cfg`` at ``timesteps`` (curriculum stage). Env ``i``
-    deals from ``stream_seed(TRAINING, cfg.seed, first_index + i)`` whoever seeds it
-    (:class:`StreamSeededVecEnv`)."""
+    """The training env stack for ``cfg`` at ``timesteps`` (its curriculum stage): env ``i``
+    deals ``stream_seed(TRAINING, cfg.seed, first_index + i)``; shaping, normalisation."""
     kwargs = cfg.stage_env_kwargs(timesteps)
     base = build_vec_env(cfg.training.vec_env, cfg.training.n_envs, kwargs)
     venv: VecEnv = StreamSeededVecEnv(base, DealStream.TRAINING, first_index)
@@ -296,12 +280,11 @@ def make_training_env(
             venv = VecNormalize.load(str(normalizer_path), venv)
             venv.training = True
         else:
-            gamma = float(cfg.algorithm.hyperparameters.get("gamma", 0.99))
             venv = VecNormalize(
                 venv,
                 norm_obs=cfg.training.normalize_obs,
                 norm_reward=cfg.training.normalize_reward,
-                gamma=gamma,
+                gamma=float(cfg.algorithm.hyperparameters.get("gamma", 0.99)),
             )
     return venv
 
@@ -313,14 +296,10 @@ def evaluate_model(
     seeds: Sequence[int],
     obs_normalizer: VecNormalize | None = None,
 ) -> AgentResult:
-    """Play deal ``reset(seed=s)`` for every ``s`` with ``model`` (masked, deterministic).
-
-    Plain ``ColdIronEnv`` instances: no shaping, no curriculum, whatever the
-    training env uses. Up to :data:`~agents.evaluation.lockstep.LOCKSTEP_BATCH` games run
-    in lockstep, one forward pass per step for the whole batch.
-    """
-    policy = MaskedPolicy(model, obs_normalizer)
+    """Play deal ``reset(seed=s)`` for every ``s`` with ``model`` (masked, deterministic) on
+    plain ``ColdIronEnv``s (no shaping, no curriculum), a forward pass a step per batch."""
     result = AgentResult("model")
+    policy = MaskedPolicy(model, obs_normalizer)
     for episode in play_lockstep(policy, env_kwargs, [{"seed": int(s)} for s in seeds]):
         result.add(episode.outcome, episode.turn, episode.steps)
     return result
@@ -340,16 +319,11 @@ class _InRun:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def __get__(self, run: RunDir | None, owner: type[RunDir] | None = None) -> Path:
-        if run is None:
-            raise AttributeError(f"RunDir.{self.name}: a path of one run, read on a RunDir")
+    def __get__(self, run: RunDir, owner: object = None) -> Path:
         return run.root / self.name
 
-    def __set__(self, run: RunDir, value: object) -> None:
-        raise AttributeError(f"RunDir paths are fixed by its root: cannot set {self.name}")
 
-
-@dataclass
+@dataclass(frozen=True)
 class RunDir:
     """Paths of one run directory (layout: ``docs/run_directory.md``)."""
 
@@ -362,7 +336,7 @@ class RunDir:
     eval_csv = _InRun(EVAL_CSV)
     eval_json = _InRun(EVAL_JSON)
     curve = _InRun(CURVE_FILE)
-    checkpoint = _InRun(CHECKPOINT_DIR)
+    checkpoints = _InRun(CHECKPOINTS_DIR)
     tensorboard = _InRun(TB_DIR)
 
     def load_history(self) -> list[dict[str, Any]]:
@@ -371,14 +345,11 @@ class RunDir:
 
 @contextlib.contextmanager
 def recorded_signals() -> Iterator[list[int]]:
-    """While in force, SIGINT and SIGTERM are only recorded (main thread only); yields the
-    list of those that arrived (the caller decides).
-
-    Used while learning (:class:`StopOnRequest` ends ``learn`` at the next step), while
-    saving (a second Ctrl-C must not break the save) and by the tuning parent. A
-    ``KeyboardInterrupt`` raised by a signal handler can land in a weakref callback or a
-    finalizer, where Python prints "Exception ignored" and carries on: the stop is lost.
-    """
+    """While in force, SIGINT and SIGTERM are only recorded (main thread only) in the list
+    yielded, for the caller to act on: while learning (:class:`StopOnRequest`), while saving
+    (a second Ctrl-C must not break the save), while tuning's workers run. A
+    ``KeyboardInterrupt`` raised by a handler can land in a finalizer, where Python prints
+    "Exception ignored" and carries on: the stop would be lost."""
     caught: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield caught
@@ -415,17 +386,13 @@ def sigterm_as_ctrl_c() -> None:
 
 def write_learning_curve(history: list[dict[str, Any]], path: Path, title: str) -> None:
     """Evaluation win rate with its 95% Wilson interval against timesteps (PNG)."""
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415 (after choosing the backend)
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     if history:
         x = np.array([h["timesteps"] for h in history], dtype=float)
-        y = np.array([h["win_rate"] for h in history]) * 100
-        lo = np.array([h["ci_low"] for h in history]) * 100
-        hi = np.array([h["ci_high"] for h in history]) * 100
-        ax.fill_between(x, lo, hi, alpha=0.25, label="95% Wilson interval")
-        ax.plot(x, y, marker="o", label="evaluation win rate")
+        rate, low, high = (np.array([h[k] for h in history]) * 100 for k in RATE_KEYS)
+        ax.fill_between(x, low, high, alpha=0.25, label="95% Wilson interval")
+        ax.plot(x, rate, marker="o", label="evaluation win rate")
         ax.legend(loc="best")
     ax.set_xlabel("timesteps")
     ax.set_ylabel("win rate (%)")
@@ -439,46 +406,65 @@ def write_learning_curve(history: list[dict[str, Any]], path: Path, title: str) 
     atomic_write_bytes(path, buf.getvalue())
 
 
-# ---------------------------------------------------------------- callback
-@dataclass
-class RunState:
-    """What the callback keeps across a run (and a resume)."""
+def write_history(run: RunDir, history: list[dict[str, Any]]) -> None:
+    """``evaluations.json`` and ``evaluations.csv``."""
+    atomic_write_json(run.eval_json, {"evaluations": history})
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    outcomes = [f"outcome_{o}" for o in OUTCOMES]
+    writer.writerow(["timesteps", "episodes", "wins", *RATE_KEYS, *outcomes, "mean_turns", "time"])
+    for h in history:
+        counts = [h["episodes"], h["wins"]]
+        rates = [f"{h[k]:.6f}" for k in RATE_KEYS]
+        ends = [h["outcomes"].get(o, 0) for o in OUTCOMES]
+        writer.writerow(
+            [h["timesteps"], *counts, *rates, *ends, f"{h['mean_turns']:.3f}", h["time"]]
+        )
+    atomic_write_text(run.eval_csv, buf.getvalue())
 
-    history: list[dict[str, Any]] = field(default_factory=list)
-    best_win_rate: float = -1.0
+
+# ---------------------------------------------------------------- callback
+def _next_multiple(n: int, freq: int) -> int:
+    return (n // freq + 1) * freq
 
 
 class RunCallback(BaseCallback):
-    """Periodic evaluation, best model, checkpoints and curriculum switches."""
+    """Periodic evaluation, best model, checkpoints and curriculum switches.
 
-    def __init__(self, cfg: Config, run: RunDir, state: RunState, title: str) -> None:
+    Hand-written rather than sb3-contrib's ``MaskableEvalCallback``: evaluation plays the
+    fixed validation deals (a seed per deal) in lockstep batches for every algorithm and
+    records Wilson intervals and outcomes, none of which that callback does."""
+
+    def __init__(self, run: Run) -> None:
         super().__init__(verbose=0)
-        self.cfg = cfg
-        self.run = run
-        self.state = state
-        self.title = title
-        self.seeds = eval_seeds(cfg)
-        self._next_eval = 0
-        self._next_ckpt = 0
+        self.run, self.cfg = run, run.cfg
+        self.seeds = eval_seeds(run.cfg)
+        self._next_eval = self._next_ckpt = 0
         self._stage_kwargs: dict[str, Any] | None = None
+        self._go_on = True
 
     def _on_training_start(self) -> None:
         n = self.model.num_timesteps
-        self._next_eval = (n // self.cfg.evaluation.freq + 1) * self.cfg.evaluation.freq
-        self._next_ckpt = (n // self.cfg.checkpoint.freq + 1) * self.cfg.checkpoint.freq
+        self._next_eval = _next_multiple(n, self.cfg.evaluation.freq)
+        self._next_ckpt = _next_multiple(n, self.cfg.checkpoint.freq)
         self._stage_kwargs = self.cfg.stage_env_kwargs(n)
-        if not self.state.history or self.state.history[-1]["timesteps"] < n:
-            self.evaluate()
+        if not self.run.history or self.run.history[-1]["timesteps"] < n:
+            self._report(self.evaluate())
 
     def _on_step(self) -> bool:
         n = self.model.num_timesteps
         if n >= self._next_eval:
-            self._next_eval = (n // self.cfg.evaluation.freq + 1) * self.cfg.evaluation.freq
-            self.evaluate()
+            self._next_eval = _next_multiple(n, self.cfg.evaluation.freq)
+            self._report(self.evaluate())
         if n >= self._next_ckpt:
-            self._next_ckpt = (n // self.cfg.checkpoint.freq + 1) * self.cfg.checkpoint.freq
-            save_checkpoint(self.model, self.run, self.cfg)
-        return True
+            self._next_ckpt = _next_multiple(n, self.cfg.checkpoint.freq)
+            save_checkpoint(self.model, self.run.dir, self.cfg)
+        return self._go_on
+
+    def _report(self, record: dict[str, Any]) -> None:
+        """Hand an evaluation made while learning to ``on_evaluation``, which may stop it."""
+        if self.run.on_evaluation is not None and not self.run.on_evaluation(record):
+            self._go_on = False
 
     def _on_rollout_end(self) -> None:
         kwargs = self.cfg.stage_env_kwargs(self.model.num_timesteps)
@@ -493,157 +479,95 @@ class RunCallback(BaseCallback):
 
     def evaluate(self) -> dict[str, Any]:
         model = self.model
-        normalizer = model.get_vec_normalize_env()
         t0 = time.perf_counter()
-        result = evaluate_model(model, self.cfg.env_kwargs(), self.seeds, normalizer)
+        result = evaluate_model(
+            model, self.cfg.env_kwargs(), self.seeds, model.get_vec_normalize_env()
+        )
         figures = {k: v for k, v in result.to_dict().items() if k not in UNRECORDED}
-        record = {
-            "timesteps": int(model.num_timesteps),
-            **figures,
-            "eval_seconds": round(time.perf_counter() - t0, 3),
-            "time": utc_now(),
-        }
-        self.state.history.append(record)
-        write_history(self.run, self.state.history)
-        write_learning_curve(self.state.history, self.run.curve, self.title)
-        if result.win_rate > self.state.best_win_rate:
-            self.state.best_win_rate = result.win_rate
-            atomic_save(self.run.best_model, model.save)
-        if self.logger is not None:
-            self.logger.record("eval/win_rate", result.win_rate)
-            self.logger.record("eval/ci_low", record["ci_low"])
-            self.logger.record("eval/ci_high", record["ci_high"])
-            self.logger.record("eval/mean_turns", result.mean_turns)
+        seconds = round(time.perf_counter() - t0, 3)
+        record = {"timesteps": int(model.num_timesteps), **figures, "eval_seconds": seconds}
+        record["time"] = utc_now()
+        run = self.run
+        run.history.append(record)
+        write_history(run.dir, run.history)
+        title = f"{self.cfg.name or self.cfg.algorithm.name} (seed {self.cfg.seed})"
+        write_learning_curve(run.history, run.dir.curve, title)
+        if result.win_rate > run.best_win_rate:
+            run.best_win_rate = result.win_rate
+            atomic_save(run.dir.best_model, model.save)
+        if getattr(model, "_logger", None) is not None:  # none before learn() began
+            for key in ("win_rate", "ci_low", "ci_high", "mean_turns"):
+                self.logger.record(f"eval/{key}", record[key])
         return record
 
 
-def write_history(run: RunDir, history: list[dict[str, Any]]) -> None:
-    atomic_write_json(run.eval_json, {"evaluations": history})
-    buf = io.StringIO()
-    columns = ["timesteps", "episodes", "wins", "win_rate", "ci_low", "ci_high"]
-    columns += [f"outcome_{o}" for o in OUTCOMES] + ["mean_turns", "time"]
-    writer = csv.writer(buf)
-    writer.writerow(columns)
-    for h in history:
-        writer.writerow(
-            [h["timesteps"], h["episodes"], h["wins"], f"{h['win_rate']:.6f}"]
-            + [f"{h['ci_low']:.6f}", f"{h['ci_high']:.6f}"]
-            + [h["outcomes"].get(o, 0) for o in OUTCOMES]
-            + [f"{h['mean_turns']:.3f}", h["time"]]
-        )
-    atomic_write_text(run.eval_csv, buf.getvalue())
-
-
 # ---------------------------------------------------------------- checkpoints
-CHECKPOINT_SLOT: Final = "checkpoint-"
-"""Prefix of the folders holding checkpoints; ``checkpoint`` is a link to the latest."""
-STAGING_PREFIX: Final = ".staging-"
-_SLOT_NAME: Final = re.compile(rf"{CHECKPOINT_SLOT}(\d{{12}}|legacy)-[0-9a-f]{{8}}")
-"""A checkpoint folder's name as :func:`save_checkpoint` makes it (nothing else is touched)."""
-_STAGING_NAME: Final = re.compile(
-    rf"{re.escape(STAGING_PREFIX)}({_SLOT_NAME.pattern}|link-[0-9a-f]{{8}})"
-)
+_CHECKPOINT_NAME: Final = re.compile(r"\d{6,}")
+_PARTIAL_NAME: Final = re.compile(r"\.partial-[0-9a-f]{8}")
 _HALF_WRITTEN_NAME: Final = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp")
 """A temporary file of :func:`agents.atomic.atomic_target` (``tempfile.mkstemp``'s name)."""
 
 
+def _complete_checkpoints(run: RunDir) -> list[Path]:
+    """``checkpoints/NNNNNN`` oldest first: each was renamed into place whole."""
+    if not run.checkpoints.is_dir():
+        return []
+    found = [p for p in run.checkpoints.iterdir() if _CHECKPOINT_NAME.fullmatch(p.name)]
+    return sorted(found, key=lambda p: int(p.name))
+
+
+def latest_checkpoint(run: RunDir) -> Path | None:
+    """The checkpoint a resume starts from: the newest in ``checkpoints/`` (or a run of the
+    older layout's ``checkpoint`` folder or link); None before the first."""
+    done = _complete_checkpoints(run)
+    if done:
+        return done[-1]
+    legacy = run.root / LEGACY_CHECKPOINT
+    return legacy if (legacy / STATE_FILE).is_file() else None
+
+
 def save_checkpoint(
     model: BaseAlgorithm, run: RunDir, cfg: Config, reason: str = "periodic"
-) -> None:
-    """Everything needed to resume: model, normalizer, replay buffer and ``state.json``.
-
-    Written whole into a new folder, which then becomes the checkpoint by one atomic
-    replacement of the link ``checkpoint``: a kill at any moment (``kill -9`` included)
-    leaves the previous checkpoint or the new one, never a mix of the two. Older
-    checkpoint folders are removed afterwards.
-    """
-    steps = int(model.num_timesteps)
-    slot = run.root / f"{CHECKPOINT_SLOT}{steps:012d}-{uuid.uuid4().hex[:8]}"
-    staging = run.root / f"{STAGING_PREFIX}{slot.name}"
-    staging.mkdir(parents=True)
-    atomic_save(staging / MODEL_FILE, model.save)
+) -> Path:
+    """Everything needed to resume (model, normalizer, replay buffer, ``state.json``) as the
+    run's new checkpoint: written whole into a temporary folder, then renamed to the next
+    number in ``checkpoints/``, so a kill at any moment (``kill -9`` included) leaves the
+    previous checkpoint or this one, never a mix (the renames are not synced: a power cut is
+    another matter). The older ones are removed after."""
+    older = _complete_checkpoints(run)
+    partial = run.checkpoints / f".partial-{uuid.uuid4().hex[:8]}"
+    partial.mkdir(parents=True)
+    atomic_save(partial / MODEL_FILE, model.save)
     normalizer = model.get_vec_normalize_env()
     if normalizer is not None:
-        atomic_write_bytes(staging / VECNORMALIZE_FILE, pickle.dumps(normalizer))
+        atomic_write_bytes(partial / VECNORMALIZE_FILE, pickle.dumps(normalizer))
     if cfg.algorithm.spec.off_policy and getattr(model, "replay_buffer", None) is not None:
-        atomic_save(staging / REPLAY_FILE, model.save_replay_buffer)  # type: ignore[attr-defined]
-    atomic_write_json(
-        staging / STATE_FILE, {"timesteps": steps, "reason": reason, "time": utc_now()}
-    )
-    os.rename(staging, slot)
-    _point_checkpoint_at(run, slot)
-    tidy_checkpoints(run)
-
-
-def _point_checkpoint_at(run: RunDir, slot: Path) -> None:
-    """Make ``checkpoint`` a link to ``slot`` in one atomic step."""
-    link = run.checkpoint
-    if link.is_dir() and not link.is_symlink():  # a run directory of an older layout
-        os.rename(link, run.root / f"{CHECKPOINT_SLOT}legacy-{uuid.uuid4().hex[:8]}")
-    temporary = run.root / f"{STAGING_PREFIX}link-{uuid.uuid4().hex[:8]}"
-    try:
-        os.symlink(slot.name, temporary)
-    except OSError:  # no symbolic links here (Windows without the privilege): not atomic
-        if link.is_symlink():
-            link.unlink()
-        elif link.exists():
-            shutil.rmtree(link)
-        os.rename(slot, link)
-        return
-    os.replace(temporary, link)
+        atomic_save(partial / REPLAY_FILE, model.save_replay_buffer)  # type: ignore[attr-defined]
+    state = {"timesteps": int(model.num_timesteps), "reason": reason, "time": utc_now()}
+    atomic_write_json(partial / STATE_FILE, state)
+    final = run.checkpoints / f"{int(older[-1].name) + 1 if older else 1:06d}"
+    os.rename(partial, final)
+    for old in older:
+        shutil.rmtree(old)
+    return final
 
 
 def tidy_checkpoints(run: RunDir) -> list[str]:
-    """Remove what a kill can leave behind: half-written checkpoint folders, links and files,
-    and checkpoint folders the link no longer points at. Only names training makes are
-    touched (a user's ``checkpoint-backup`` stays), and no checkpoint folder is removed
-    while the link is missing or broken (:func:`relink_checkpoint` mends that first).
-    Returns the names removed."""
-    # a sound link, or a real folder where symbolic links cannot be made (then no slot is
-    # the checkpoint, and every slot is stale)
-    linked = (run.checkpoint / STATE_FILE).is_file()
-    current = run.checkpoint.resolve() if linked else None
+    """Remove what a kill can leave behind: unfinished checkpoint folders, checkpoints older
+    than the newest, the atomic writers' half-written files. Only names training makes are
+    touched (a user's files stay). Returns the names removed."""
+    done = _complete_checkpoints(run)
     removed = []
+    if run.checkpoints.is_dir():
+        for entry in run.checkpoints.iterdir():
+            if _PARTIAL_NAME.fullmatch(entry.name) or entry in done[:-1]:
+                shutil.rmtree(entry)
+                removed.append(f"{CHECKPOINTS_DIR}/{entry.name}")
     for entry in run.root.iterdir():
-        name = entry.name
-        stale_slot = (
-            current is not None and _SLOT_NAME.fullmatch(name) and entry.resolve() != current
-        )
-        half_written = _HALF_WRITTEN_NAME.fullmatch(name) and entry.is_file()
-        if _STAGING_NAME.fullmatch(name) or stale_slot or half_written:
-            _remove(entry)
-            removed.append(name)
+        if _HALF_WRITTEN_NAME.fullmatch(entry.name) and entry.is_file():
+            entry.unlink()
+            removed.append(entry.name)
     return sorted(removed)
-
-
-def relink_checkpoint(run: RunDir) -> str | None:
-    """Point a missing or broken ``checkpoint`` link (a copy or sync tool that drops links)
-    at the newest complete checkpoint folder; the folder's name, or None when the link
-    was sound or there is no complete folder."""
-    link = run.checkpoint
-    if (link / STATE_FILE).is_file() or (link.exists() and not link.is_symlink()):
-        return None
-    slots = [
-        entry
-        for entry in run.root.iterdir()
-        if _SLOT_NAME.fullmatch(entry.name) and (entry / MODEL_FILE).is_file()
-        and (entry / STATE_FILE).is_file()
-    ]  # fmt: skip
-    if not slots:
-        return None
-    newest = max(slots, key=lambda slot: (slot.name.split("-")[1] != "legacy", slot.name))
-    if link.is_symlink():
-        link.unlink()
-    _point_checkpoint_at(run, newest)
-    return newest.name
-
-
-def _remove(entry: Path) -> None:
-    """Delete a file, a link (not what it points at) or a folder with its contents."""
-    if entry.is_dir() and not entry.is_symlink():
-        shutil.rmtree(entry)
-    else:
-        entry.unlink()
 
 
 def save_final(model: BaseAlgorithm, run: RunDir) -> None:
@@ -656,13 +580,10 @@ def save_final(model: BaseAlgorithm, run: RunDir) -> None:
 # ---------------------------------------------------------------- models
 def rollout_size(cfg: Config) -> int:
     """Steps an algorithm collects between two checks of its budget: ``n_steps * n_envs``
-    for on-policy algorithms, ``train_freq * n_envs`` for off-policy ones."""
+    on-policy, ``train_freq * n_envs`` off-policy."""
     spec = cfg.algorithm.spec
-    hyper = cfg.algorithm.hyperparameters
-    if spec.off_policy:
-        per_env = int(hyper.get("train_freq", default_hyperparameter(spec, "train_freq")))
-    else:
-        per_env = int(hyper.get("n_steps", default_hyperparameter(spec, "n_steps")))
+    key = "train_freq" if spec.off_policy else "n_steps"
+    per_env = int(cfg.algorithm.hyperparameters.get(key, default_hyperparameter(spec, key)))
     return per_env * cfg.training.n_envs
 
 
@@ -670,15 +591,13 @@ def steps_to_train(cfg: Config, done: int) -> int:
     """The steps ``learn`` takes from ``done`` to reach ``training.total_timesteps``: rounded
     up to whole rollouts (SB3 never stops inside one), so the progress bar ends at its total."""
     left = cfg.training.total_timesteps - done
-    if left <= 0:
-        return 0
     size = rollout_size(cfg)
-    return -(-left // size) * size
+    return -(-left // size) * size if left > 0 else 0
 
 
 def check_device(device: str, config_file: str | None = None) -> None:
-    """Refuse ``training.device: cuda`` where torch sees no CUDA device (Stable-Baselines3
-    would train on the CPU without a word while the run's config said cuda)."""
+    """Refuse ``training.device: cuda`` where torch sees no CUDA device (SB3 would train on
+    the CPU without a word while the run's config said cuda)."""
     if device == "cuda" and not torch.cuda.is_available():
         where = f"{config_file}: " if config_file else ""
         raise TrainingError(
@@ -690,8 +609,7 @@ def check_device(device: str, config_file: str | None = None) -> None:
 def build_model(cfg: Config, venv: VecEnv, run: RunDir) -> BaseAlgorithm:
     check_device(cfg.training.device)  # train() checked it naming the file; other callers too
     spec = cfg.algorithm.spec
-    cls = spec.load_class()
-    model = cls(
+    model = spec.load_class()(
         cfg.algorithm.policy or spec.policy_name(cfg.env.observation_mode),
         venv,
         policy_kwargs=policy_kwargs(cfg),
@@ -706,7 +624,7 @@ def build_model(cfg: Config, venv: VecEnv, run: RunDir) -> BaseAlgorithm:
 
 
 def _run_record(path: Path, kind: type) -> Any:
-    """A run directory's JSON record (``kind()`` when absent): a damaged one is a
+    """A run directory's JSON record (``kind()`` when absent); a damaged one is a
     :class:`TrainingError` naming it."""
     try:
         doc = read_json(path, kind())
@@ -717,11 +635,9 @@ def _run_record(path: Path, kind: type) -> Any:
     return doc
 
 
-def _load_for_resume(cfg: Config, venv: VecEnv, run: RunDir) -> BaseAlgorithm:
+def _load_for_resume(cfg: Config, venv: VecEnv, run: RunDir, ck: Path) -> BaseAlgorithm:
+    """The model (and replay buffer) of checkpoint ``ck``, on ``venv``."""
     spec = cfg.algorithm.spec
-    ck = run.checkpoint
-    if not (ck / MODEL_FILE).is_file():
-        raise TrainingError(f"{ck / MODEL_FILE}: no checkpoint to resume from")
     check_device(cfg.training.device, str(run.config))
     try:
         model = spec.load_class().load(ck / MODEL_FILE, env=venv, device=cfg.training.device)
@@ -761,7 +677,8 @@ def prepare_run_dir(cfg: Config, out: Path | None, config_file: str | None) -> R
 @dataclass
 class Run:
     """One run as its phases share it: the directory, the config, ``meta.json`` as it will be
-    written, the model and its training env (once built or loaded), the evaluation history."""
+    written, the model and its training env (once built or loaded), the evaluation history
+    and its best win rate."""
 
     dir: RunDir
     cfg: Config
@@ -769,11 +686,15 @@ class Run:
     log: Callable[[str], None]
     model: BaseAlgorithm | None = None
     venv: VecEnv | None = None
-    state: RunState = field(default_factory=RunState)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    best_win_rate: float = -1.0
     resumed: bool = False
     """Continued from a checkpoint (the timestep count and TensorBoard run go on)."""
     teacher_factory: Callable[[str], Any] | None = None
     extra_callbacks: Sequence[BaseCallback] = ()
+    on_evaluation: Callable[[dict[str, Any]], bool] | None = None
+    """Told each evaluation made while learning; returning False stops learning (a pruned
+    tuning trial: the run ends as if its budget were spent)."""
 
 
 Phase = Callable[[Run], bool]
@@ -782,9 +703,9 @@ Phase = Callable[[Run], bool]
 
 
 def imitation(run: Run) -> bool:
-    """Phase 1 (a new run): build the training env and the model, warm-start the model on a
-    teacher's play (``imitation:``), save the first checkpoint. A stop before that
-    checkpoint leaves nothing trained: the run starts over."""
+    """Phase 1 (a new run): the training env and the model, the warm start on a teacher's play
+    (``imitation:``), the first checkpoint. A stop before it leaves nothing: the run starts
+    over."""
     if run.model is not None:
         return False  # resumed: the checkpoint holds what this phase made
     cfg = run.cfg
@@ -802,15 +723,14 @@ def imitation(run: Run) -> bool:
 
 
 def reinforcement_learning(run: Run) -> bool:
-    """Phase 2: SB3's ``learn`` up to ``training.total_timesteps`` (periodic evaluations and
-    checkpoints: :class:`RunCallback`), then a checkpoint and ``model.zip`` (at a stop too)
-    and the evaluation of the end. Over once expert iteration has begun."""
+    """Phase 2: SB3's ``learn`` up to ``training.total_timesteps`` (:class:`RunCallback`),
+    then a checkpoint and ``model.zip`` (at a stop too) and the evaluation of the end. Over
+    once expert iteration has begun."""
     model, cfg, log = run.model, run.cfg, run.log
     assert model is not None
     if expert_rounds(run.dir.root):
         return False  # the checkpoint holds the end of RL, model.zip the rounds since
-    title = f"{cfg.name or cfg.algorithm.name} (seed {cfg.seed})"
-    callback = RunCallback(cfg, run.dir, run.state, title)
+    callback = RunCallback(run)
     remaining = steps_to_train(cfg, model.num_timesteps)
     if remaining > 0:
         log(
@@ -843,7 +763,7 @@ def reinforcement_learning(run: Run) -> bool:
     if caught and not stopped:
         log("interrupted while saving: the model and checkpoint are saved")
         return True
-    history = run.state.history
+    history = run.history
     if not stopped and (not history or history[-1]["timesteps"] < model.num_timesteps):
         callback.init_callback(model)
         callback.evaluate()
@@ -851,9 +771,9 @@ def reinforcement_learning(run: Run) -> bool:
 
 
 def expert_iteration(run: Run) -> bool:
-    """Phase 3: the rounds of ``expert_iteration:`` (:mod:`agents.learning.expert_iteration`)
-    after the last one recorded, each committed with its model and validated on the
-    evaluation deals. A stop drops the round under way."""
+    """Phase 3: the rounds of ``expert_iteration:`` after the last one recorded, each
+    committed with its model and validated on the evaluation deals. A stop drops the round
+    under way."""
     model, cfg, log = run.model, run.cfg, run.log
     assert model is not None
     settings, root = cfg.expert_iteration, run.dir.root
@@ -877,7 +797,6 @@ def expert_iteration(run: Run) -> bool:
         soft_z=settings.soft_z,
     )
     kept: dict[int, Demonstrations] = {}  # the kept rounds' labels: read from disk once
-    env_kwargs, seeds = cfg.env_kwargs(), eval_seeds(cfg)  # each round's validation
     with recorded_signals() as requests, labellers:
         for r in range(len(rounds), settings.rounds):
             t0 = time.perf_counter()
@@ -891,11 +810,11 @@ def expert_iteration(run: Run) -> bool:
             clone_on, before = demos, None
             if settings.keep_rounds > 1:  # the labels of the rounds before it too (DAgger)
                 demos.save(labels_file(root, r))
-                for k in kept_rounds(r, settings):
-                    if k not in kept:  # a resumed run's (check_kept_labels found them)
-                        kept[k] = Demonstrations.load(labels_file(root, k))
-                clone_on = concat([*(kept[k] for k in kept_rounds(r, settings)), demos])
-                kept = {k: kept[k] for k in kept_rounds(r + 1, settings) if k in kept}
+                kept = {
+                    k: kept.get(k) or Demonstrations.load(labels_file(root, k))
+                    for k in kept_rounds(r, settings)
+                }
+                clone_on = concat([*kept.values(), demos])
                 kept[r] = demos
                 before = accuracy(model, demos)
             stats = behaviour_clone(
@@ -928,8 +847,9 @@ def expert_iteration(run: Run) -> bool:
                 f"{stats['accuracy_after']:.2%} after ({record['label_seconds']:.0f} s + "
                 f"{record['clone_seconds']:.0f} s)"
             )
-            record["validation_win_rate"] = evaluate_model(model, env_kwargs, seeds).win_rate
-            log(f"  validation deals won: {record['validation_win_rate']:.2%}")
+            validation = evaluate_model(model, cfg.env_kwargs(), eval_seeds(cfg))
+            record["validation_win_rate"] = validation.win_rate
+            log(f"  validation deals won: {validation.win_rate:.2%}")
             rounds.append(record)
             commit_round(root, model, cfg, start, rounds)
             forget_labels(root, r + 2 - settings.keep_rounds)  # keeps those round r + 1 needs
@@ -965,47 +885,34 @@ def train(
     config_file: str | None = None,
     extra_callbacks: Sequence[BaseCallback] = (),
     teacher_factory: Callable[[str], Any] | None = None,
+    on_evaluation: Callable[[dict[str, Any]], bool] | None = None,
     log: Callable[[str], None] = print,
     resume_hint: bool = True,
 ) -> TrainResult:
-    """Train ``cfg`` into a new run directory ``out``, or continue run ``resume``: the
-    :data:`PHASES` in order, each doing what is left of it.
-
-    On resume the run's own ``config.yaml`` is the config (``cfg`` is that
-    config, possibly with a larger timestep budget or more expert-iteration rounds). A stop
-    (Ctrl-C, SIGTERM) saves what the phase under way has done and returns with
-    ``interrupted=True`` (and logs the ``--resume`` command unless ``resume_hint`` is false:
-    a tuning trial is never resumed).
-    """
+    """Train ``cfg`` into a new run directory ``out``, or continue run ``resume`` (``cfg`` is
+    then its ``config.yaml``, perhaps with a larger budget): the :data:`PHASES` in order. A
+    stop (Ctrl-C, SIGTERM) saves what the phase under way has done and returns
+    ``interrupted``, logging the ``--resume`` command unless ``resume_hint`` is false."""
     torch.set_num_threads(cfg.training.torch_threads)
     where = config_file or (str(Path(resume) / CONFIG_FILE) if resume is not None else None)
     check_device(cfg.training.device, where)
     t_start = time.perf_counter()
-    if resume is not None and (RunDir(resume).root.is_dir()):
-        relinked = relink_checkpoint(RunDir(resume))
-        if relinked is not None:
-            log(f"{resume}: the link 'checkpoint' was missing or broken: it points at {relinked}")
     if resume is not None and _stopped_before_training(RunDir(resume)):
         log(f"{resume}: stopped before training began (no checkpoint): starting it over")
         _clear_unstarted(RunDir(resume))
         out, resume = resume, None
-    if resume is not None:
-        run = _reopen(cfg, RunDir(resume), log)
-    else:
-        run = _start(cfg, out, config_file, log)
+    run = _reopen(cfg, RunDir(resume), log) if resume else _start(cfg, out, config_file, log)
     run.teacher_factory, run.extra_callbacks = teacher_factory, extra_callbacks
+    run.on_evaluation = on_evaluation
     stopped = False
     try:
         for phase in PHASES:
-            stopped = phase(run)
-            if stopped:
+            if stopped := phase(run):
                 break
     except KeyboardInterrupt:  # a stop no phase records: during imitation, or raised by code
         stopped = True
-    if not (run.dir.checkpoint / STATE_FILE).is_file():
-        if run.venv is not None:
-            with contextlib.suppress(Exception):
-                run.venv.close()
+    if latest_checkpoint(run.dir) is None:
+        _close(run.venv)
         log("\ninterrupted before learning began (nothing trained yet)")
         if resume_hint:
             log(f"start it over with: .venv/bin/python scripts/train.py --resume {run.dir.root}")
@@ -1025,14 +932,10 @@ def distill(
     start_path: Path | None = None,
     log: Callable[[str], None] = print,
 ) -> TrainResult:
-    """Expert iteration on the trained network ``start``: a run of that one phase
-    (:func:`expert_iteration`, its deals seeded by ``seed``) into ``out``, a run directory
-    that ``evaluate.py`` loads (``model.zip``, ``config.yaml`` copied from the start's run,
-    ``expert_iteration.json``, ``meta.json``). Rerunning continues after the last finished
-    round (only ``settings.rounds`` may change). ``start`` is the network's name as given
-    (recorded in ``meta.json``); ``start_path`` its run directory or zip (default
-    ``Path(start)``; ``scripts/distill.py`` resolves the shipped names).
-    """
+    """Expert iteration on the trained network ``start`` (a name, recorded; ``start_path``:
+    its run directory or zip), a run of that one phase with deals seeded by ``seed`` into the
+    run directory ``out``. Rerunning continues after the last finished round (only
+    ``settings.rounds`` may change)."""
     t_start = time.perf_counter()
     run_dir = RunDir(out)
     if settings.rounds < 1:
@@ -1097,10 +1000,9 @@ def _start(
 
 
 def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
-    """A run continued: what a hard stop left half-made mended, the config checked and
-    saved, the env and model loaded from the checkpoint, the evaluation history trimmed to
-    the checkpoint's. Refused before anything is written: a config that changed more than
-    :data:`RESUME_MAY_CHANGE`, a budget below the steps trained, a run with nothing left."""
+    """A run continued from its newest checkpoint, the evaluation history trimmed to it and
+    what a hard stop left behind removed. Refused before anything is written: a config
+    changed beyond :data:`RESUME_MAY_CHANGE`, a budget below the steps trained, nothing left."""
     if not run.meta.is_file():
         raise TrainingError(
             f"{run.meta}: missing: it holds the recipe the run began with, so the config "
@@ -1108,12 +1010,12 @@ def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
         )
     meta = _run_record(run.meta, dict)
     check_recipe(cfg, run, meta.get(RECIPE_KEY))
-    state = _run_record(run.checkpoint / STATE_FILE, dict)
-    trained = state.get("timesteps", 0)
+    ck = latest_checkpoint(run)
+    if ck is None:
+        raise TrainingError(f"{run.checkpoints}: no checkpoint to resume from")
+    trained = _run_record(ck / STATE_FILE, dict).get("timesteps", 0)
     if isinstance(trained, bool) or not isinstance(trained, int) or trained < 0:
-        raise TrainingError(
-            f"{run.checkpoint / STATE_FILE}: timesteps must be a whole number, got {trained!r}"
-        )
+        raise TrainingError(f"{ck / STATE_FILE}: timesteps must be a whole number, got {trained!r}")
     try:
         rounds = len(expert_rounds(run.root))
         history = run.load_history()
@@ -1131,38 +1033,32 @@ def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
                 "expert iteration): nothing to resume; raise --timesteps or "
                 "expert_iteration.rounds to train it further"
             )
-    removed = tidy_checkpoints(run)
-    if removed:
-        log(f"{run.root}: removed what a hard stop left half-written: {', '.join(removed)}")
-    prepare_resume(cfg, run.root, log)
     if rounds and steps_to_train(cfg, trained) > 0:
         raise TrainingError(
             f"{run.root}: RL ended and {rounds} round(s) of expert iteration followed; RL "
             f"cannot continue after them (total_timesteps {cfg.training.total_timesteps:,} > "
             f"{trained:,} trained)"
         )
+    removed = tidy_checkpoints(run)
+    if removed:
+        log(f"{run.root}: removed what a hard stop left behind: {', '.join(removed)}")
+    prepare_resume(cfg, run.root, log)
     resumes = meta.setdefault("resumes", [])
     first_index = (len(resumes) + 1) * cfg.training.n_envs  # deals no earlier leg played
     try:
-        venv = make_training_env(cfg, trained, run.checkpoint / VECNORMALIZE_FILE, first_index)
+        venv = make_training_env(cfg, trained, ck / VECNORMALIZE_FILE, first_index)
     except ValueError as exc:  # the training stream's indices are used up
         raise TrainingError(f"{run.root}: cannot resume again: {exc}") from None
     try:  # loaded before the run's files change: a damaged checkpoint leaves them as they were
-        model = _load_for_resume(cfg, venv, run)
+        model = _load_for_resume(cfg, venv, run, ck)
     except TrainingError:
         venv.close()
         raise
-    if meta.pop(SHA256_KEY, None) is not None:  # the files change from here
+    if meta.pop(SHA256_KEY, None) is not None:  # the files change from here: unpin them first
         atomic_write_json(run.meta, meta)
     atomic_write_text(run.config, dump_config(cfg))
-    resumes.append(
-        {
-            "time": utc_now(),
-            "command": sys.argv,
-            "timesteps": model.num_timesteps,
-            "first_deal_index": first_index,
-        }
-    )
+    leg = {"time": utc_now(), "command": sys.argv, "timesteps": model.num_timesteps}
+    resumes.append({**leg, "first_deal_index": first_index})
     meta.update(status=STATUS_RUNNING, package_version=coldiron_env.__version__)
     atomic_write_json(run.meta, meta)
     kept = [h for h in history if h["timesteps"] <= model.num_timesteps]
@@ -1176,14 +1072,13 @@ def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
         if max(h["win_rate"] for h in history[len(kept) :]) > best:
             run.best_model.unlink(missing_ok=True)  # it was a dropped evaluation's model
     log(f"resuming {run.root} at {model.num_timesteps} timesteps")
-    return Run(run, cfg, meta, log, model, venv, RunState(kept, best), resumed=True)
+    return Run(run, cfg, meta, log, model, venv, kept, best, resumed=True)
 
 
 def check_recipe(cfg: Config, run: RunDir, recipe: dict[str, Any] | None) -> None:
-    """Refuse to resume ``run`` with a config that differs from the one it began with
-    (``recipe``, kept in ``meta.json``) beyond :data:`RESUME_MAY_CHANGE`: the checkpoint
-    would be trained on under a config.yaml that does not describe it. Runs made before the
-    recipe was kept, or whose recipe no longer validates, are not checked."""
+    """Refuse a config that differs from the one ``run`` began with (``recipe``) beyond
+    :data:`RESUME_MAY_CHANGE`: its config.yaml would no longer describe it. A run without a
+    recipe this version reads is not checked."""
     if recipe is None:
         return
     try:  # fields added since the run began take their defaults, as config.yaml's do
@@ -1198,27 +1093,30 @@ def check_recipe(cfg: Config, run: RunDir, recipe: dict[str, Any] | None) -> Non
         )
 
 
+def _close(venv: VecEnv | None) -> None:
+    if venv is not None:
+        with contextlib.suppress(Exception):
+            venv.close()
+
+
 def _finish(run: Run, stopped: bool, t_start: float) -> TrainResult:
     """The run's end (or stop): its env closed, ``meta.json`` completed with the SHA-256 of
     the files a loader checks."""
-    model = run.model
-    assert model is not None
-    if run.venv is not None:
-        with contextlib.suppress(Exception):
-            run.venv.close()
+    assert run.model is not None
+    _close(run.venv)
     wall = time.perf_counter() - t_start
     rounds = expert_rounds(run.dir.root)
+    timesteps = int(run.model.num_timesteps)
     run.meta.update(
         status="interrupted" if stopped else STATUS_COMPLETED,
         end_time=utc_now(),
-        timesteps=int(model.num_timesteps),
+        timesteps=timesteps,
         wall_seconds=round(wall + float(run.meta.get("wall_seconds", 0.0)), 1),
         expert_iteration_rounds=len(rounds),
     )
     run.meta[SHA256_KEY] = file_hashes(run.dir.root, PINNED_FILES)
     atomic_write_json(run.dir.meta, run.meta)
-    timesteps = int(model.num_timesteps)
-    return TrainResult(run.dir.root, timesteps, stopped, wall, run.state.history, rounds)
+    return TrainResult(run.dir.root, timesteps, stopped, wall, run.history, rounds)
 
 
 def _shown(path: Path) -> str:
@@ -1229,32 +1127,33 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-PINNED_FILES: Final = (MODEL_FILE, CONFIG_FILE, VECNORMALIZE_FILE, EXPERT_FILE)
-"""The files whose SHA-256 ``meta.json`` records when a run stops (checked on load)."""
-UNSTARTED_ENTRIES: Final = frozenset({CONFIG_FILE, META_FILE, IMITATION_FILE, "tb"})
-"""What a run stopped before learning began can hold (all of it is made again)."""
-
-
 def _clear_unstarted(run: RunDir) -> None:
     """Empty a run directory stopped before learning began; refuse anything unexpected."""
-    tidy_checkpoints(run)  # a checkpoint folder a hard kill left unlinked
-    extra = sorted(p.name for p in run.root.iterdir() if p.name not in UNSTARTED_ENTRIES)
+    tidy_checkpoints(run)  # a checkpoint folder a hard kill left unfinished
+    extra = sorted(
+        p.name
+        for p in run.root.iterdir()
+        if p.name not in UNSTARTED_ENTRIES or (p == run.checkpoints and any(p.iterdir()))
+    )
     if extra:
         raise TrainingError(
             f"{run.root}: stopped before learning began, but holds {extra}, which training "
             "did not write; move them away to start the run over"
         )
     for entry in run.root.iterdir():
-        _remove(entry)
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 def _stopped_before_training(run: RunDir) -> bool:
     """A run directory left by a stop before learning began: no checkpoint yet (the first
     is written before the status becomes ``running``; a hard kill can land in between)."""
-    if (run.checkpoint / STATE_FILE).is_file() or not run.meta.is_file():
+    if latest_checkpoint(run) is not None or not run.meta.is_file():
         return False
     try:
         status = json.loads(run.meta.read_text(encoding="utf-8")).get("status")
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         return False
     return status in (STATUS_STARTING, STATUS_RUNNING)

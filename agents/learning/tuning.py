@@ -1,36 +1,18 @@
-"""Hyperparameter search with Optuna: objective, storage, workers and reports.
+"""Hyperparameter search with Optuna: the objective, the study, its workers and the reports.
 
-The search space is the config's ``search:`` section (:mod:`agents.learning.search_space`).
-How to run it on one machine, with K workers or on several machines:
-``docs/tuning.md``.
+The search space is the config's ``search:`` section (:mod:`agents.learning.search_space`);
+how to run a search: ``docs/tuning.md``. A trial trains the sampled config into
+``OUT/trials/trial-NNNN`` (kept) and returns its final evaluation's win rate; every periodic
+evaluation is reported to Optuna, whose pruner can stop it (``PRUNED``).
 
-**Objective.** A trial samples the parameters into the base config, trains it
-(:func:`agents.learning.training.train`) into ``OUT/trials/trial-NNNN`` (kept: config,
-models, evaluations, curve) and returns the win rate of the *final* evaluation
-on the config's fixed evaluation deals (``evaluation:``), played on the plain
-real game: shaping and curriculum never apply to it. Every periodic evaluation
-is reported to Optuna as an intermediate value (step = timesteps); when the
-pruner says so, training stops at once, the trial is recorded ``PRUNED`` and its
-run directory is kept (``meta.json`` status ``pruned``).
-
-**N trials.** ``--trials N`` asks for N *finished* (complete or pruned) trials
-in the study. Each worker runs :meth:`optuna.Study.optimize` with Optuna's
-:class:`~optuna.study.MaxTrialsCallback`: it starts a trial while fewer than N are
-finished, so trials that fail are replaced, and the workers running when the N-th
-trial finishes complete theirs: a study of W workers (all machines together) ends
-with N to N + W - 1 finished trials. The trials of a worker that died are failed
-by Optuna's heartbeat (:data:`GRACE_SECONDS`).
-
-**Resuming.** Optuna commits each trial to the storage as it ends, so Ctrl-C
-loses no finished trial: the running trials save a checkpoint in their run
-directory and are recorded ``FAIL``. Rerunning the same command loads the study
-(the config and search space must be the same: a fingerprint is stored with the
-study) and runs only the trials still missing to reach N.
-
-**Outputs** (under ``OUT``): ``study.db`` (default storage), ``trials/``,
-``summary.csv`` and ``summary.md`` (Optuna's ``trials_dataframe``), ``summary.png``,
-``curves.png`` and ``importances.png`` (Optuna's matplotlib plots), ``best_config.yaml``
-(ready to train: ``scripts/train.py --config OUT/best_config.yaml``) and ``best_trial.json``.
+Workers are Optuna's way to search in parallel: processes running the same search on one
+storage (``--workers K`` starts K copies of the command, :func:`_run_copies`; another
+machine runs it against the same ``--storage``). Each runs ``study.optimize`` with Optuna's
+:class:`~optuna.study.MaxTrialsCallback`: trials start while fewer than ``--trials N`` are
+finished (complete or pruned; failed ones are replaced), so W workers end with N to
+N + W - 1. Optuna's heartbeat fails a dead worker's trials. Optuna commits each trial as it
+ends: Ctrl-C loses no finished trial (running ones save a checkpoint, recorded ``FAIL``) and
+rerunning continues the study, whose config and search space are stored with it.
 """
 
 from __future__ import annotations
@@ -40,18 +22,17 @@ import io
 import json
 import logging
 import math
-import multiprocessing
 import os
 import re
 import shutil
 import signal
 import socket
+import subprocess
 import sys
-import traceback
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from multiprocessing.context import ForkServerContext, SpawnContext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -60,20 +41,13 @@ import optuna
 from optuna.study import MaxTrialsCallback
 from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy.engine import make_url
-from stable_baselines3.common.callbacks import BaseCallback
 
 if TYPE_CHECKING:
     import pandas as pd
 
 from agents.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from agents.evaluation.plots import pyplot
-from agents.learning.config import (
-    ConfigError,
-    config_changes,
-    config_from_dict,
-    describe_changes,
-    dump_config,
-)
+from agents.learning.config import config_changes, config_from_dict, describe_changes, dump_config
 from agents.learning.provenance import META_FILE, TrainingError
 from agents.learning.search_space import (
     InvalidSample,
@@ -82,7 +56,7 @@ from agents.learning.search_space import (
     TuningConfig,
     load_tuning_config,
 )
-from agents.learning.training import RunDir, recorded_signals, sigterm_as_ctrl_c, train
+from agents.learning.training import recorded_signals, train
 
 HEARTBEAT_SECONDS: Final = 30
 GRACE_SECONDS: Final = 120
@@ -95,17 +69,21 @@ FINGERPRINT_ATTR: Final = "coldiron_fingerprint"
 SEARCH_ATTR: Final = "coldiron_search"
 BASE_ATTR: Final = "coldiron_base_config"
 """The base config's plain data, kept so that a refused config can be told what changed."""
+STUDY_ID_ATTR: Final = "coldiron_study_id"
+"""Study attribute: a random id written once, so an output folder knows its study."""
 ERROR_ATTR: Final = "error"
 INVALID_ATTR: Final = "invalid_sample"
 WORKER_ATTR: Final = "worker"
-"""Trial attribute: ``host:pid/worker`` of the process that ran it."""
+"""Trial attribute: ``host:pid`` of the worker that ran it."""
 SEED_ATTR: Final = "seed"
 NONCE_BYTES: Final = 8
-STUDY_ID_ATTR: Final = "coldiron_study_id"
-"""Study attribute: a random id written once, so an output folder knows its study."""
+POLL_SECONDS: Final = 0.5
+"""How often ``--workers K`` looks for a stop request while its copies run."""
+TUNE_SCRIPT: Final = Path(__file__).resolve().parents[2] / "scripts" / "tune.py"
+"""The command ``--workers K`` starts copies of."""
+
 STUDY_FILE: Final = "study.json"
 """Under ``OUT``: which study (storage, name) the trial directories belong to."""
-
 DB_FILE: Final = "study.db"
 TRIALS_DIR: Final = "trials"
 SUMMARY_CSV: Final = "summary.csv"
@@ -116,41 +94,34 @@ IMPORTANCES_PNG: Final = "importances.png"
 BEST_CONFIG: Final = "best_config.yaml"
 BEST_JSON: Final = "best_trial.json"
 EXIT_INTERRUPTED: Final = 130
+FINISHED: Final = (TrialState.COMPLETE, TrialState.PRUNED)
+"""What ``--trials N`` counts."""
+OPTUNA_OPTIMIZE_LOGGER: Final = "optuna.study._optimize"
+"""The logger of Optuna's trial loop (where it reports a failed trial)."""
 
 
 class TuneError(RuntimeError):
     """A search that cannot start or continue (study mismatch, worker failure...)."""
 
 
-def process_nonce() -> int:
-    """A random number of this process (differs between processes, machines, containers)."""
-    return int.from_bytes(os.urandom(NONCE_BYTES), "little")
+def worker_name() -> str:
+    """This process as trials and logs name it: ``host:pid``."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def build_sampler(
-    spec: SamplerSpec, worker: int = 0, previous: int = 0, nonce: int | None = None
-) -> optuna.samplers.BaseSampler:
-    """The sampler of worker ``worker`` joining a study of ``previous`` trials.
-
-    A configured seed is used as is only by the process that created the study
-    (worker 0, no trial yet, ``nonce`` None): a fresh one-worker search with a
-    seed is reproducible. Any other worker mixes the seed with its index, the
-    trials already in the study and ``nonce`` (:func:`process_nonce`), so
-    parallel workers, other machines and a continued study never replay the
-    same samples.
-    """
-    seed = None
-    if spec.seed is not None:
-        seed = spec.seed
-        if worker or previous or nonce is not None:
-            words = [spec.seed, worker, previous, *([] if nonce is None else [nonce])]
-            seed = int(np.random.SeedSequence(words).generate_state(1)[0])
+def build_sampler(spec: SamplerSpec, nonce: int | None = None) -> optuna.samplers.BaseSampler:
+    """A worker's sampler. A configured seed is used as is without a ``nonce`` (by the one
+    worker of the process that created the study: a seeded one-worker search repeats); any
+    other worker mixes in its own random ``nonce``, so no two workers replay samples."""
+    seed = spec.seed
+    if seed is not None and nonce is not None:
+        seed = int(np.random.SeedSequence([seed, nonce]).generate_state(1)[0])
     if spec.kind == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        # constant_liar: running trials count as bad guesses, so parallel
-        # workers do not all sample the same promising point.
+        # constant_liar: running trials count as bad guesses, so parallel workers do not all
+        # sample the same promising point
         return optuna.samplers.TPESampler(
             seed=seed, n_startup_trials=spec.n_startup_trials, constant_liar=True
         )
@@ -183,10 +154,8 @@ def redact(url: str) -> str:
 
 
 def make_storage(url: str) -> optuna.storages.RDBStorage:
-    """An RDB storage for any SQLAlchemy URL, with heartbeats (dead workers' trials fail).
-
-    SQLite gets a long lock timeout: several processes write the same file.
-    """
+    """An RDB storage for any SQLAlchemy URL, with heartbeats (dead workers' trials fail);
+    SQLite gets a long lock timeout (several processes write the file)."""
     sqlite = url.startswith("sqlite")
     database = None
     if sqlite:
@@ -206,7 +175,7 @@ def make_storage(url: str) -> optuna.storages.RDBStorage:
                 heartbeat_interval=HEARTBEAT_SECONDS,
                 grace_period=GRACE_SECONDS,
             )
-        except (ImportError, ModuleNotFoundError) as exc:
+        except ImportError as exc:
             raise TuneError(
                 f"storage {redact(url)}: missing database driver ({exc}); for PostgreSQL "
                 "install psycopg2-binary"
@@ -215,56 +184,9 @@ def make_storage(url: str) -> optuna.storages.RDBStorage:
             raise TuneError(f"storage {redact(url)}: cannot open it: {exc}") from None
 
 
-FINISHED: Final = (TrialState.COMPLETE, TrialState.PRUNED)
-"""What ``--trials N`` counts."""
-
-
 def count_finished(study: optuna.Study) -> int:
     """Complete + pruned trials: what ``--trials N`` counts."""
     return len(study.get_trials(deepcopy=False, states=FINISHED))
-
-
-# ---------------------------------------------------------------- pruning callback
-class PruningCallback(BaseCallback):
-    """Reports each periodic evaluation to the trial and stops training when it is pruned.
-
-    Placed after the trainer's ``RunCallback`` (in ``extra_callbacks``), it reads
-    the evaluation that callback has just written (``evaluations.json`` of the
-    run directory) at the same evaluation schedule; training stops by returning
-    ``False`` so the trainer still saves the model, a checkpoint and ``meta.json``.
-    """
-
-    def __init__(self, trial: optuna.trial.BaseTrial, run: RunDir, eval_freq: int) -> None:
-        super().__init__(verbose=0)
-        self.trial = trial
-        self.run = run
-        self.eval_freq = eval_freq
-        self.reported_step = -1
-        self.pruned_at: int | None = None
-        self._next = 0
-
-    def _on_training_start(self) -> None:
-        n = self.model.num_timesteps
-        self._next = (n // self.eval_freq + 1) * self.eval_freq
-        self.report_new()
-
-    def _on_step(self) -> bool:
-        if self.pruned_at is None:
-            n = self.model.num_timesteps
-            if n >= self._next:
-                self._next = (n // self.eval_freq + 1) * self.eval_freq
-                self.report_new()
-        return self.pruned_at is None
-
-    def report_new(self) -> None:
-        """Report the evaluations not reported yet; ask the pruner."""
-        for record in self.run.load_history():
-            step = int(record["timesteps"])
-            if step > self.reported_step:
-                self.trial.report(float(record["win_rate"]), step)
-                self.reported_step = step
-                if self.pruned_at is None and self.trial.should_prune():
-                    self.pruned_at = step
 
 
 # ---------------------------------------------------------------- the objective
@@ -274,11 +196,7 @@ class Objective:
 
     tcfg: TuningConfig
     out: Path
-    worker: int = 0
     log: Callable[[str], None] = print
-
-    def run_dir(self, number: int) -> Path:
-        return self.out / TRIALS_DIR / f"trial-{number:04d}"
 
     def __call__(self, trial: optuna.Trial) -> float:
         try:
@@ -295,74 +213,62 @@ class Objective:
         params = {path: p.suggest(trial, path) for path, p in self.tcfg.search.parameters.items()}
         cfg = self.tcfg.trial_config(dict(trial.params))
         cfg.training.progress_bar = False
-        run = RunDir(self.run_dir(trial.number))
-        trial.set_user_attr("run_dir", str(run.root.resolve()))
-        host = socket.gethostname()
-        trial.set_user_attr("host", host)
-        trial.set_user_attr(WORKER_ATTR, f"{host}:{os.getpid()}/{self.worker}")
+        run_dir = self.out / TRIALS_DIR / f"trial-{trial.number:04d}"
+        trial.set_user_attr("run_dir", str(run_dir.resolve()))
+        trial.set_user_attr("host", socket.gethostname())
+        trial.set_user_attr(WORKER_ATTR, worker_name())
         trial.set_user_attr(SEED_ATTR, cfg.seed)
-        if run.root.exists():
+        if run_dir.exists():
             raise TuneError(
-                f"{run.root}: already exists, but trial {trial.number} of study "
+                f"{run_dir}: already exists, but trial {trial.number} of study "
                 f"{trial.study.study_name!r} is new; another search used this --out "
                 "(use another --out, or the storage those trials belong to)"
             )
         shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
-        self.log(f"[worker {self.worker}] trial {trial.number}: {shown} -> {run.root}")
-        callback = PruningCallback(trial, run, cfg.evaluation.freq)
+        self.log(f"[{worker_name()}] trial {trial.number}: {shown} -> {run_dir}")
+        pruned_at: list[int] = []
+
+        def report(record: dict[str, Any]) -> bool:
+            """Each evaluation is an intermediate value; the pruner may stop training."""
+            trial.report(float(record["win_rate"]), int(record["timesteps"]))
+            if trial.should_prune():
+                pruned_at.append(int(record["timesteps"]))
+            return not pruned_at
+
         result = train(
             cfg,
-            run.root,
+            run_dir,
             config_file=self.tcfg.file,
-            extra_callbacks=[callback],
+            on_evaluation=report,
             log=self.log,
             resume_hint=False,  # a stopped trial is replaced by a new one, never resumed
         )
-        history = result.history
         trial.set_user_attr("timesteps", result.timesteps)
         trial.set_user_attr("wall_seconds", round(result.wall_seconds, 1))
-        if history:  # a stopped trial's too: the summary shows where it stood
-            last = history[-1]
+        if result.history:  # a stopped trial's too: the summary shows where it stood
             for key in ("episodes", "wins", "ci_low", "ci_high"):
-                trial.set_user_attr(key, last[key])
+                trial.set_user_attr(key, result.history[-1][key])
         if result.interrupted:
             raise KeyboardInterrupt
-        if callback.pruned_at is not None:
-            _mark_pruned(run, callback.pruned_at)
-            trial.set_user_attr("pruned_at", callback.pruned_at)
-            raise optuna.TrialPruned(
-                f"win rate below the pruner's bar at {callback.pruned_at} timesteps"
-            )
-        if not history:
-            raise TrainingError(f"{run.root}: training ended without an evaluation")
-        return float(history[-1]["win_rate"])
+        if pruned_at:
+            meta = json.loads((run_dir / META_FILE).read_text(encoding="utf-8"))
+            meta.update(status="pruned", pruned_at=pruned_at[0])
+            atomic_write_json(run_dir / META_FILE, meta)
+            trial.set_user_attr("pruned_at", pruned_at[0])
+            raise optuna.TrialPruned(f"win rate below the pruner's bar at {pruned_at[0]} timesteps")
+        if not result.history:
+            raise TrainingError(f"{run_dir}: training ended without an evaluation")
+        return float(result.history[-1]["win_rate"])
 
 
-def _mark_pruned(run: RunDir, step: int) -> None:
-    meta_path = run.root / META_FILE
-    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
-    meta.update(status="pruned", pruned_at=step)
-    atomic_write_json(meta_path, meta)
-
-
-# ---------------------------------------------------------------- study and workers
+# ---------------------------------------------------------------- the study
 def open_study(
-    tcfg: TuningConfig,
-    storage_url: str,
-    study_name: str,
-    worker: int = 0,
-    nonce: int | None = None,
-    create: bool = True,
+    tcfg: TuningConfig, storage_url: str, study_name: str, create: bool = True
 ) -> tuple[optuna.Study, bool]:
-    """Load or create the study; ``(study, created)``. A study of another config is refused.
-
-    ``nonce``: see :func:`build_sampler` (None only in the process that may
-    create the study, or its single in-process worker). ``create=False``: a
-    missing study is an error (an output folder says it exists).
-    """
+    """Load or create the study: ``(study, created)``; one of another config, or not
+    maximising one objective, is refused. ``create=False``: a missing study is an error."""
     storage = make_storage(storage_url)
-    sampler = build_sampler(tcfg.search.sampler, worker, 0, nonce)
-    pruner = build_pruner(tcfg.search.pruner)
+    sampler, pruner = build_sampler(tcfg.search.sampler), build_pruner(tcfg.search.pruner)
     created = False
     try:
         study = optuna.load_study(
@@ -375,13 +281,8 @@ def open_study(
                 f"was made for it ({STUDY_FILE}); give its --storage, or use another --out"
             ) from None
         try:
-            study = optuna.create_study(
-                study_name=study_name,
-                storage=storage,
-                sampler=sampler,
-                pruner=pruner,
-                direction="maximize",
-            )
+            study = optuna.create_study(study_name=study_name, storage=storage, sampler=sampler,
+                                        pruner=pruner, direction="maximize")  # fmt: skip
             created = True
         except optuna.exceptions.DuplicatedStudyError:  # another machine created it just now
             study = optuna.load_study(
@@ -406,13 +307,11 @@ def open_study(
     elif BASE_ATTR not in study.user_attrs and stored == fingerprint:
         study.set_user_attr(BASE_ATTR, plain)  # a study made before the config was kept
     if stored is not None and stored != fingerprint:
-        changes = config_changes(
-            {
-                "config": study.user_attrs.get(BASE_ATTR),
-                "search": study.user_attrs.get(SEARCH_ATTR),
-            },
-            {"config": plain, "search": tcfg.search.to_dict()},
-        )
+        had = {
+            "config": study.user_attrs.get(BASE_ATTR),
+            "search": study.user_attrs.get(SEARCH_ATTR),
+        }
+        changes = config_changes(had, {"config": plain, "search": tcfg.search.to_dict()})
         if BASE_ATTR not in study.user_attrs:  # a study made before the config was kept
             changes = {k: v for k, v in changes.items() if not k.startswith("config")}
         what = f": {describe_changes(changes)}" if changes else ""
@@ -421,18 +320,14 @@ def open_study(
             f"search space (fingerprint {stored}, {tcfg.file} gives {fingerprint}){what}; "
             "use --study NEW_NAME (or restore the config)"
         )
-    if tcfg.search.sampler.seed is not None:
-        study.sampler = build_sampler(tcfg.search.sampler, worker, len(study.trials), nonce)
     return study, created
 
 
 @dataclass
 class FailureLimit:
     """Optuna callback: a worker stops after :data:`MAX_CONSECUTIVE_FAILURES` failed trials
-    in a row (:data:`MAX_CONSECUTIVE_INVALID` invalid samples): with ``catch`` Optuna would
-    go on failing trials forever."""
+    (:data:`MAX_CONSECUTIVE_INVALID` invalid samples) in a row, where ``catch`` would go on."""
 
-    worker: int
     log: Callable[[str], None]
     failures: int = 0
     invalid: int = 0
@@ -442,110 +337,85 @@ class FailureLimit:
             self.failures = self.invalid = 0
             return
         reason = trial.user_attrs.get(ERROR_ATTR, "see the traceback above")
-        self.log(f"[worker {self.worker}] trial {trial.number} failed (not counted): {reason}")
+        self.log(f"[{worker_name()}] trial {trial.number} failed (not counted): {reason}")
         if trial.user_attrs.get(INVALID_ATTR):
             self.invalid += 1
             if self.invalid >= MAX_CONSECUTIVE_INVALID:
                 raise TuneError(
                     f"{self.invalid} samples in a row gave an invalid config in worker "
-                    f"{self.worker} (two searched keys that clash): narrow the search: section"
+                    f"{worker_name()} (two searched keys that clash): narrow the search: section"
                 )
         else:
             self.failures += 1
             if self.failures >= MAX_CONSECUTIVE_FAILURES:
                 raise TuneError(
-                    f"{self.failures} trials failed in a row in worker {self.worker} (last: "
+                    f"{self.failures} trials failed in a row in worker {worker_name()} (last: "
                     f"trial {trial.number}); see the log above"
                 )
 
 
 class StoppedTrials(logging.Filter):
-    """Drops Optuna's two warnings (one with a stack trace) about a trial stopped by Ctrl-C
-    or SIGTERM, logging one line instead: a stop is not an error (the trial saved its
-    checkpoint, is recorded ``FAIL`` and a rerun replaces it)."""
+    """Drops Optuna's two warnings (one with a stack trace) about a trial stopped by Ctrl-C or
+    SIGTERM for one line: a stop is not an error (the trial saved, a rerun replaces it)."""
 
-    def __init__(self, worker: int, log: Callable[[str], None]) -> None:
+    def __init__(self, log: Callable[[str], None]) -> None:
         super().__init__()
-        self.worker = worker
         self.log = log
         self.stopped: set[str] = set()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        trial = message.split(" failed ", 1)[0]  # "Trial N"
+        trial = record.getMessage().split(" failed ", 1)[0]  # "Trial N"
         if record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt):
             self.stopped.add(trial)
-            self.log(f"[worker {self.worker}] {trial.lower()} stopped (not counted), saved")
+            self.log(f"[{worker_name()}] {trial.lower()} stopped (not counted), saved")
             return False
         return trial not in self.stopped  # its "failed with value None" follow-up
 
 
-OPTUNA_OPTIMIZE_LOGGER: Final = "optuna.study._optimize"
-"""The logger of Optuna's trial loop (where it reports a failed trial)."""
-
-
 def run_worker(
-    config_file: str,
-    storage_url: str,
-    study_name: str,
+    study: optuna.Study,
+    tcfg: TuningConfig,
     n_trials: int,
     out: Path,
-    worker: int = 0,
     log: Callable[[str], None] = print,
-    solo: bool = False,
 ) -> None:
-    """Run trials until the study has ``n_trials`` finished ones (Optuna's
-    :class:`~optuna.study.MaxTrialsCallback`; failed trials are replaced).
-
-    ``solo``: the single in-process worker of the process that created the study
-    (its seeded sampler is reproducible).
-    """
-    tcfg = load_tuning_config(config_file)
-    study, _ = open_study(tcfg, storage_url, study_name, worker, None if solo else process_nonce())
+    """Run trials until ``study`` has ``n_trials`` finished ones (Optuna's
+    :class:`~optuna.study.MaxTrialsCallback`; failed trials are replaced)."""
     if count_finished(study) >= n_trials:
         return  # optimize() would start a trial before any callback could stop it
     optuna_log = logging.getLogger(OPTUNA_OPTIMIZE_LOGGER)
-    quiet = StoppedTrials(worker, log)
+    quiet = StoppedTrials(log)
     optuna_log.addFilter(quiet)
     try:
         study.optimize(
-            Objective(tcfg, out, worker, log),
+            Objective(tcfg, out, log),
             catch=(Exception,),  # recorded as FAIL with the reason; FailureLimit stops a loop
-            callbacks=[MaxTrialsCallback(n_trials, states=FINISHED), FailureLimit(worker, log)],
+            callbacks=[MaxTrialsCallback(n_trials, states=FINISHED), FailureLimit(log)],
             gc_after_trial=True,
         )
     finally:
         optuna_log.removeFilter(quiet)
 
 
-def _worker_entry(
-    config_file: str,
-    storage_url: str,
-    study_name: str,
-    n_trials: int,
-    out: str,
-    worker: int,
-) -> None:
-    """Process target of a local worker (``--workers K``).
+def _run_copies(command: list[str], workers: int) -> None:
+    """Run ``workers`` copies of ``command`` (a one-worker ``scripts/tune.py``) to their end.
 
-    The worker leaves the terminal's process group: Ctrl-C reaches the main
-    process only, which passes it on once (a second SIGINT could break the
-    trial's checkpoint). SIGTERM (e.g. a job scheduler stopping every process)
-    saves and stops like Ctrl-C.
-    """
-    with contextlib.suppress(OSError):
-        os.setpgrp()
-    sigterm_as_ctrl_c()
-    try:
-        run_worker(config_file, storage_url, study_name, n_trials, Path(out), worker)
-    except KeyboardInterrupt:
-        sys.exit(EXIT_INTERRUPTED)
-    except (TuneError, ConfigError) as exc:
-        print(f"[worker {worker}] error: {exc}", file=sys.stderr, flush=True)
-        sys.exit(2)
-    except BaseException:
-        traceback.print_exc()
-        sys.exit(1)
+    Hand-written beside Optuna (which leaves starting processes to its user) to pass a stop
+    on: each copy has a session of its own, so a terminal's Ctrl-C (or a ``kill``) reaches
+    this process alone, which passes it on to each copy once (a second could break a save)."""
+    with recorded_signals() as stop:
+        copies = [subprocess.Popen(command, start_new_session=True) for _ in range(workers)]
+        while not stop and any(p.poll() is None for p in copies):
+            time.sleep(POLL_SECONDS)
+        if stop:
+            for p in copies:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGINT)
+        codes = [p.wait() for p in copies]
+    if stop or EXIT_INTERRUPTED in codes:
+        raise KeyboardInterrupt
+    if any(codes):
+        raise TuneError(f"worker(s) failed (exit codes {codes}); see the log above")
 
 
 @dataclass
@@ -568,14 +438,12 @@ def tune(
     study_name: str | None = None,
     workers: int = 1,
     out: Path | None = None,
+    reports: bool = True,
     log: Callable[[str], None] = print,
 ) -> TuneResult:
-    """Run (or continue) the search of ``config_file`` until ``n_trials`` trials are finished.
-
-    ``workers`` local processes share the storage (``workers == 1``: in this
-    process). Other machines join by running the same call against the same
-    ``storage`` URL. Reports are written at the end, also after Ctrl-C.
-    """
+    """Run (or continue) the search of ``config_file`` until ``n_trials`` trials are finished:
+    in this process, or ``workers`` copies of ``scripts/tune.py``. The reports (unless
+    ``reports`` is false) are written at the end, after Ctrl-C too."""
     if n_trials < 1:
         raise ValueError(f"--trials must be >= 1, got {n_trials}")
     if workers < 1:
@@ -584,61 +452,58 @@ def tune(
     tcfg = load_tuning_config(file)
     name = study_name or tcfg.name
     out = out if out is not None else Path("runs") / f"tune-{name}"
-    try:
-        out.mkdir(parents=True)
-        made_out = True
-    except FileExistsError:
-        made_out = False
+    made_out = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
     url = storage or default_storage_url(out)
     try:
         marker = _read_marker(out, name, url)
         study, created = open_study(tcfg, url, name, create=marker is None)
         _claim_out(out, study, url, created, marker)
-    except (TuneError, ConfigError):
+    except Exception:
         if made_out:  # leave no folder behind for a search that never started
             _remove_unstarted(out)
         raise
-    trials_dir = out / TRIALS_DIR
     before = count_finished(study)
     log(
         f"study {name!r} in {redact(url)}: {before} finished trial(s), target {n_trials}, "
-        f"{workers} worker(s), trial runs in {trials_dir}"
+        f"{workers} worker(s), trial runs in {out / TRIALS_DIR}"
     )
     interrupted = False
-    failure: BaseException | None = None
+    failure: TuneError | None = None
     if before < n_trials:
         try:
             if workers == 1:
-                run_worker(file, url, name, n_trials, out, 0, log, solo=created)
+                if not created:  # only the study's creator samples its seed as is
+                    study.sampler = build_sampler(tcfg.search.sampler, _nonce())
+                run_worker(study, tcfg, n_trials, out, log)
             else:
-                _run_processes(file, url, name, n_trials, out, workers, log)
+                _run_copies([sys.executable, str(TUNE_SCRIPT), "--config", file, "--trials",
+                             str(n_trials), "--storage", url, "--study", name, "--out", str(out),
+                             "--no-reports"], workers)  # fmt: skip
+                log(f"{workers} workers done")
         except KeyboardInterrupt:
             interrupted = True
             log(
                 "interrupted: finished trials are saved in the study; rerun the command to continue"
             )
-        except (TuneError, ConfigError) as exc:
+        except TuneError as exc:
             failure = exc  # still write the reports of the trials that finished
-    study, _ = open_study(tcfg, url, name)
-    files = write_reports(study, tcfg, out, url, log)
+    files = write_reports(study, tcfg, out, url, log) if reports else {}
     if failure is not None:
         raise failure
     best = _best(study)
-    return TuneResult(
-        name,
-        url,
-        out,
-        count_finished(study),
-        interrupted,
-        best.number if best else None,
-        best.value if best else None,
-        files,
-    )
+    number, value = (best.number, best.value) if best else (None, None)
+    return TuneResult(name, url, out, count_finished(study), interrupted, number, value, files)
+
+
+def _nonce() -> int:
+    """A random number of this process (differs between processes, machines, containers)."""
+    return int.from_bytes(os.urandom(NONCE_BYTES), "little")
 
 
 def _remove_unstarted(out: Path) -> None:
-    """Remove the ``out`` this call made for a search refused before it started, unless it
-    holds more than that refusal can have written (another search started in it at once)."""
+    """Remove the ``out`` made for a search refused before it started, unless it holds more
+    than the refusal wrote (another search started in it at once)."""
     if {p.name for p in out.iterdir()} <= {DB_FILE, STUDY_FILE}:
         shutil.rmtree(out, ignore_errors=True)
 
@@ -683,69 +548,6 @@ def _claim_out(
     atomic_write_json(
         out / STUDY_FILE, {"study": study.study_name, "study_id": study_id, "storage": redact(url)}
     )
-
-
-JOIN_POLL_SECONDS = 0.5  # how often the parent looks for a stop request while workers run
-
-
-def _worker_context() -> ForkServerContext | SpawnContext:
-    """``forkserver`` with this module preloaded where available, else ``spawn``.
-
-    The fork server is a fresh single-threaded interpreter that imports torch,
-    Stable-Baselines3 and Optuna once; each worker is then forked from it at
-    once, without inheriting the parent's threads or open database connections.
-    """
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload([__name__])
-        return ctx
-    return multiprocessing.get_context("spawn")
-
-
-def _run_processes(
-    file: str,
-    url: str,
-    name: str,
-    n_trials: int,
-    out: Path,
-    workers: int,
-    log: Callable[[str], None],
-) -> None:
-    ctx = _worker_context()
-    procs = [
-        ctx.Process(
-            target=_worker_entry,
-            args=(file, url, name, n_trials, str(out), i),
-            name=f"tune-worker-{i}",
-        )
-        for i in range(workers)
-    ]
-    # Ctrl-C and SIGTERM are only recorded here (see recorded_signals: a raised
-    # KeyboardInterrupt can be lost while the workers train on).
-    with recorded_signals() as stop_signals:
-        for p in procs:
-            p.start()
-        while not stop_signals and any(p.is_alive() for p in procs):
-            for p in procs:
-                p.join(timeout=JOIN_POLL_SECONDS)
-        if stop_signals:
-            # The workers have their own process group: pass the stop on once,
-            # then wait (later signals are only recorded) while they save and leave.
-            for p in procs:
-                if p.pid is not None and p.is_alive():
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(p.pid, signal.SIGINT)
-            for p in procs:
-                if p.pid is not None:
-                    p.join()
-    interrupted = bool(stop_signals)
-    codes = [p.exitcode for p in procs]
-    if interrupted or any(c == EXIT_INTERRUPTED for c in codes):
-        raise KeyboardInterrupt
-    bad = [(i, c) for i, c in enumerate(codes) if c != 0]
-    if bad:
-        raise TuneError(f"worker(s) failed (index, exit code): {bad}; see the log above")
-    log(f"{workers} workers done")
 
 
 # ---------------------------------------------------------------- reports
@@ -824,12 +626,9 @@ def _importances(study: optuna.Study) -> tuple[dict[str, float], str | None]:
 
 
 def plot_study(study: optuna.Study, out: Path) -> str | None:
-    """Optuna's matplotlib plots: ``summary.png`` (win rate per complete trial with its 95%
-    Wilson interval, best so far), ``curves.png`` (each trial's evaluations: pruned trials
-    stop early) and, once measurable, ``importances.png`` (PED-ANOVA).
-
-    Returns the reason importances are missing, if they are.
-    """
+    """Optuna's matplotlib plots: ``summary.png`` (win rate per complete trial, its 95% Wilson
+    interval, the best so far), ``curves.png`` (each trial's evaluations), ``importances.png``
+    (PED-ANOVA) once measurable. Returns why importances are missing, if they are."""
     plt = pyplot()  # the Agg backend chosen before Optuna's plots import pyplot
     from optuna.visualization import matplotlib as plots  # noqa: PLC0415
 
@@ -883,40 +682,32 @@ def write_reports(
 ) -> dict[str, Path]:
     """summary.csv / .md, the plots, best_config.yaml and best_trial.json; prints the table."""
     df = summary_table(study, tcfg)
-    files = {"csv": out / SUMMARY_CSV, "md": out / SUMMARY_MD, "png": out / SUMMARY_PNG}
-    files["curves"] = out / CURVES_PNG
+    files = {"csv": out / SUMMARY_CSV, "md": out / SUMMARY_MD, "png": out / SUMMARY_PNG,
+             "curves": out / CURVES_PNG}  # fmt: skip
     atomic_write_text(files["csv"], df.to_csv(index=False))
-    table = format_summary(df)
     best = export_best(study, tcfg, out / BEST_CONFIG)
-    finished = count_finished(study)
     head = [
         f"# Study {study.study_name}",
         "",
         f"- config: {tcfg.file}",
         f"- storage: {redact(url)}",
-        f"- finished trials (complete + pruned): {finished}",
+        f"- finished trials (complete + pruned): {count_finished(study)}",
         "- objective: final evaluation win rate on the config's fixed evaluation deals",
     ]
     if best is not None:
-        files["best_config"] = out / BEST_CONFIG
-        files["best_json"] = out / BEST_JSON
-        atomic_write_json(
-            files["best_json"],
-            {
-                "study": study.study_name,
-                "trial": best.number,
-                "win_rate": best.value,
-                "params": {p: tcfg.search.parameters[p].decode(v) for p, v in best.params.items()},
-                "user_attrs": best.user_attrs,
-                "config": str(out / BEST_CONFIG),
-            },
-        )
+        files["best_config"], files["best_json"] = out / BEST_CONFIG, out / BEST_JSON
+        params = {p: tcfg.search.parameters[p].decode(v) for p, v in best.params.items()}
+        atomic_write_json(files["best_json"], {"study": study.study_name, "trial": best.number,
+                                               "win_rate": best.value, "params": params,
+                                               "user_attrs": best.user_attrs,
+                                               "config": str(out / BEST_CONFIG)})  # fmt: skip
         head.append(f"- best: trial {best.number}, win rate {100 * (best.value or 0):.2f}%")
     importances, reason = _importances(study)
     shown = ", ".join(f"{name} {value:.2f}" for name, value in importances.items())
     head.append(f"- importances (PED-ANOVA): {shown or reason}")
     if plot_study(study, out) is None:
         files["importances"] = out / IMPORTANCES_PNG
+    table = format_summary(df)
     atomic_write_text(files["md"], "\n".join([*head, "", table, ""]))
     log(table)
     log("\n".join(head[2:]))

@@ -2,17 +2,14 @@
 
 An agent sees what a player may know, and nothing more, in one of two forms:
 
-* through the env: the observation and the legal-action mask of each step
-  (plus the step's ``info``, which carries only what the player saw: the
-  hand, the cards just drawn, the phase...) — :meth:`Agent.act`;
-* as a :class:`~coldiron_env.knowledge.Knowledge` — the hand, every card seen
-  and the counters, never the deck's order — :meth:`KnowledgeActor.act_knowledge`,
-  which hand-written players offer so the evaluator can drive them straight on
-  the rules engine. The evaluator builds that ``Knowledge`` from its ``Game``;
-  no player is ever given the ``Game``.
+* through the env: the observation and the legal-action mask of each step, plus the step's
+  ``info`` (only what the player saw: the hand, the cards just drawn...): :meth:`Agent.act`;
+* as a :class:`~coldiron_env.knowledge.Knowledge` (the hand, every card seen and the counters,
+  never the deck's order): :meth:`KnowledgeActor.act_knowledge`, which hand-written players
+  offer so the evaluator can drive them straight on the rules engine. No player is ever given
+  the ``Game``.
 
-An agent may keep memory within an episode; :meth:`Agent.reset` is called
-before every episode.
+An agent may keep memory within an episode; :meth:`Agent.reset` is called before every episode.
 """
 
 from __future__ import annotations
@@ -52,9 +49,7 @@ class Agent(ABC):
         self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None, action: int
     ) -> None:
         """See a step as :meth:`act` would, where ``action`` was played already (a saved game
-        resumed): an agent with memory of the game keeps it. By default :meth:`act` is asked
-        and its choice ignored; players that keep only what they saw override it to observe
-        without deciding."""
+        resumed). By default :meth:`act` is asked and its choice ignored."""
         self.act(obs, action_mask, info)
 
 
@@ -68,13 +63,51 @@ class RuleAware(Protocol):
 
 @runtime_checkable
 class KnowledgeActor(Protocol):
-    """A player that decides from a :class:`Knowledge` (what a player knows) alone.
-
-    ``act_knowledge`` must pick the action :meth:`Agent.act` would pick in the
-    same position (tested for every built-in player).
-    """
+    """A player that decides from a :class:`Knowledge` (what a player knows) alone:
+    ``act_knowledge`` picks the action :meth:`Agent.act` would pick in the same position
+    (tested for every built-in player)."""
 
     def act_knowledge(self, kn: Knowledge) -> int: ...
+
+
+class KnowledgePlayer(Agent):
+    """A player that remembers every card it sees (:attr:`knowledge`) and decides from that
+    alone: :meth:`act` observes the step, then asks :meth:`act_knowledge`.
+
+    It needs each step's ``info`` (``info["drawn"]``) to remember discarded cards, or a
+    ``recall=True`` observation; with neither it knows only its hand and plays worse.
+    """
+
+    def __init__(self, rules: RuleOptions | None = None) -> None:
+        self.knowledge = Knowledge()
+        if rules is not None:
+            self.set_rules(rules)
+
+    def set_rules(self, rules: RuleOptions) -> None:
+        """Play a game with these rules (the default is the game)."""
+        self.knowledge.rules = rules
+
+    def reset(self, seed: int | None = None) -> None:
+        self.knowledge.reset()
+
+    def replay(
+        self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None, action: int
+    ) -> None:
+        self.knowledge.observe(obs, info)  # what it saw; nothing to decide
+
+    def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
+        self.knowledge.observe(obs, info)
+        action = self.act_knowledge(self.knowledge)
+        if not action_mask[action]:
+            raise ValueError(
+                f"{self.name} chose action {action}, illegal under mask "
+                f"{np.asarray(action_mask).tolist()} (was info from a different step passed?)"
+            )
+        return action
+
+    @abstractmethod
+    def act_knowledge(self, kn: Knowledge) -> int:
+        """The action for what the player knows (as :meth:`act`)."""
 
 
 def legal_rows(masks: Any) -> np.ndarray:

@@ -18,13 +18,6 @@ from coldiron_env.actions import BONUS, LEGAL_ACTIONS, PHASE_BONUS, PHASE_TURN, 
 from coldiron_env.knowledge import Knowledge
 
 
-def _legal_from_mask(action_mask: np.ndarray) -> np.ndarray:
-    legal = np.flatnonzero(np.asarray(action_mask))
-    if legal.size == 0:
-        raise ValueError("no legal action: the action mask is all zero (is the episode over?)")
-    return legal
-
-
 class RandomAgent(Agent):
     """Uniformly random over the legal actions, from its own seeded generator.
 
@@ -41,7 +34,9 @@ class RandomAgent(Agent):
             self._rng.seed(seed)
 
     def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
-        legal = _legal_from_mask(action_mask)
+        legal = np.flatnonzero(np.asarray(action_mask))
+        if legal.size == 0:
+            raise ValueError("no legal action: the action mask is all zero (is the episode over?)")
         return int(legal[self._rng.randrange(legal.size)])
 
     def act_knowledge(self, kn: Knowledge) -> int:

@@ -1,69 +1,51 @@
 """The ``heuristic`` player: collect cards cheaply, then rack precisely for what is missing.
 
-It decides from what a player may know (:class:`~coldiron_env.knowledge.Knowledge`:
-the hand, its memory of every card seen, hence the exact contents of the
-deck, and the counters), through :func:`decide`, a pure function of that
-knowledge. Its pieces (:func:`rack_scores`, :func:`best_rack`,
-:func:`turn_choice`, :func:`iron_ok`) are public so that the planner plays
-exactly this policy in its rollouts without a copy of it; the card counting
-itself (run windows, rack odds, bonus risk) is :mod:`coldiron_env.analysis`.
+It decides from what a player may know (:class:`~coldiron_env.knowledge.Knowledge`: the hand,
+every card seen, hence the exact contents of the deck, and the counters) through
+:func:`decide`, a pure function of that knowledge. Its pieces (:func:`rack_scores`,
+:func:`turn_choice`, :func:`iron_ok`) are public so that the planner plays exactly this
+policy in its rollouts; the card counting (run windows, rack odds, bonus risk) is
+:mod:`coldiron_env.analysis`.
 
-How it plays
-------------
-**Analysis.** For each suit it lists the run windows (A-2-3 .. 8-9-10) still
-*live*: every card of the window not held is still unseen, i.e. in the deck.
-The suit's *need* is the fewest missing cards over its live windows (0 once
-the run is complete); its *useful* cards are the missing cards of the live
-windows achieving that need. The game's need is the sum over the suits (the
-smallest ``suits_required`` of them). A suit with no live window means the
-game cannot be won; the player then simply Threatens.
+**Analysis.** A suit's run window (A-2-3 .. 8-9-10) is *live* while every card of it not held
+is unseen (in the deck). The suit's *need* is the fewest missing cards over its live windows
+(0 once the run is complete), its *useful* cards the missing cards of the windows achieving
+it; the game's need sums the smallest ``suits_required`` suits' needs. A suit with no live
+window means the game cannot be won: the player then simply Threatens.
 
-**Racks.** For every rack (10 ranks, 4 suits) with at least one useful card
-among its targets, from the unseen cards it computes exactly
+**Racks.** For every rack (10 ranks, 4 suits) with a useful unseen target it computes exactly,
+from the unseen cards: ``p_ok``, the chance that the first target comes before any Joker and
+before enough courts to slay the Changeling (only the order of ``k`` targets, Jokers and
+courts matters), and the courts expected on the way; the chance ``useful / k`` that the first
+target is useful; the useful cards of other racks destroyed on the way (each unseen
+non-target precedes the first target with chance ``1 / (k + 1)``). Its score is
+``p_ok * useful / k - waste_weight * destroyed - hurt_weight * expected_courts``. It racks
+with the best rack when time is short (need + ``rack_slack`` >= turns left, this one
+counted: every turn must now bring a useful card) or when the score reaches
+``rack_min_score`` (a near-certain, cheap hit).
 
-* ``p_ok``: the chance that the first target to come up is drawn before any
-  Joker and before enough court cards to slay the Changeling (only the order
-  of targets, Jokers and courts matters: with ``k`` targets, ``j`` Jokers and
-  ``c`` courts, the chance that the first ``i`` of them are courts then a
-  target, summed over ``i`` below the Hurt left), and the expected number of
-  courts drawn on the way;
-* the chance that this first target is a useful card: ``useful / k``;
-* the useful cards of other racks it would destroy on the way (each unseen
-  non-target card precedes the first target with chance ``1 / (k + 1)``).
+**Otherwise, draw more cards** (win chances climb steeply with the numbered cards
+collected): apply the Iron, again within the turn, while the Hurt after it stays at most
+``iron_limit`` (3: room for later racks' courts), and on the last turn while it cannot slay.
+With Hurt at ``rest_at`` or more and time to spare (turns left > need + ``rest_margin``) it
+Rests to buy room for the racks; otherwise it Threatens.
 
-Its score is ``p_ok * useful / k - waste_weight * destroyed
-- hurt_weight * expected_courts``. It racks with the best-scoring rack when
-the time is short (need + ``rack_slack`` >= turns left, counting this one:
-from now on every turn must bring a useful card) or when the score is at
-least ``rack_min_score`` (a near-certain, cheap hit).
+**Jokers.** A Joker's bonus after Threaten is always taken (three free draws). After the
+Iron each court in the bonus hurts: it takes the bonus unless the chance of drawing enough
+courts in three draws to slay exceeds ``bonus_max_risk`` (hypergeometric).
 
-**Otherwise, draw more cards.** Drawing is what wins games (win chances
-climb steeply with the numbered cards collected): it applies the Iron while
-the Hurt after the application stays at most ``iron_limit`` (3: it leaves
-room for the courts of later racks), applying it again in the same turn on the
-same condition, and on the last turn as long as the Iron cannot slay. With Hurt
-at ``rest_at`` or more and time to spare (turns left > need + ``rest_margin``)
-it Rests to buy room for the racks; otherwise it Threatens.
-
-**Jokers.** A Joker's bonus after Threaten is always taken (three free draws).
-After the Iron each court in the bonus hurts: it takes the bonus unless the
-chance of drawing enough courts in three draws to slay the Changeling exceeds
-``bonus_max_risk`` (hypergeometric, from the unseen cards).
-
-The parameters of :class:`HeuristicParams` were tuned by hand, one at a time,
-on the first 10,000 deals of seed 0 (``scripts/evaluate.py --seed 0``); seed 1
-is a held-out check.
+:class:`HeuristicParams` were tuned by hand, one at a time, on the first 10,000 deals of seed
+0 (``scripts/evaluate.py --seed 0``); seed 1 is a held-out check.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-import numpy as np
-
-from agents.players.base import Agent
+from agents.players.base import KnowledgePlayer
 from coldiron_env.actions import (
     BONUS,
     IRON,
@@ -133,16 +115,6 @@ def rack_scores(kn: Knowledge, useful: int, params: HeuristicParams) -> Iterator
             yield score, action
 
 
-def best_rack(kn: Knowledge, useful: int, params: HeuristicParams) -> tuple[int, float]:
-    """The best-scoring rack with a useful target, and its score (``-1`` if there is none);
-    the first in action order on a tie."""
-    best, best_score = -1, -np.inf
-    for score, action in rack_scores(kn, useful, params):
-        if score > best_score:
-            best, best_score = action, score
-    return best, float(best_score)
-
-
 def iron_ok(kn: Knowledge, params: HeuristicParams) -> bool:
     """Apply the Iron (again)? While the Hurt after it stays within ``iron_limit``,
     or on the last turn while it cannot slay."""
@@ -153,7 +125,9 @@ def iron_ok(kn: Knowledge, params: HeuristicParams) -> bool:
 def turn_choice(kn: Knowledge, need: int, useful: int, params: HeuristicParams) -> int:
     """The ``turn``-phase action for a phrase that still needs ``need`` cards (``useful``)."""
     turns_left = kn.turns_left
-    rack, score = best_rack(kn, useful, params)
+    # the best-scoring rack with a useful target (the first in action order on a tie)
+    scored = rack_scores(kn, useful, params)
+    score, rack = max(scored, key=lambda item: item[0], default=(-math.inf, -1))
     if rack >= 0 and (need + params.rack_slack >= turns_left or score >= params.rack_min_score):
         return rack
     if iron_ok(kn, params):
@@ -181,13 +155,8 @@ def decide(kn: Knowledge, params: HeuristicParams = DEFAULT_PARAMS) -> int:
     return turn_choice(kn, need, useful, params)
 
 
-class HeuristicAgent(Agent):
-    """The hand-written player of :func:`decide`, remembering every card it sees.
-
-    It needs each step's ``info`` (``info["drawn"]``) to remember discarded
-    cards, or a ``recall=True`` observation; with neither it knows only its
-    hand and plays worse. It plays any observation mode.
-    """
+class HeuristicAgent(KnowledgePlayer):
+    """The hand-written player of :func:`decide` (any observation mode)."""
 
     name = "heuristic"
 
@@ -195,32 +164,7 @@ class HeuristicAgent(Agent):
         self, params: HeuristicParams = DEFAULT_PARAMS, rules: RuleOptions | None = None
     ) -> None:
         self.params = params
-        self.knowledge = Knowledge()
-        if rules is not None:
-            self.set_rules(rules)
-
-    def set_rules(self, rules: RuleOptions) -> None:
-        """Play a game with these rules (the default is the game)."""
-        self.knowledge.rules = rules
-
-    def reset(self, seed: int | None = None) -> None:
-        self.knowledge.reset()
-
-    def replay(
-        self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None, action: int
-    ) -> None:
-        self.knowledge.observe(obs, info)  # what it saw; nothing to decide
-
-    def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
-        self.knowledge.observe(obs, info)
-        action = decide(self.knowledge, self.params)
-        if not action_mask[action]:
-            raise ValueError(
-                f"heuristic chose action {action}, illegal under mask "
-                f"{np.asarray(action_mask).tolist()} (was info from a different step passed?)"
-            )
-        return action
+        super().__init__(rules)
 
     def act_knowledge(self, kn: Knowledge) -> int:
-        """The action :meth:`act` would pick, from what the player knows."""
         return decide(kn, self.params)

@@ -1,72 +1,36 @@
 """The ``planner``: Monte-Carlo rollouts over the unseen cards' orders, improving on ``heuristic``.
 
-What it knows
--------------
-It plans from :class:`~coldiron_env.knowledge.Knowledge` only: the hand, the cards
-seen (hence the exact *contents* of the deck) and the counters, never the
-deck's order. Given what a player has seen, every order of the unseen cards is
-equally likely (the deck was shuffled uniformly and everything observed is a
-function of the cards already drawn), so a *determinization* is a game drawn
-by :meth:`Knowledge.resample <coldiron_env.knowledge.Knowledge.resample>`: this
-position with the unseen cards in a uniformly random order. The planner is
-never given a game, so it cannot read a deck order.
-
-How it decides (a rollout algorithm, Bertsekas)
------------------------------------------------
-The heuristic (:func:`agents.players.heuristic.decide`) is the base policy and the
-rollout policy. At a decision the planner
+It plans from :class:`~coldiron_env.knowledge.Knowledge` alone (the hand, the cards seen, hence
+the deck's contents, and the counters), never the deck's order. Given what a player has seen,
+every order of the unseen cards is equally likely, so it samples them
+(:meth:`Knowledge.resample <coldiron_env.knowledge.Knowledge.resample>`). A rollout algorithm
+(Bertsekas) over the heuristic (:func:`agents.players.heuristic.decide`), at each decision it
 
 1. takes the heuristic's action ``h`` and a few promising alternatives
-   (:func:`candidate_actions`: Threaten, the Iron when it cannot slay, Rest when
-   there is Hurt to heal, the two best-scoring racks; Iron/Stop and
-   Bonus/Stop in the other phases), dropping racks equivalent to another one
-   (same targets among the unseen cards) and racks with no unseen target;
-2. samples orders of the unseen cards in batches and, on **the same orders for
-   every candidate** (common random numbers), plays the candidate then the
-   heuristic to the end of the game, recording win or loss;
-3. compares each alternative with ``h`` by the paired per-order difference
-   ``d = win(a) - win(h)``: it switches to an alternative only if the mean of
-   ``d`` exceeds ``z`` standard errors (default 2.0) and at least
-   ``min_discordant`` orders favour it, choosing the one with the largest
-   mean among those. Otherwise it plays ``h``. After each batch an
-   alternative is dropped (no more rollouts spent on it) when its mean is
-   below zero by ``drop_z`` standard errors, or not above zero once
-   ``min_samples`` orders are in; sampling stops when only ``h`` is left, when
-   an alternative is ahead by ``stop_z`` standard errors, or at ``samples``.
+   (:func:`candidate_actions`: Threaten, the Iron when it cannot slay, Rest when there is Hurt
+   to heal, the two best-scoring racks, no two racks with the same unseen targets; Iron/Stop
+   and Bonus/Stop in the other phases);
+2. on **the same sampled orders for every candidate** (common random numbers), in batches,
+   plays the candidate then the heuristic to the end of the game;
+3. switches to an alternative only if the paired per-order difference
+   ``d = win(a) - win(h)`` has a mean above ``z`` standard errors and ``min_discordant`` more
+   orders favour it (the largest mean among those). After each batch an alternative is
+   dropped when its mean is below zero by ``drop_z`` standard errors, or not above zero once
+   ``min_samples`` orders are in; sampling stops when only ``h`` is left, when an alternative
+   leads by ``stop_z`` standard errors, or at ``samples``.
 
-Playing ``h`` unless an alternative is *significantly* better is what makes
-the planner robust to the trap of rare wins: with win chances of a few
-percent, the action with the most rollout wins is mostly noise, and an
-arg-max over noisy estimates would play worse than the heuristic.
+Playing ``h`` unless an alternative is *significantly* better makes it robust to rare wins: at
+win chances of a few percent, an arg-max over noisy estimates plays worse than the heuristic.
+It does not plan with one legal action, in a position that can no longer be won
+(:func:`hopeless`), or before turn ``plan_from_turn`` (18): measured on 1,100 deals (seed 0),
+the best alternative's gain averaged 0.1-0.5 points a decision before turn 19 (undetectable at
+any affordable budget) against 2-10 points at turns 20-23, where rollouts are also short.
 
-Trivial spots are not planned: one legal action, or a game that can no longer
-be won (a suit without any completable window, or more cards needed than can
-still be kept: :func:`hopeless`), where every action loses.
-
-Speed
------
-Rollouts are the hot path. With numba installed they run compiled
-(:mod:`agents.players.rollouts`: the heuristic and the batched rules core in one
-loop: the planner plays about 16 times faster, every rollout's result the same). Otherwise each
-rollout reuses one mutable ``Knowledge``, the heuristic's decisions are memoised
-per knowledge state across the whole game (rollouts of consecutive decisions
-revisit the same states). Either way a rollout stops as soon as the position is
-:func:`hopeless` (a certain loss, so the result is exact).
-
-Where to plan. Decisions before turn ``plan_from_turn`` (18) are left to
-the heuristic: measured on 1,100 deals (seed 0) with up to 384 orders per
-decision from turn 16, the estimated gain of the best alternative averaged
-0.1-0.5 points per decision before turn 19 (undetectable at any affordable
-budget) against 2-10 points at turns 20-23, where almost all switches
-happened (rack -> Threaten, Threaten -> rack, -> Rest). Rollouts there are
-also short, so the budget goes where it pays.
-
-Budgets (:class:`PlannerConfig`): ``samples`` orders per decision at most
-(in batches of ``batch``), optionally a wall-clock ``time_limit`` per decision
-(then the play depends on the machine's speed and is no longer reproducible).
-Registered names (:data:`BUDGETS`): ``planner-small`` (256 orders from turn
-18), ``planner`` (:data:`PLANNER_DEFAULT`, 1,024 orders from turn 18) and
-``planner-large`` (4,096 orders from turn 16, for those with time).
+Rollouts run compiled with numba (:mod:`agents.players.rollouts`, about 16 times faster, the
+same results), else in Python (:class:`Roller`, memoising the heuristic's decisions); either
+way a rollout stops, lost, once the position is :func:`hopeless`. Budgets (:data:`BUDGETS`):
+``planner-small`` (256 orders a decision from turn 18), ``planner`` (1,024 from turn 18),
+``planner-large`` (4,096 from turn 16); a ``time_limit`` makes play depend on the machine.
 Evaluation figures: ``lab/docs/ladder.md``.
 """
 
@@ -76,11 +40,11 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, NoReturn
+from typing import Final, NoReturn
 
 import numpy as np
 
-from agents.players.base import Agent, KnowledgeActor
+from agents.players.base import KnowledgeActor, KnowledgePlayer
 from agents.players.heuristic import (
     DEFAULT_PARAMS,
     HeuristicParams,
@@ -175,7 +139,6 @@ HINT_SAMPLES: Final = 200
 """Orders sampled by :func:`action_win_chances` (every legal action is rolled out on each)."""
 
 
-# --------------------------------------------------------------------------- analysis
 def hopeless(kn: Knowledge) -> bool:
     """True when a ``turn``-phase position can no longer be won, whatever the order."""
     return why_hopeless(kn) is not None
@@ -211,13 +174,6 @@ def turn_decision(kn: Knowledge, params: HeuristicParams = DEFAULT_PARAMS) -> in
     return turn_choice(kn, need, useful, params)
 
 
-def ranked_racks(kn: Knowledge, params: HeuristicParams = DEFAULT_PARAMS) -> list[int]:
-    """The racks with a useful unseen target, best heuristic score first."""
-    _, useful = knowledge_need(kn)
-    scored = sorted(rack_scores(kn, useful, params), key=lambda item: (-item[0], item[1]))
-    return [action for _, action in scored]
-
-
 def candidate_actions(
     kn: Knowledge,
     base: int,
@@ -233,7 +189,9 @@ def candidate_actions(
         pool.append(IRON)
     if kn.hurt > 0:
         pool.append(REST)  # Rest at Hurt 0 only burns a card a Threaten would have kept
-    pool += ranked_racks(kn, params)[:racks]
+    _, useful = knowledge_need(kn)  # the racks with a useful unseen target, best first:
+    ranked = sorted(rack_scores(kn, useful, params), key=lambda item: (-item[0], item[1]))
+    pool += [action for _, action in ranked[:racks]]
     out = [base]
     seen_targets = {RACK_TARGETS[base] & unseen} if RACK_TARGETS[base] else set()
     for action in pool:
@@ -248,7 +206,6 @@ def candidate_actions(
     return out
 
 
-# --------------------------------------------------------------------------- rollouts
 @dataclass
 class PlannerStats:
     """Counters over a planner's decisions: those it planned, those where it switched."""
@@ -275,17 +232,14 @@ class DecisionRecord:
 
     def chance_best(self, z: float = 0.0, draws: int = BEST_DRAWS) -> dict[int, float]:
         """The chance that each candidate still compared is the best, were the paired means
-        normal around their estimates with their standard errors (the base action's is 0
-        exactly; an alternative that never differed from it ties and loses to it), each
-        alternative's handicapped by ``z`` standard errors. With one alternative left and the
-        planner's ``z`` this is its rule made soft: an alternative at the switching threshold
-        gets even odds, so the likeliest action is the planner's choice (up to its
-        ``min_discordant``). With several, the draws are independent (the paired means'
-        correlation through the base action's results is ignored) and the maximum of several
-        draws favours the alternatives: the likeliest action may then differ from the
-        planner's choice. Drawn ``draws`` times from a fixed seed when more than one
-        alternative is left, so the same record always gives the same chances; they sum to
-        1. An estimate without a finite standard error (a single order) counts as a tie."""
+        normal around their estimates with their standard errors (the base action's is 0; a
+        tie loses to it), each alternative's handicapped by ``z`` standard errors; they sum to 1.
+
+        With one alternative and the planner's ``z`` this is its rule made soft (even odds at
+        the switching threshold). With several, ``draws`` independent draws from a fixed seed
+        (the correlation through the base action's results ignored): the maximum of several
+        draws favours the alternatives, so the likeliest action may differ from the planner's
+        choice. An estimate without a finite standard error (a single order) counts as a tie."""
         finite = {a: ms for a, ms in self.advantages.items() if math.isfinite(ms[1])}
         spread = {a: (mean - z * se, se) for a, (mean, se) in finite.items() if se > 0}
         sure = [a for a, (mean, se) in finite.items() if se == 0 and mean > 0]
@@ -297,6 +251,7 @@ class DecisionRecord:
             chances[self.base] = 1.0
         elif len(spread) == 1:
             ((action, (mean, se)),) = spread.items()
+            # the normal CDF by erfc: NormalDist.cdf's 1 + erf loses the small tail's digits
             chances[action] = 0.5 * math.erfc(-mean / (se * math.sqrt(2.0)))
             chances[self.base] = 1.0 - chances[action]
         else:
@@ -314,9 +269,8 @@ class DecisionRecord:
 
 
 class Roller:
-    """Plays the heuristic to the end of determinized games: compiled
-    (:mod:`agents.players.rollouts`) when numba is installed, else in Python here,
-    memoising its decisions. Both give every rollout the same result (tested)."""
+    """Plays the heuristic to the end of sampled games: compiled (:mod:`agents.players.rollouts`)
+    with numba, else in Python here, memoising its decisions; the same results (tested)."""
 
     def __init__(self, params: HeuristicParams, compiled: bool = COMPILED) -> None:
         self.params = params
@@ -394,14 +348,14 @@ def paired(base: list[int], other: list[int]) -> tuple[float, float, int]:
     return mean, se, plus - minus
 
 
-# --------------------------------------------------------------------------- the agent
-class PlannerAgent(Agent):
-    """Rollout planner over a base policy (see the module doc). Deterministic given the seed.
+class PlannerAgent(KnowledgePlayer):
+    """Rollout planner over a base policy (see the module doc); deterministic given the seed.
 
-    The base policy proposes the action the planner keeps unless an alternative's
-    rollouts (the heuristic to the end) are significantly better: by default the
-    heuristic; any :class:`~agents.players.base.KnowledgeActor` (a trained network,
-    for one) can be the ``base``.
+    The ``base`` policy (by default the heuristic; any
+    :class:`~agents.players.base.KnowledgeActor`, a trained network for one) proposes the
+    action kept unless an alternative's rollouts are significantly better. ``compiled``: the
+    rollouts compiled or in Python (the same results); ``rollout_policy``: a network that
+    plays the rollouts instead of the heuristic.
     """
 
     name = "planner"
@@ -416,13 +370,10 @@ class PlannerAgent(Agent):
         compiled: bool = COMPILED,
         rollout_policy: PolicyNet | None = None,
     ) -> None:
-        # compiled: the rollouts compiled (agents.players.rollouts) or in Python; same results
-        # rollout_policy: a network that plays the rollouts instead of the heuristic
         self.config = config
         self.base = base
         if name is not None:
             self.name = name
-        self.knowledge = Knowledge()
         self.stats = PlannerStats()
         self._rng = np.random.default_rng(DEFAULT_SEED)
         self.decisions: list[DecisionRecord] | None = None
@@ -431,36 +382,18 @@ class PlannerAgent(Agent):
         self._roller: Roller | NetRoller = (
             Roller(config.params, compiled) if rollout_policy is None else NetRoller(rollout_policy)
         )
-        if rules is not None:
-            self.set_rules(rules)
+        super().__init__(rules)
 
     def set_rules(self, rules: RuleOptions) -> None:
-        """Play a game with these rules (the default is the game)."""
-        self.knowledge.rules = rules
+        super().set_rules(rules)
         self._roller.clear()  # its memo holds the decisions of the rules before
 
     def reset(self, seed: int | None = None) -> None:
-        self.knowledge.reset()
+        super().reset(seed)
         self._rng = np.random.default_rng(DEFAULT_SEED if seed is None else seed)
         self._roller.clear()
 
-    def replay(
-        self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None, action: int
-    ) -> None:
-        self.knowledge.observe(obs, info)  # what it saw; nothing to decide
-
-    def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
-        self.knowledge.observe(obs, info)
-        action = self.choose(self.knowledge)
-        if not action_mask[action]:
-            raise ValueError(
-                f"planner chose action {action}, illegal under mask "
-                f"{np.asarray(action_mask).tolist()} (was info from a different step passed?)"
-            )
-        return action
-
     def act_knowledge(self, kn: Knowledge) -> int:
-        """The action for what the player knows (as :meth:`act`)."""
         return self.choose(kn)
 
     def choose(self, kn: Knowledge) -> int:
@@ -511,18 +444,10 @@ class PlannerAgent(Agent):
         if choice != base:
             self.stats.switched += 1
         if self.decisions is not None:
-            self.decisions.append(
-                DecisionRecord(
-                    kn.turn,
-                    kn.phase,
-                    kn.hurt,
-                    base,
-                    choice,
-                    estimate.samples,
-                    {a: estimate.win_chance(a) for a in alive},
-                    {a: paired(estimate.wins[base], estimate.wins[a])[:2] for a in alive[1:]},
-                )
-            )
+            chances = {a: estimate.win_chance(a) for a in alive}
+            advantages = {a: paired(estimate.wins[base], estimate.wins[a])[:2] for a in alive[1:]}
+            record = (kn.turn, kn.phase, kn.hurt, base, choice, estimate.samples)
+            self.decisions.append(DecisionRecord(*record, chances, advantages))
         return choice
 
 
@@ -533,7 +458,6 @@ def make_planner(name: str) -> PlannerAgent:
     return PlannerAgent(BUDGETS[name], name=name)
 
 
-# --------------------------------------------------------------------------- hints
 def action_win_chances(
     kn: Knowledge,
     actions: Sequence[int] | None = None,
@@ -541,14 +465,10 @@ def action_win_chances(
     seed: int = DEFAULT_SEED,
     params: HeuristicParams = DEFAULT_PARAMS,
 ) -> dict[int, float]:
-    """Estimated win chance of each legal action, then the heuristic to the end.
-
-    Every legal action is rolled out on the same ``samples`` games resampled
-    from what the player knows (``kn``; never the real order). ``actions``
-    (the actions played so far) only varies the sampling seed between
-    positions. Empty when the game is over; a game that can no longer be won
-    gives 0.0 for every action without sampling.
-    """
+    """Estimated win chance of each legal action, then the heuristic to the end, on the same
+    ``samples`` games resampled from what the player knows (never the real order); ``actions``
+    (those played so far) only varies the sampling seed between positions. Empty when the
+    game is over; 0.0 for every action, unsampled, when it can no longer be won."""
     if kn.phase == PHASE_OVER:
         return {}
     if isinstance(samples, bool) or not isinstance(samples, int) or samples <= 0:

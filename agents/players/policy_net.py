@@ -1,20 +1,14 @@
 """A trained policy network in NumPy, and rollouts it plays (batched across sampled orders).
 
-The planner's rollouts decide how good a candidate action is by playing games to their end;
-the better the policy that plays them, the better the estimate. :class:`PolicyNet` is a
-trained multilayer perceptron (a MaskablePPO actor: flat observation -> hidden layers ->
-19 logits) held as NumPy arrays, so players need neither torch nor SB3 to run it, and
-:class:`NetRoller` plays it in every sampled game at once: one observation batch
-(:func:`coldiron_env.observation.encode_batch`, the vector env's encoder), one matrix
-product per layer, one step of the batched rules core
-(:func:`coldiron_env.batched.step_games`) per decision of all the games still going. A game
-that can no longer be won stops there, lost (the same test as the heuristic's rollouts).
-
-The network decides as the trained agent does: the best-scoring legal action
-(``agents.learning.sb3_agent.MaskedPolicy``); :func:`agents.learning.sb3_agent.policy_net`
-reads the weights out of a trained model. It sees only what a player knows: in a rollout
-the observation of each sampled game is built from its hand, its discard pile and the
-counters, exactly what the env would show (the sampled order itself is never observed). The
+The better the policy that plays the planner's rollouts, the better its estimates.
+:class:`PolicyNet` is a trained multilayer perceptron (a MaskablePPO actor: flat observation
+-> hidden layers -> 19 logits) held as NumPy arrays, so players need neither torch nor SB3,
+and it picks the best-scoring legal action as the trained agent does
+(:func:`agents.learning.sb3_agent.policy_net` reads it out of a model). :class:`NetRoller`
+plays it in every sampled game at once: one observation batch (the vector env's encoder), one
+matrix product per layer and one step of the batched rules core per decision. In a rollout a
+game's observation is built from its hand, discards and counters, exactly what the env would
+show (never the sampled order). A game that can no longer be won stops there, lost. The
 rollouts run with one BLAS thread (:mod:`agents.players.threads`): their products are small.
 """
 

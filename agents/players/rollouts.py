@@ -1,21 +1,13 @@
 """The planner's rollouts, compiled: the heuristic played to the end of many games at once.
 
-:class:`agents.players.planner.Roller` plays each sampled game to its end with the
-heuristic in Python: the planner's hot path (about 22 µs a rollout). Here the same
-rollouts run in one numba-compiled loop: the rules are the batched rules core's
-(:func:`coldiron_env.batched.step_games`, the vector env's), and the heuristic's
-decision is :func:`agents.players.heuristic.decide` transcribed over plain integers
-(:func:`heuristic_action`), reading the same tables the Python heuristic reads
-(:func:`coldiron_env.analysis.suit_tables`, ``rack_tables``, ``bonus_risk_table``), so
-its arithmetic, hence every decision, is the same. Every rollout's result is the
-Python one's: tests/test_rollouts.py checks the decisions on thousands of positions and
-the win/loss of every rollout of whole planned games against :class:`Roller`.
-
-Used by the planner when numba is installed (the ``fast`` extra, part of ``train``);
-without numba the planner keeps the Python rollouts (these functions would run as
-plain Python, slower than :class:`Roller`), whatever it is asked. :func:`play_out` is
-compiled at each process's first use and not cached on disk
-(:func:`coldiron_env.batched.compiled_uncached`): it calls the rules of another module.
+:class:`agents.players.planner.Roller` plays each sampled game to its end in Python (about
+22 µs a rollout: the planner's hot path). Here the same rollouts run in one numba-compiled
+loop: the rules are the batched rules core's (:func:`coldiron_env.batched.step_games`), the
+heuristic is :func:`agents.players.heuristic.decide` transcribed over plain integers
+(:func:`heuristic_action`), reading the tables the Python heuristic reads, so every decision
+and every rollout's result is the same (tests/test_rollouts.py). Without numba the planner
+keeps its Python rollouts (these would run as plain Python, slower). :func:`play_out` is
+compiled at each process's first use, not cached on disk (it calls another module's rules).
 """
 
 from __future__ import annotations
@@ -84,7 +76,7 @@ LAST_RACK: Final = RACK_ACTIONS[-1]
 
 
 @compiled
-def _popcount(x: int) -> int:
+def _popcount(x: int) -> int:  # int.bit_count does not compile in numba
     count = 0
     while x:
         x &= x - 1
@@ -155,6 +147,19 @@ class Tables(NamedTuple):
 
 
 @compiled
+def _turn_analysis(games: Games, i: int, rules: I64, tables: Tables) -> tuple[int, int, int, int]:
+    """``(need, useful, unseen Jokers, keep bound)`` of game ``i`` at the start of a turn: it
+    can no longer be won when ``need >= IMPOSSIBLE or need > bound``."""
+    hand = games.hand[i]
+    unseen = FULL_DECK_MASK & ~(hand | games.discarded[i])
+    need, useful = _need(hand, unseen, games.suits_required[i], tables.need, tables.useful)
+    jokers = _popcount(unseen & JOKER_MASK)
+    turns_left, deck_count = games.turns[i] - games.turn[i] + 1, DECK_SIZE - games.pos[i]
+    bound = keep_bound(turns_left, games.hurt[i], jokers, deck_count, rules[JOKER_KEEPS])
+    return need, useful, jokers, bound
+
+
+@compiled
 def heuristic_action(games: Games, i: int, rules: I64, tables: Tables, params: F64) -> int:
     """The heuristic's action in game ``i`` (``HeuristicParams`` in ``params``,
     :func:`pack_params`' order); in the ``turn`` phase :data:`HOPELESS` when the game can
@@ -175,12 +180,10 @@ def heuristic_action(games: Games, i: int, rules: I64, tables: Tables, params: F
         return BONUS if risk <= bonus_max_risk else STOP
     if phase == PHASE_IRON:
         return IRON if iron_ok else STOP
-    need, useful = _need(hand, unseen, games.suits_required[i], tables.need, tables.useful)
-    jokers = _popcount(unseen & JOKER_MASK)
-    turns_left = turns - turn + 1
-    bound = keep_bound(turns_left, hurt, jokers, deck_count, rules[JOKER_KEEPS])
+    need, useful, jokers, bound = _turn_analysis(games, i, rules, tables)
     if need >= IMPOSSIBLE or need > bound:
         return HOPELESS
+    turns_left = turns - turn + 1
     hurt_left = MAX_HURT - hurt
     useful_unseen = _popcount(useful & unseen)
     best = -1
@@ -214,10 +217,8 @@ def play_out(
     first: I64, games: Games, rules: I64, tables: Tables, params: F64
 ) -> npt.NDArray[np.bool_]:
     """Game ``i`` plays ``first[i]``, then the heuristic to its end; which games were won.
-
-    Every game takes its next action in one :func:`~coldiron_env.batched.step_games`
-    call (a game already over is skipped); a game that can no longer be won stops
-    there, lost (as :class:`Roller`)."""
+    All games step together (:func:`~coldiron_env.batched.step_games`); a game that can no
+    longer be won stops there, lost (as :class:`Roller`)."""
     n = first.shape[0]
     won = np.zeros(n, dtype=np.bool_)
     outcome = games.outcome
@@ -253,13 +254,7 @@ def hopeless_games(
     for i in range(live.shape[0]):
         if not live[i] or games.phase[i] != PHASE_TURN:
             continue
-        hand = games.hand[i]
-        unseen = FULL_DECK_MASK & ~(hand | games.discarded[i])
-        need, _ = _need(hand, unseen, games.suits_required[i], tables.need, tables.useful)
-        turns_left = games.turns[i] - games.turn[i] + 1
-        jokers = _popcount(unseen & JOKER_MASK)
-        deck_count = DECK_SIZE - games.pos[i]
-        bound = keep_bound(turns_left, games.hurt[i], jokers, deck_count, rules[JOKER_KEEPS])
+        need, _, _, bound = _turn_analysis(games, i, rules, tables)
         out[i] = need >= IMPOSSIBLE or need > bound
     return out
 
@@ -294,9 +289,8 @@ def candidate_games(kn: Knowledge, orders: I64, candidates: Sequence[int]) -> tu
 def rollout_wins(
     kn: Knowledge, orders: I64, candidates: Sequence[int], params: F64
 ) -> npt.NDArray[np.bool_]:
-    """``(orders, candidates)`` booleans: the position ``kn`` describes with the unseen cards
-    in each order (rows of ``orders``), the candidate played, then the heuristic to the end
-    (``kn.rules``): won?"""
+    """``(orders, candidates)`` booleans: won, from the position ``kn`` describes with the
+    unseen cards in each order (rows of ``orders``), the candidate then the heuristic played?"""
     first, games = candidate_games(kn, orders, candidates)
     won = play_out(first, games, pack_rules(kn.rules), tables(), params)
     return np.asarray(won).reshape(orders.shape[0], len(candidates))

@@ -1,32 +1,23 @@
 """The clairvoyant solver: can this exact deal be won at all, and how?
 
-The solver sees the whole deck order, which no player does, so the share of
-deals it wins is an **upper bound** on any player's win rate.
+It sees the whole deck order, which no player does, so the share of deals it wins is an
+**upper bound** on any player's win rate. It searches depth-first over the player's
+decisions with the rules engine itself (each child a :meth:`~coldiron_env.game.Game.clone`
+advanced by :meth:`~coldiron_env.game.Game.step`: no second copy of the rules), and replays a
+found win on a fresh game (:func:`solve_deck`). Its reductions are exact (never turning a win
+into a loss) and read the card counting of :mod:`coldiron_env.analysis`:
 
-It searches depth-first over the player's decisions with the rules engine
-itself: every child is a :meth:`~coldiron_env.game.Game.clone` advanced by
-:meth:`~coldiron_env.game.Game.step`, so there is no second implementation of
-the rules to keep in agreement. A found win is replayed on a fresh
-:class:`~coldiron_env.game.Game` (:func:`solve_deck`). Reductions, each exact
-(they never turn a win into a loss), read the card counting of
-:mod:`coldiron_env.analysis` (with the order known, the unseen cards are the
-deck from the current position):
+* **Canonical hand.** A completed suit is one marker; otherwise only the held cards of live
+  run windows count. Too few suits still completable: lost.
+* **Dominance memo.** Only losses are stored (a win ends the search): a state is lost if a
+  lost state with its key had an earlier-or-equal turn and lower-or-equal Hurt (a later turn
+  or more Hurt never helps: every line from the worse state can be played from the better).
+* **Keep bound.** More cards needed than :func:`~coldiron_env.analysis.max_keeps` can keep:
+  lost.
+* **Rack deduplication.** Racks that stop at the same card give the same state: one is tried.
 
-* **Canonical hand.** A suit whose run is complete is collapsed to one marker;
-  otherwise only the held cards that lie in a live run window (all its missing
-  cards still in the deck) are kept in the key. When the suits that can still
-  be completed are too few, the state is lost.
-* **Dominance memo.** Only losses are stored (a win ends the search). A state
-  is known lost if a lost state with the same key had an earlier-or-equal turn
-  and a lower-or-equal Hurt: a later turn or more Hurt can never help, since
-  every line from the worse state can be played from the better one.
-* **Keep bound.** Completing the phrase needs ``need`` more cards kept; if
-  :func:`~coldiron_env.analysis.max_keeps` cannot reach it, the state is lost.
-* **Rack deduplication.** Racks that stop at the same card give the same
-  state: one action per distinct stopping card is tried.
-
-Actions are tried in order of promise (a win first, then the moves that keep
-the most useful cards, then the least Hurt).
+Actions are tried in order of promise: a win, then the most useful cards kept, then the least
+Hurt.
 """
 
 from __future__ import annotations
@@ -70,13 +61,8 @@ DRAW_ACTIONS: Final = (IRON, THREATEN, REST)
 
 @dataclass(frozen=True)
 class Solution:
-    """Result of solving one deal.
-
-    Attributes:
-        verdict: ``"winnable"``, ``"unwinnable"`` or ``"unknown"`` (budget spent).
-        actions: a winning action sequence (verified on a fresh Game) when winnable.
-        nodes: search nodes expanded.
-    """
+    """One deal solved: its verdict, a winning line (verified on a fresh game) when
+    winnable, the search nodes expanded."""
 
     verdict: str
     actions: tuple[int, ...]
@@ -120,7 +106,6 @@ class ClairvoyantSolver:
         self.nodes = 0
         self._budget = 0
 
-    # ------------------------------------------------------------ analysis
     def _analyse(self, hand: int, seen: int) -> tuple[int, int, int] | None:
         """``(canonical hand, need, useful)``, or None when the phrase is out of reach."""
         key = (hand, seen)
@@ -158,7 +143,6 @@ class ClairvoyantSolver:
             bonus_pending=game.phase == PHASE_BONUS,
         )
 
-    # ------------------------------------------------------------ search
     def solve(self, max_nodes: int = 0) -> Solution:
         """Decide the deal from the start. ``max_nodes`` > 0 caps the search
         (verdict ``"unknown"`` if it runs out)."""

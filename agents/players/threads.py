@@ -1,12 +1,10 @@
 """One BLAS thread for the small matrix products of players that search.
 
-A player's network rollouts multiply batches of a few thousand rows by layers of 64 to 256
-units: products too small to gain from OpenBLAS's thread pool, which instead spins a thread
-per core. Beside other work (the ladder's parallel workers, a second process) those threads
-fight for the cores: in one ad hoc measurement on the project's 2-core machines (not a
-committed record), a network rollout cost 156 CPU-us a game with OpenBLAS's default threads
-against 34 with one thread. The limit is scoped (a context manager around the rollouts), so
-a caller's own BLAS use keeps its setting.
+Network rollouts multiply batches of a few thousand rows by layers of 64 to 256 units: too
+small to gain from OpenBLAS's thread pool, whose spinning threads fight other work (the
+ladder's workers, a second process) for the cores. In one ad hoc measurement on a 2-core
+machine, a network rollout cost 156 CPU-us a game with OpenBLAS's default threads against 34
+with one. The limit is scoped (a context manager), so a caller's own BLAS use keeps its setting.
 """
 
 from __future__ import annotations
@@ -24,14 +22,10 @@ _CONTROLLER: dict[int, Any] = {}
 
 
 def blas_controller() -> Any:
-    """A ``threadpoolctl.ThreadpoolController`` of the loaded libraries, or None without
-    threadpoolctl.
-
-    Finding the libraries costs about 0.8 ms (a scan of every shared object loaded), which
-    was an eighth of ``strongest``'s time when done at every rollout batch; the controller
-    is kept and found again only when a module has been imported since, the way a second
-    BLAS (torch's own) arrives.
-    """
+    """A ``threadpoolctl.ThreadpoolController`` of the loaded libraries (None without
+    threadpoolctl). Finding them costs about 0.8 ms (an eighth of ``strongest``'s time at
+    every rollout batch), so it is kept, and found again only once a module has been imported
+    since (the way a second BLAS, torch's, arrives)."""
     try:
         from threadpoolctl import ThreadpoolController  # noqa: PLC0415 (the fast extra)
     except ImportError:
