@@ -1,7 +1,7 @@
 """Atomic file writes: a temporary file in the target's folder, then ``os.replace``.
 
-A crash or Ctrl-C never leaves a half-written file: readers see the old file or
-the new one. Every writer of the project goes through this module.
+A crash or Ctrl-C never leaves a half-written file: readers see the old file or the new one. Every
+writer of the project goes through this module.
 """
 
 from __future__ import annotations
@@ -16,23 +16,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
-
-def _umask() -> int:
-    mask = os.umask(0)  # read by setting it: once, at import
-    os.umask(mask)
-    return mask
-
-
-FILE_MODE: Final = 0o666 & ~_umask()
-"""What ``open`` would give a new file under this process's umask (0644 under 022)."""
+_UMASK: Final = os.umask(0)  # read by setting it: once, at import
+os.umask(_UMASK)
+FILE_MODE: Final = 0o666 & ~_UMASK  # what open gives a new file (0644 under umask 022)
 
 
 @contextlib.contextmanager
 def atomic_target(path: str | os.PathLike[str], suffix: str = ".tmp") -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it replaces ``path``.
 
-    For writers that need a file name (``savefig``): the temporary name ends in
-    ``suffix`` (e.g. ``.png``) so that the writer picks the right format.
+    For writers that need a file name (``savefig``): the temporary name ends in ``suffix`` (e.g.
+    ``.png``) so that the writer picks the right format.
     """
     target = Path(path)
     if target.is_dir():

@@ -1,8 +1,7 @@
 """Where a result came from: the commit of the code, whether the tree had changes, the time.
 
-Light on purpose (git and the standard library only): every layer records provenance, from
-the look log of the evaluation (:mod:`lab.looks`) to the run directories
-(:mod:`agents.learning.provenance`).
+Light on purpose (git and the standard library only): every layer records provenance, from the look
+log of the evaluation (:mod:`lab.looks`) to the run directories (:mod:`agents.learning.provenance`).
 """
 
 from __future__ import annotations

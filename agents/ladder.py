@@ -27,12 +27,11 @@ from __future__ import annotations
 import math
 import multiprocessing as mp
 import sys
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.pool import Pool
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from agents.atomic import atomic_write_json, atomic_write_text
 from agents.evaluation.arena import (
@@ -46,9 +45,9 @@ from agents.evaluation.arena import (
     markdown_table,
 )
 from agents.evaluation.plots import plot_win_rates
-from agents.evaluation.stats import DISAGREEMENT, Z_95, disagreement, intervals_disjoint, mcnemar
+from agents.evaluation.stats import DISAGREEMENT, Z_95, disagreement, mcnemar
 from agents.learning.multiseed import run_label
-from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
+from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, Solved, solve_decks
 from agents.registry import make_agent, set_torch_threads
 from coldiron_env.game import OUTCOMES
 
@@ -56,20 +55,15 @@ BASE_AGENTS: Final = ("random", "threaten", "heuristic")
 DEFAULT_PLANNERS: Final = ("planner-small", "planner")
 PLANNER_BASELINE: Final = "heuristic"
 RUNS_DIR: Final = Path("runs")
-MODEL_NAMES: Final = ("model.zip",)  # sb3_agent.MODEL_FILE (not imported: SB3 is heavy)
-CHUNK: Final = 25
-"""Deals per task handed to a worker for a planner (slow per deal: small tasks balance)."""
-FAST_CHUNK: Final = 1000
-"""Deals per task for every other player (a trained model is loaded once per task)."""
+MODEL_FILE: Final = "model.zip"  # sb3_agent.MODEL_FILE (not imported: SB3 is heavy)
+CHUNK: Final = 25  # deals per task of a planner (slow per deal: small tasks balance)
+FAST_CHUNK: Final = 1000  # deals per task of the others (a model is loaded once a task)
 SOLVER_LABEL: Final = "clairvoyant bound"
 PERCENT: Final = 100.0
-PUBLIC_FILE_MODE: Final = 0o644
 OUTPUT_FILES: Final = ("ladder.md", "ladder.json", "ladder.png")
 DEFAULT_EPISODES: Final = 10_000
 DEFAULT_PLANNER_EPISODES: Final = 1000
 DEFAULT_WORKERS: Final = 2
-
-_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -78,16 +72,13 @@ class LadderSettings:
 
     seed: int = 0
     episodes: int = DEFAULT_EPISODES
-    validation: bool = False
-    """The validation deals of ``seed`` instead of its evaluation deals (never a look)."""
+    validation: bool = False  # the seed's validation deals instead of its evaluation deals
     planner_episodes: int = DEFAULT_PLANNER_EPISODES
     solver_episodes: int = DEFAULT_EPISODES
     planners: tuple[str, ...] = DEFAULT_PLANNERS
-    runs: tuple[str, ...] | None = None
-    """Trained run directories; ``None``: every directory under ``runs/`` holding a model."""
+    runs: tuple[str, ...] = ()  # trained runs; none: every folder under runs/ holding a model
     workers: int = DEFAULT_WORKERS
-    solver_max_nodes: int = 0
-    """Search-node cap of the solver per deal (0: none)."""
+    solver_max_nodes: int = 0  # the solver's search-node cap per deal (0: none)
 
 
 @dataclass
@@ -108,17 +99,13 @@ def _agent_chunk(task: tuple[str, int, int, bool, int, int]) -> AgentResult:
     return evaluate_agent(make_agent(spec), decks, seeds)
 
 
-def _solver_chunk(task: tuple[int, int, bool, int, int, int]) -> tuple[list[str], float]:
-    """The solver's verdicts on deals ``start:stop`` of (seed, episodes, validation), and the
-    seconds taken."""
+def _solver_chunk(task: tuple[int, int, bool, int, int, int]) -> list[Solved]:
+    """The solver on deals ``start:stop`` of (seed, episodes, validation)."""
     seed, episodes, validation, start, stop, max_nodes = task
-    decks = decks_of(seed, episodes, validation)[start:stop].tolist()
-    begin = time.perf_counter()
-    verdicts = [solve_deck(deck, max_nodes=max_nodes).verdict for deck in decks]
-    return verdicts, time.perf_counter() - begin
+    return solve_decks(decks_of(seed, episodes, validation)[start:stop].tolist(), max_nodes)
 
 
-def _in_order(pool: Pool | None, func: Callable[[Any], _T], tasks: list[Any]) -> Iterator[_T]:
+def _in_order(pool: Pool | None, func: Callable[[Any], Any], tasks: list[Any]) -> Iterator[Any]:
     """``func`` over ``tasks`` (on ``pool`` if any), the results in the tasks' order."""
     return map(func, tasks) if pool is None else pool.imap(func, tasks)
 
@@ -152,44 +139,14 @@ def solver_row(
 ) -> AgentResult:
     """The clairvoyant bound on the first ``count`` deals (its ``outcomes`` tally verdicts)."""
     tasks = [(seed, episodes, validation, a, b, max_nodes) for a, b in _chunks(count)]
-    verdicts: list[str] = []
-    seconds = 0.0
-    for part, secs in _in_order(pool, _solver_chunk, tasks):
-        verdicts += part
-        seconds += secs
+    solved = [deal for part in _in_order(pool, _solver_chunk, tasks) for deal in part]
+    verdicts, seconds = [v for v, _, _ in solved], sum(t for _, _, t in solved)
     tally = {v: verdicts.count(v) for v in (WINNABLE, UNWINNABLE, UNKNOWN)}
     # A deal the search could not settle counts as won: the figure stays an upper bound.
     won = [v != UNWINNABLE for v in verdicts]
     return AgentResult(
         SOLVER_LABEL, episodes=count, outcomes=tally, seconds=seconds, kind="bound", won=won
     )
-
-
-def find_runs(explicit: Sequence[str] | None) -> tuple[list[str], list[str]]:
-    """Run directories to evaluate and notes on what was skipped."""
-    notes: list[str] = []
-    if explicit:
-        return list(explicit), notes
-    if not RUNS_DIR.is_dir():
-        notes.append(f"no trained runs: {RUNS_DIR}/ does not exist (pass --runs DIR...)")
-        return [], notes
-    runs = sorted(
-        str(p)
-        for p in RUNS_DIR.iterdir()
-        if p.is_dir() and any((p / m).exists() for m in MODEL_NAMES)
-    )
-    if not runs:
-        notes.append(f"no trained runs: no directory under {RUNS_DIR}/ holds a model")
-    return runs, notes
-
-
-def loadable(spec: str) -> str | None:
-    """None if ``spec`` loads as an agent, else why not."""
-    try:
-        make_agent(spec)
-    except (ValueError, OSError) as err:
-        return str(err)
-    return None
 
 
 def deals_for_disjoint(p_base: float, p_other: float) -> float:
@@ -203,12 +160,9 @@ def deals_for_disjoint(p_base: float, p_other: float) -> float:
 
 def print_progress(row: AgentResult) -> None:
     """One line per finished row on stderr."""
-    print(
-        f"  {row.agent}: {PERCENT * row.win_rate:.2f}% {row.interval_text} on {row.episodes} "
-        f"deals, {row.seconds / row.episodes:.4f} s/game",
-        file=sys.stderr,
-        flush=True,
-    )
+    per_game = row.seconds / row.episodes
+    print(f"  {row.agent}: {PERCENT * row.win_rate:.2f}% {row.interval_text} on {row.episodes} "
+          f"deals, {per_game:.4f} s/game", file=sys.stderr, flush=True)  # fmt: skip
 
 
 def worker_pool(workers: int) -> Pool | None:
@@ -229,9 +183,9 @@ def compare(base: AgentResult, row: AgentResult) -> dict[str, Any]:
     disjoint, the deals that would make them so, and ``row``'s seconds a decision."""
     return {
         **mcnemar(base.won, row.won),
-        "disjoint": intervals_disjoint(base.interval, row.interval),
+        "disjoint": base.interval[1] < row.interval[0] or row.interval[1] < base.interval[0],
         "deals_for_disjoint": deals_for_disjoint(base.win_rate, row.win_rate),
-        "seconds_per_decision": row.seconds / max(row.total_steps, 1),
+        "seconds_per_decision": row.seconds_per_decision,
     }
 
 
@@ -239,39 +193,44 @@ def run_ladder(
     settings: LadderSettings, progress: Callable[[AgentResult], None] | None = None
 ) -> Ladder:
     """Play every row of the ladder; Ctrl-C stops it with the rows finished so far."""
-    runs, notes = find_runs(settings.runs)
-    ladder = Ladder(notes=notes)
-    rows = ladder.rows
-    seed, n, m = settings.seed, settings.episodes, settings.planner_episodes
-    val = settings.validation
-    report = progress or (lambda _row: None)
+    runs = list(settings.runs or sorted(str(p.parent) for p in RUNS_DIR.glob(f"*/{MODEL_FILE}")))
+    none = f"no trained runs: no directory under {RUNS_DIR}/ holds a model (pass --runs DIR...)"
+    ladder = Ladder(notes=[] if runs else [none])
+    seed, n, m, val = (
+        settings.seed,
+        settings.episodes,
+        settings.planner_episodes,
+        settings.validation,
+    )
     pool = worker_pool(settings.workers)
+
+    def add(row: AgentResult) -> AgentResult:
+        ladder.rows.append(row)
+        if progress is not None and row.kind != "baseline-subset":
+            progress(row)
+        return row
+
     try:
         for spec in BASE_AGENTS:
-            rows.append(play_row(pool, spec, spec, "agent", seed, n, n, val))
-            report(rows[-1])
+            add(play_row(pool, spec, spec, "agent", seed, n, n, val))
         for run in runs:
-            why = loadable(run)
-            if why is not None:
-                ladder.notes.append(f"skipped run {run}: {why}")
+            try:
+                make_agent(run)  # one that cannot be loaded is skipped with a note
+            except (ValueError, OSError) as err:
+                ladder.notes.append(f"skipped run {run}: {err}")
                 continue
             label = run_label(run, Path(run).name)  # PARENT/seed-N for a --seeds run
-            rows.append(play_row(pool, run, label, "agent", seed, n, n, val))
-            report(rows[-1])
-        base = next(r for r in rows if r.agent == PLANNER_BASELINE)
+            add(play_row(pool, run, label, "agent", seed, n, n, val))
+        base = next(r for r in ladder.rows if r.agent == PLANNER_BASELINE)
         if m < n:
             label = f"{PLANNER_BASELINE} (first {m})"
-            base = play_row(pool, PLANNER_BASELINE, label, "baseline-subset", seed, n, m, val)
-            rows.append(base)
+            base = add(play_row(pool, PLANNER_BASELINE, label, "baseline-subset", seed, n, m, val))
         for name in settings.planners:
-            row = play_row(pool, name, name, "planner", seed, n, m, val)
-            rows.append(row)
-            report(row)
+            row = add(play_row(pool, name, name, "planner", seed, n, m, val))
             ladder.comparisons[name] = compare(base, row)
         if settings.solver_episodes:
             count, nodes = settings.solver_episodes, settings.solver_max_nodes
-            rows.append(solver_row(pool, seed, n, count, nodes, val))
-            report(rows[-1])
+            add(solver_row(pool, seed, n, count, nodes, val))
     except KeyboardInterrupt:
         ladder.interrupted = True
         print("interrupted: writing the rows finished so far", file=sys.stderr)
@@ -300,12 +259,10 @@ def table_markdown(
     head = ["player", "deals", "win rate", "95% interval", *OUTCOMES, "s/game"]
     body = []
     for r in rows:
-        if r.kind == "bound":
-            kinds = (WINNABLE, UNWINNABLE, UNKNOWN)
-            blank = [""] * (len(OUTCOMES) - len(kinds))
-            breakdown = [f"{kind} {r.outcomes[kind]}" for kind in kinds] + blank
-        else:
-            breakdown = [str(r.outcomes[o]) for o in OUTCOMES]
+        bound = r.kind == "bound"  # its verdicts, named, then blank cells
+        kinds = (WINNABLE, UNWINNABLE, UNKNOWN) if bound else OUTCOMES
+        breakdown = [f"{k} {r.outcomes[k]}" if bound else str(r.outcomes[k]) for k in kinds]
+        breakdown += [""] * (len(OUTCOMES) - len(kinds))
         deals = f"{r.episodes}" + ("" if r.episodes == episodes else f" (first {r.episodes})")
         rate = f"{PERCENT * r.win_rate:.2f}%"
         body.append(
@@ -375,7 +332,4 @@ def write_outputs(
     )
     if rows:
         plot_win_rates(rows, paths[2], "Cold Iron strength ladder (same deals)")
-    for path in paths:
-        if path.exists():
-            path.chmod(PUBLIC_FILE_MODE)  # temporary files are created private
     return paths

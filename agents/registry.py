@@ -2,14 +2,15 @@
 
 A spec is a built-in player's name (:mod:`agents.players.roster`), a model shipped with the
 package (:data:`SHIPPED_MODELS`), a search over one (:data:`SEARCH_OVER_MODELS`), or a path
-to a trained model: a run directory or a ``.zip`` file (an rl-zoo3 run's folder holds its last
-and its best model: name the ``.zip``), loaded by :func:`agents.learning.sb3_agent.load_sb3_agent`.
+to a trained model: a run directory or a ``.zip`` file, loaded by
+:func:`agents.learning.sb3_agent.load_sb3_agent`.
 
-Other code registers itself through entry points, so this module imports none of it: players
-by name (:data:`PLAYER_GROUP`: OpenSpiel's ``mcts``) and loaders of other model formats
-(:data:`LOADER_GROUP`: an ``.onnx`` policy, an RLlib checkpoint), declared in
-``pyproject.toml`` (another package can declare its own) and imported only when used, so the
-built-in players work without the training stack or any extra.
+Other code registers itself through entry points, so this module imports none of it: players by name
+(:data:`PLAYER_GROUP`: OpenSpiel's ``mcts``) and loaders of other model formats
+(:data:`LOADER_GROUP`: an ``.onnx`` policy, an RLlib checkpoint, a zip rl-zoo3 saved, whose
+folder holds its last and its best model: name the ``.zip``), declared in ``pyproject.toml``
+(another package can declare its own) and imported only when used, so the built-in players work
+without the training stack or any extra.
 """
 
 from __future__ import annotations
@@ -20,18 +21,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from agents.players.base import Agent
-from agents.players.roster import BUILTIN_AGENTS, AgentFactory
+from agents.players.roster import BUILTIN_AGENTS
 
-__all__ = [
-    "BUILTIN_AGENTS", "MODEL_SUFFIX", "SEARCH_OVER_MODELS", "SHIPPED_MODELS", "AgentFactory",
-    "agent_names", "is_builtin", "make_agent", "set_torch_threads",
-]  # fmt: skip
-
-
-PLAYER_GROUP: Final = "coldiron.players"
-"""Entry points of players by name: ``make(name) -> Agent`` (OpenSpiel's ``mcts``)."""
-LOADER_GROUP: Final = "coldiron.loaders"
-"""Entry points of model loaders: ``load(path) -> Agent | None`` (ONNX, RLlib)."""
+PLAYER_GROUP: Final = "coldiron.players"  # make(name) -> Agent (OpenSpiel's mcts)
+LOADER_GROUP: Final = "coldiron.loaders"  # load(path) -> Agent | None (ONNX, RLlib, rl-zoo3)
 
 
 def _registered(group: str) -> dict[str, EntryPoint]:
@@ -61,16 +54,14 @@ def _planner_over(name: str, search: SearchOverModel) -> Agent:
         SB3Agent,
         policy_net,
     )
-    from agents.players.planner import BUDGETS, PlannerAgent, PlannerConfig  # noqa: PLC0415
+    from agents.players.planner import BUDGETS, PlannerAgent  # noqa: PLC0415
 
     network = make_agent(search.model)
     if not isinstance(network, SB3Agent):
         raise ValueError(f"{name}: {search.model!r} is not a trained network")
-    budget = BUDGETS[search.budget] if isinstance(search.budget, str) else search.budget
-    assert isinstance(budget, PlannerConfig)
     overrides: dict[str, Any] = dict(search.overrides)  # PlannerConfig checks each value
     return PlannerAgent(
-        replace(budget, **overrides),
+        replace(BUDGETS[search.budget], **overrides),
         name=name,
         base=KnowledgePolicy(network),
         rollout_policy=policy_net(network) if search.network_rollouts else None,
@@ -93,31 +84,23 @@ class SearchOverModel:
     """The planner over a shipped network: the network proposes, the planner keeps its
     action unless rollouts find a significantly better one."""
 
-    model: str
-    """The shipped network (a key of :data:`SHIPPED_MODELS`)."""
-    budget: object
-    """A planner budget's name (``agents.players.planner.BUDGETS``) or a ``PlannerConfig``."""
-    network_rollouts: bool
-    """The rollouts played by the network itself (else by ``heuristic``)."""
-    overrides: tuple[tuple[str, float | int], ...] = ()
-    """``PlannerConfig`` fields set apart from the budget's, as (name, value) pairs."""
+    model: str  # the shipped network (a key of SHIPPED_MODELS)
+    network_rollouts: bool  # the rollouts played by the network itself (else by heuristic)
+    overrides: tuple[tuple[str, float | int], ...] = ()  # PlannerConfig fields set apart
+    budget: str = "planner"  # the budget's name (agents.players.planner.BUDGETS)
 
 
 SEARCH_OVER_MODELS: Final[dict[str, SearchOverModel]] = {
-    "planner-trained": SearchOverModel("trained", "planner", network_rollouts=False),
-    "strongest-z2": SearchOverModel("distilled-30", "planner", network_rollouts=True),
+    "planner-trained": SearchOverModel("trained", network_rollouts=False),
+    "strongest-z2": SearchOverModel("distilled-30", network_rollouts=True),
     "strongest-d30": SearchOverModel(
-        "distilled-30", "planner", network_rollouts=True, overrides=(("z", 1.0),)
+        "distilled-30", network_rollouts=True, overrides=(("z", 1.0),)
     ),
-    "strongest": SearchOverModel(
-        "distilled", "planner", network_rollouts=True, overrides=(("z", 1.0),)
-    ),
+    "strongest": SearchOverModel("distilled", network_rollouts=True, overrides=(("z", 1.0),)),
 }
-"""Search over the shipped networks, by name: ``planner-trained`` (heuristic rollouts);
-``strongest-z2`` (``distilled-30`` proposes and plays the rollouts; ``strongest`` until
-2026-12-02); ``strongest-d30`` (the same at a paired z of 1: ``strongest`` until 2026-12-03);
-``strongest`` (the same over ``distilled``, the wide network; each chosen on validation
-deals, lab/records/search_probes_501.json). A search keeps the network it was measured with."""
+"""Search over the shipped networks, by name (each one and its history: ``docs/models.md``;
+chosen on validation deals, lab/records/search_probes_501.json). A search keeps the network it
+was measured with."""
 PLAY_TORCH_THREADS: Final = 1
 """Torch threads for playing trained models: on a busy 2-core machine two threads made
 evaluation ten times slower (10,000 deals in 60 s against 3.4 s)."""

@@ -22,24 +22,34 @@ Two relaxations, each of which can only raise the best win rate, make the bound 
 :func:`deal_bound` solves one deal exactly (memoised over position, turn, Hurt and
 decision point); :class:`ValueModel` is ``W``: a logistic model over what a card counter
 knows of the relaxed position (each suit's run prospects, the deck's make-up, turns left,
-Hurt), fitted by :mod:`lab.bound_fit` on deals of a stream of its own.
-Standard rules only.
+Hurt), fitted by :mod:`lab.bound_fit` on deals of a stream of its own, or the need-known
+game's value (:mod:`lab.need_game`).
+
+The search (:func:`search_state`, :func:`solve`) is the one every bound of the lab on the
+relaxed game runs: it plays the rules of :mod:`lab.relaxed`, and with a
+:class:`~lab.relaxed.Keeping` that loses cards it is the strict relaxed game's and the real
+game's (``lab/experiments/strict_bound.py``: their ``W`` is the need-known one, which reads
+the cards lost), with the cut of a supersolution ``W`` and a state budget. Standard rules
+only.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
+from numba import typeof, types
+from numba.typed import Dict
 
-from coldiron_env.actions import BONUS, RACK_ACTIONS, RACK_TARGETS, REST, STOP
+from coldiron_env.actions import REST, STOP, THREATEN
 from coldiron_env.analysis import IMPOSSIBLE, NUM_COURTS, suit_tables
-from coldiron_env.batched import compiled
+from coldiron_env.batched import compiled, compiled_uncached
 from coldiron_env.cards import (
     DECK_SIZE,
     FIRST_COURT,
@@ -51,29 +61,69 @@ from coldiron_env.cards import (
     RUN_LENGTH,
     SUIT_FIELD_MASK,
 )
-from coldiron_env.judge import HAS_RUN, NUM_FIELDS, WINDOW_MASKS
-from coldiron_env.options import BONUS_DRAWS, IRON_APPLICATIONS_PER_TURN, MAX_HURT, STANDARD_TURNS
+from coldiron_env.judge import NUM_FIELDS, WINDOW_MASKS
+from coldiron_env.options import MAX_HURT, STANDARD_TURNS
 from lab.need_game import (
     CAPACITY_M,
     CARD_COURT,
     CARD_JOKER,
     CARD_NUMBERED,
-    NUM_XK,
     OFFSET,
-    XK_IRON,
-    XK_IRON_BONUS,
-    XK_RACK,
-    XK_REST,
-    XK_THREATEN,
-    XK_THREATEN_BONUS,
+    after_value,
     completion_curve,
-    expected_after_need,
+    completions_with_unseen,
+    expected_sum,
     need_game_values,
+    need_posterior,
+    phase_of,
     realized_after,
+)
+from lab.relaxed import (
+    ACTIONS_AT,
+    ALL_NUMBERED,
+    CTX_TURN,
+    DRAW_KINDS,
+    DRAW_ON,
+    DRAW_RACK,
+    DRAW_SAFE,
+    END_TURN,
+    HAS_RUN_ARRAY,
+    K_REAL,
+    NUM_CTX,
+    P_CTX,
+    P_HURT,
+    P_TURN,
+    PLAYING,
+    RACK_FIRST,
+    RELAXED,
+    ROW_CARDS,
+    ROW_COURTS,
+    ROW_HANDS,
+    ROW_JOKERS,
+    ROW_UNSEEN,
+    SLAIN,
+    XK_THREATEN,
+    DealFacts,
+    Keeping,
+    advance,
+    after_stop,
+    card_step,
+    complete,
+    ctx_of,
+    draw_of,
+    kept_cards,
+    over_cap,
+    start_position,
 )
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
+At = tuple[int, int, int, int, int, int, int]
+"""A relaxed position as ``W`` reads it: the hand, the numbered cards unseen, the cards
+unseen, the courts and Jokers unseen, the turns left (the current one counted), the Hurt."""
+WArgs = tuple[F64, I64, I64]
+"""``W`` as the kernels take it (:func:`w_args`): its weights, the per-suit feature and need
+tables (:func:`suit_tables_packed`), the features' scratch."""
 
 # --------------------------------------------------------------------------- features
 SUIT_DONE: Final = 0
@@ -98,7 +148,7 @@ OFF_DECK: Final = OFF_JOKERS + NUM_JOKERS + 1
 OFF_NEED_TURNS: Final = OFF_DECK + DECK_SIZE + 1
 OFF_HURT_COURTS: Final = OFF_NEED_TURNS + (MAX_NEED + 1) * TURNS_LEFT
 OFF_CTX: Final = OFF_HURT_COURTS + MAX_HURT * (NUM_COURTS + 1)
-OFF_BIAS: Final = OFF_CTX + 7
+OFF_BIAS: Final = OFF_CTX + NUM_CTX
 NUM_PARAMS: Final = OFF_BIAS + 1
 FEATURES_PER_STATE: Final = NUM_SUITS + 9
 """Active one-hot weights of a position: one per suit, then turns left, Hurt, courts left,
@@ -110,32 +160,6 @@ MLP_SIZE: Final = (
     NUM_PARAMS * MLP_HIDDEN + MLP_HIDDEN + MLP_HIDDEN * MLP_HIDDEN + MLP_HIDDEN * 2 + 1
 )
 """Weights of the network form of ``W``: E (one row per one-hot feature), b1, W2, b2, w3, b3."""
-
-# decision points of the relaxed game
-CTX_TURN: Final = 0
-"""Start of a turn; ``CTX_TURN + n`` (n = 1, 2): after n Iron applications this turn."""
-CTX_BONUS: Final = 3
-"""A Joker's bonus on offer: ``CTX_BONUS`` after a Threaten, ``CTX_BONUS + n`` after the n-th
-Iron application."""
-NUM_CTX: Final = CTX_BONUS + IRON_APPLICATIONS_PER_TURN + 1
-
-# kinds of draw: which numbered cards are kept (all, in the relaxed game), and whether a
-# court hurts and a Joker slays
-DRAW_SAFE: Final = 0
-"""Threaten, Rest, a Threaten's bonus: a court or a Joker does nothing to Hurt."""
-DRAW_HURTING: Final = 1
-"""An Iron's bonus: a court costs 1 Hurt."""
-DRAW_RACK: Final = 2
-"""A rack: a court costs 1 Hurt, a Joker slays."""
-
-RACK_MASKS: Final = np.array([RACK_TARGETS[a] for a in RACK_ACTIONS], dtype=np.int64)
-RACK_ACTION_FIRST: Final = RACK_ACTIONS[0]
-ACTION_REST: Final = REST
-ACTION_STOP: Final = STOP
-ACTION_TAKE_BONUS: Final = BONUS
-ACTIONS_AT_TURN: Final = REST + 1
-HAS_RUN_ARRAY: Final = np.array(HAS_RUN, dtype=np.bool_)
-UNSET: Final = -1e9
 
 
 def suit_feature_table() -> npt.NDArray[np.int64]:
@@ -183,7 +207,7 @@ def capacity_index(turns_left: int, hurt: int, jokers: int) -> int:
     return (turns_left * MAX_HURT + hurt) * CAPACITY_JOKERS + jokers
 
 
-@compiled
+@compiled_uncached
 def capacity_value(hand: int, jokers: int, turns_left: int, hurt: int, theta: F64) -> float:
     """``W = sum over m of q[context, m] * P(m more numbered cards complete the phrase)``."""
     curve = np.zeros(CAPACITY_M)
@@ -202,34 +226,23 @@ def suit_need_table() -> npt.NDArray[np.int64]:
 
 # --------------------------------------------------------------------------- W
 @compiled
-def state_features(
-    hand: int,
-    unseen: int,
-    deck: int,
-    courts: int,
-    jokers: int,
-    turns_left: int,
-    hurt: int,
-    ctx: int,
-    phi: I64,
-    need_t: I64,
-    out: I64,
-) -> int:
-    """Write the active parameter indices of a position into ``out``; returns 1 when the
-    phrase is complete, -1 when it is out of reach, 0 otherwise."""
+def state_features(at: At, ctx: int, tables: I64, out: I64) -> int:
+    """Write the active parameter indices of a position ``at`` into ``out``; returns 1 when
+    the phrase is complete, -1 when it is out of reach, 0 otherwise."""
+    hand, unseen, deck, courts, jokers, turns_left, hurt = at
     total_need = 0
     done = 0
     for s in range(NUM_SUITS):
         held = (hand >> (s * NUM_RANKS)) & SUIT_FIELD_MASK
         un = (unseen >> (s * NUM_RANKS)) & SUIT_FIELD_MASK
         index = held * NUM_FIELDS + un
-        f = phi[index]
+        f = tables[TABLE_FEATURE, index]
         if f == SUIT_DEAD:
             return -1
         if f == SUIT_DONE:
             done += 1
         out[s] = OFF_SUIT + f
-        total_need += need_t[index]
+        total_need += tables[TABLE_NEED, index]
     if done == NUM_SUITS:
         return 1
     tl = min(max(turns_left, 0), STANDARD_TURNS)
@@ -245,31 +258,18 @@ def state_features(
     return 0
 
 
-@compiled
-def value(
-    hand: int,
-    unseen: int,
-    deck: int,
-    courts: int,
-    jokers: int,
-    turns_left: int,
-    hurt: int,
-    theta: F64,
-    phi: I64,
-    need_t: I64,
-    scratch: I64,
-    ctx: int = 0,
-) -> float:
+@compiled_uncached
+def value(at: At, w: WArgs, ctx: int = 0) -> float:
     """``W`` of a relaxed position (1 when won, 0 when out of reach or the model is off)."""
+    theta, tables, scratch = w
+    hand, _, _, _, jokers, turns_left, hurt = at
     if theta.shape[0] == 0:
         return 0.0  # W = 0: the clairvoyant
     if turns_left <= 0:
         return 0.0  # past midnight
     if theta.shape[0] == CAPACITY_SIZE:
         return capacity_value(hand, jokers, min(turns_left, STANDARD_TURNS), hurt, theta)
-    status = state_features(
-        hand, unseen, deck, courts, jokers, turns_left, hurt, ctx, phi, need_t, scratch
-    )
+    status = state_features(at, ctx, tables, scratch)
     if status != 0:
         return 1.0 if status > 0 else 0.0
     if theta.shape[0] == NUM_PARAMS:  # logistic over the one-hot features
@@ -350,513 +350,423 @@ class ValueModel:
 
 
 # --------------------------------------------------------------------------- penalties
-@compiled
-def after_card(
-    card: int,
-    hand: int,
-    unseen: int,
-    deck: int,
-    courts: int,
-    jokers: int,
-    turns_left: int,
-    hurt: int,
-    kind: int,
-    theta: F64,
-    phi: I64,
-    need_t: I64,
-    scratch: I64,
-) -> float:
-    """``W`` just after ``card`` is drawn in a draw of ``kind`` (every numbered card kept;
-    dead if a rack's Joker or a court's Hurt slays)."""
+@compiled_uncached
+def after_card(card: int, at: At, kind: int, w: WArgs) -> float:
+    """``W`` just after ``card`` is drawn at ``at`` in a draw of ``kind`` (every numbered card
+    kept; dead if a rack's Joker or a court's Hurt slays)."""
+    hand, unseen, deck, courts, jokers, turns_left, hurt = at
     if card < FIRST_COURT:
         bit = 1 << card
-        return value(
-            hand | bit,
-            unseen & ~bit,
-            deck - 1,
-            courts,
-            jokers,
-            turns_left,
-            hurt,
-            theta,
-            phi,
-            need_t,
-            scratch,
-        )
-    if card < FIRST_JOKER:
-        h = hurt + 1 if kind != DRAW_SAFE else hurt
-        if h >= MAX_HURT:
+        hand, unseen = hand | bit, unseen & ~bit
+    elif card < FIRST_JOKER:
+        courts -= 1
+        if kind != DRAW_SAFE:
+            hurt += 1
+        if hurt >= MAX_HURT:
             return 0.0
-        return value(
-            hand, unseen, deck - 1, courts - 1, jokers, turns_left, h, theta, phi, need_t, scratch
-        )
-    if kind == DRAW_RACK:
+    elif kind == DRAW_RACK:
         return 0.0
-    return value(
-        hand, unseen, deck - 1, courts, jokers - 1, turns_left, hurt, theta, phi, need_t, scratch
+    else:
+        jokers -= 1
+    return value((hand, unseen, deck - 1, courts, jokers, turns_left, hurt), w)
+
+
+@compiled_uncached
+def expected_after(at: At, kind: int, w: WArgs) -> float:
+    """``E[W(after the next card)]`` over the unseen cards at ``at`` (its ``deck`` cards: the
+    ``unseen`` numbered ones, ``courts`` courts and ``jokers`` Jokers)."""
+    _, unseen, deck, courts, jokers, _, _ = at
+    if w[0].shape[0] == 0:
+        return 0.0
+    total = 0.0
+    for k in range(FIRST_COURT + 2):  # each unseen numbered card, then the courts, the Jokers
+        if k < FIRST_COURT:
+            card, weight = k, (unseen >> k) & 1
+        elif k == FIRST_COURT:
+            card, weight = FIRST_COURT, courts
+        else:
+            card, weight = FIRST_JOKER, jokers
+        if weight > 0:
+            total += weight * after_card(card, at, kind, w)
+    return float(total / deck)
+
+
+# --------------------------------------------------------------------------- the search
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _recursive(fn: _F) -> _F:
+    """``fn`` compiled without numba's disk cache (it cannot resolve mutual recursion),
+    typed as ``fn`` (its Python signature)."""
+    return cast(_F, compiled(fn, cache=False))
+
+
+NO_CUT: Final = -1e18
+"""The cut of a search that cuts nothing: below every result."""
+NO_BUDGET: Final = 1 << 62
+UPPER_SLACK: Final = 1e-5
+"""Room for the need-known table's single-precision rounding in the cut's upper bound."""
+ABORTED: Final = 1e9
+"""What a search over its state budget returns (a valid, useless upper bound)."""
+FORBIDDEN: Final = -1e9
+"""What a game a :class:`~lab.relaxed.Keeping` with ``forbid`` leaves out scores (below every
+real result)."""
+EXPECTED_PER_STATE: Final = 8
+"""The penalties' cache may hold this many entries per state of the budget (memory)."""
+POSTERIORS_PER_STATE: Final = 1
+"""The posteriors' cache (an array of :data:`CAPACITY_M` floats an entry) may hold this
+many entries per state of the budget: it grows with the cards lost, as a real rack's are."""
+MISSING: Final = np.inf
+"""What the caches hold for a key they do not hold (no value or penalty is infinite)."""
+KEY_SLOTS: Final = 32
+"""Room for a decision point or a draw in a packed memo key."""
+RACK_SLOTS: Final = 16
+"""Room for a rack's index + 1 (0: not a rack, or a rack that loses nothing) in the
+penalties' cache key."""
+GONE_BITS: Final = NUM_NUMBERED
+"""The caches' keys are int64: a packed (position, turn, Hurt, decision point or draw, rack)
+above the cards lost (:func:`_key`; the packed part fits in 23 bits)."""
+
+# The search's state: one tuple, its entries these (:func:`search_state` builds it). The
+# recursion passes it by value, so it holds few arrays.
+S_DEAL = 0
+"""The deal (:meth:`~lab.relaxed.DealFacts.packed`: rows ``ROW_*`` by position)."""
+S_W = 1
+"""``W`` (:func:`w_args`)."""
+S_V, S_C = 2, 3
+"""The need-known ``W``: the need game's table and the completion table of
+``P(r | hand, unseen)`` (empty stand-ins for the other forms of ``W``)."""
+S_MEMO, S_BOUNDS, S_EXPECTED, S_POSTERIORS = 4, 5, 6, 7
+"""Typed dicts: the exact values, the cut's upper bounds, the penalties' expectations, and
+``P(r | hand, unseen)`` by (position, cards lost)."""
+S_KEEPING, S_PRUNE, S_BUDGET = 8, 9, 10
+"""The variant (:meth:`Keeping.packed`), the cut on (``W`` a supersolution), the state budget."""
+
+EMPTY_V: Final = np.zeros((1, 1, 1, 1, 1, 1), dtype=np.float32)
+EMPTY_C: Final = np.zeros((1, 1, 1), dtype=np.float32)
+
+
+def search_state(
+    facts: DealFacts,
+    model: ValueModel,
+    keeping: Keeping = RELAXED,
+    prune: bool = False,
+    budget: int = NO_BUDGET,
+) -> tuple[Any, ...]:
+    """The search's state on a deal: the argument list of every kernel below. A variant
+    that loses cards, or the cut, needs the need-known ``W`` (the other forms read the
+    relaxed hand)."""
+    need = model.theta.size == NEED_GAME_SIZE
+    if not need and (keeping != RELAXED or prune):
+        raise ValueError(f"{keeping}, prune {prune}: the need-known W only")
+    return (
+        facts.packed(),
+        w_args(model),
+        need_game_values() if need else EMPTY_V,
+        completions_with_unseen() if need else EMPTY_C,
+        Dict.empty(key_type=types.int64, value_type=types.float64),
+        Dict.empty(key_type=types.int64, value_type=types.float64),
+        Dict.empty(key_type=types.int64, value_type=types.float64),
+        Dict.empty(key_type=types.int64, value_type=types.float64[:]),
+        keeping.packed(),
+        prune,
+        budget,
     )
 
 
 @compiled
-def expected_after(
-    hand: int,
-    unseen: int,
-    deck: int,
-    courts: int,
-    jokers: int,
-    turns_left: int,
-    hurt: int,
-    kind: int,
-    theta: F64,
-    phi: I64,
-    need_t: I64,
-    scratch: I64,
-) -> float:
-    """``E[W(after the next card)]`` over the ``deck`` unseen cards: ``unseen`` (numbered),
-    ``courts`` courts and ``jokers`` Jokers."""
-    if theta.shape[0] == 0:
-        return 0.0
-    total = 0.0
-    rest = unseen
-    while rest:
-        low = rest & -rest
-        card = 0
-        while (1 << card) != low:
-            card += 1
-        total += after_card(
-            card,
-            hand,
-            unseen,
-            deck,
-            courts,
-            jokers,
-            turns_left,
-            hurt,
-            kind,
-            theta,
-            phi,
-            need_t,
-            scratch,
-        )
-        rest ^= low
-    if courts > 0:
-        total += courts * after_card(
-            FIRST_COURT,
-            hand,
-            unseen,
-            deck,
-            courts,
-            jokers,
-            turns_left,
-            hurt,
-            kind,
-            theta,
-            phi,
-            need_t,
-            scratch,
-        )
-    if jokers > 0:
-        total += jokers * after_card(
-            FIRST_JOKER,
-            hand,
-            unseen,
-            deck,
-            courts,
-            jokers,
-            turns_left,
-            hurt,
-            kind,
-            theta,
-            phi,
-            need_t,
-            scratch,
-        )
-    return float(total / deck)
-
-
-# --------------------------------------------------------------------------- one deal
-@dataclass(frozen=True)
-class DealFacts:
-    """A deal's relaxed hands and suffix counts by position (what is held and unseen)."""
-
-    cards: I64
-    hands: I64
-    unseen: I64
-    courts: I64
-    jokers: I64
-    won: npt.NDArray[np.bool_]
-    """``won[p]``: the first ``p`` cards hold a run in every suit."""
-
-    @classmethod
-    def of(cls, deck: Any) -> DealFacts:
-        cards = np.asarray(deck, dtype=np.int64)
-        n = DECK_SIZE
-        hands = np.zeros(n + 1, dtype=np.int64)
-        unseen = np.zeros(n + 1, dtype=np.int64)
-        courts = np.zeros(n + 1, dtype=np.int64)
-        jokers = np.zeros(n + 1, dtype=np.int64)
-        for pos in range(n):
-            card = int(cards[pos])
-            hands[pos + 1] = hands[pos] | ((1 << card) if card < FIRST_COURT else 0)
-        for pos in range(n - 1, -1, -1):
-            card = int(cards[pos])
-            unseen[pos] = unseen[pos + 1] | ((1 << card) if card < FIRST_COURT else 0)
-            courts[pos] = courts[pos + 1] + int(FIRST_COURT <= card < FIRST_JOKER)
-            jokers[pos] = jokers[pos + 1] + int(card >= FIRST_JOKER)
-        won = np.array(
-            [
-                all(
-                    HAS_RUN[(int(h) >> (s * NUM_RANKS)) & SUIT_FIELD_MASK] for s in range(NUM_SUITS)
-                )
-                for h in hands
-            ]
-        )
-        return cls(cards, hands, unseen, courts, jokers, won)
-
-
-def _recursive(fn: Any) -> Any:
-    """Compiled without numba's disk cache (it cannot resolve mutual recursion)."""
-    return compiled(fn, cache=False)
+def _key(packed: int, gone: int) -> int:
+    """A cache's key: ``packed`` above the cards lost."""
+    return (packed << GONE_BITS) | gone
 
 
 @_recursive
-def _z(pos: int, turn: int, hurt: int, kind: int, xk: int, D: Any) -> float:
-    """The penalty of the card at ``pos`` drawn in a draw of ``kind`` (``xk``: which draw
-    exactly, for the need-known ``W``), its expectation cached per (pos, turn, Hurt, xk)."""
-    cards, hands, unseen_t, courts_t, jokers_t, theta, phi, need_t, scratch, cache = D[:10]
-    if theta.shape[0] == 0:
-        return 0.0
-    expected = cache[pos, turn, hurt, xk]
-    deck = DECK_SIZE - pos
-    turns_left = STANDARD_TURNS - turn + 1
-    if theta.shape[0] == NEED_GAME_SIZE:
-        V, off, post, numbered_t = D[13], D[14], D[15], D[16]
-        m = NUM_NUMBERED - numbered_t[pos]
-        c = NUM_COURTS - courts_t[pos]
-        j = NUM_JOKERS - jokers_t[pos]
-        if expected == UNSET:
-            expected = expected_after_need(V, off, post[pos], m, c, j, turn, hurt, xk)
-            cache[pos, turn, hurt, xk] = expected
-        card = cards[pos]
+def _posterior(pos: int, gone: int, S: Any) -> F64:
+    """``P(r | hand, unseen)`` at ``pos`` with the cards ``gone`` lost (cached)."""
+    posts: MutableMapping[int, F64] = S[S_POSTERIORS]
+    key = _key(pos, gone)
+    if key in posts:
+        return posts[key]
+    out = np.zeros(CAPACITY_M)
+    deal = S[S_DEAL]
+    need_posterior(deal[ROW_HANDS, pos] & ~gone, deal[ROW_UNSEEN, pos], S[S_C], out)
+    posts[key] = out
+    return out
+
+
+@_recursive
+def _z(pos: int, turn: int, hurt: int, action: int, xk: int, gone: int, S: Any) -> float:
+    """The penalty of the card at ``pos`` drawn by ``action`` in the draw ``xk``, the cards
+    ``gone`` lost before it: ``W`` after it less its expectation (cached per position, turn,
+    Hurt, draw, cards lost, and a rack where it decides what is lost)."""
+    w = S[S_W]
+    if w[0].shape[0] == 0:
+        return 0.0  # W = 0: the clairvoyant
+    deal = S[S_DEAL]
+    expected_cache: MutableMapping[int, float] = S[S_EXPECTED]
+    keeping = S[S_KEEPING]
+    rack = action - RACK_FIRST + 1 if keeping[K_REAL] and RACK_FIRST <= action < REST else 0
+    slot = (((pos * (STANDARD_TURNS + 2)) + turn) * MAX_HURT + hurt) * KEY_SLOTS + xk
+    key = _key(slot * RACK_SLOTS + rack, gone)
+    card = deal[ROW_CARDS, pos]
+    if w[0].shape[0] == NEED_GAME_SIZE:
+        V = S[S_V]
+        c = NUM_COURTS - deal[ROW_COURTS, pos]
+        j = NUM_JOKERS - deal[ROW_JOKERS, pos]
+        m = pos - c - j  # the numbered cards drawn
+        expected = expected_cache.get(key, MISSING)
+        if expected == MISSING:
+            expected = _expected_need(pos, turn, hurt, action, xk, gone, m, c, j, S)
+            expected_cache[key] = expected
         card_type = CARD_NUMBERED
         if card >= FIRST_JOKER:
             card_type = CARD_JOKER
         elif card >= FIRST_COURT:
             card_type = CARD_COURT
-        after = realized_after(V, off, post[pos + 1], card_type, m, c, j, turn, hurt, xk)
-        return after - expected
-    if expected == UNSET:
-        expected = expected_after(
-            hands[pos],
-            unseen_t[pos],
-            deck,
-            courts_t[pos],
-            jokers_t[pos],
-            turns_left,
-            hurt,
-            kind,
-            theta,
-            phi,
-            need_t,
-            scratch,
-        )
-        cache[pos, turn, hurt, xk] = expected
-    realized = after_card(
-        cards[pos],
-        hands[pos],
-        unseen_t[pos],
-        deck,
-        courts_t[pos],
-        jokers_t[pos],
+        elif (kept_cards(action, gone, keeping) >> card) & 1 == 0:
+            gone |= 1 << card
+        post = _posterior(pos + 1, gone, S)
+        return realized_after(V, post, card_type, m, c, j, turn, hurt, xk) - expected
+    # a feature model of W: the relaxed game (nothing is lost)
+    turns_left = STANDARD_TURNS - turn + 1
+    at = (
+        deal[ROW_HANDS, pos],
+        deal[ROW_UNSEEN, pos],
+        DECK_SIZE - pos,
+        deal[ROW_COURTS, pos],
+        deal[ROW_JOKERS, pos],
         turns_left,
         hurt,
-        kind,
-        theta,
-        phi,
-        need_t,
-        scratch,
     )
-    return realized - expected
+    expected = expected_cache.get(key, MISSING)
+    if expected == MISSING:
+        expected = expected_after(at, DRAW_KINDS[xk], w)
+        expected_cache[key] = expected
+    return after_card(card, at, DRAW_KINDS[xk], w) - expected
 
 
 @_recursive
-def _end_turn(pos: int, turn: int, hurt: int, D: Any) -> float:
+def _expected_need(
+    pos: int, turn: int, hurt: int, action: int, xk: int, gone: int, m: int, c: int, j: int, S: Any
+) -> float:
+    """The need-known ``W``'s ``E[W(after the next card)]``. A kept numbered card lowers the
+    need by one on average over the cards (the need game's shortcut); where some would be
+    lost (a Rest's, a real rack's unmatched) the sum runs over the unseen cards."""
+    V = S[S_V]
+    kept = kept_cards(action, gone, S[S_KEEPING])
+    sorts = kept != ALL_NUMBERED
+    total = expected_sum(V, _posterior(pos, gone, S), m, c, j, turn, hurt, xk, not sorts)
+    if sorts:
+        hand = S[S_DEAL][ROW_HANDS, pos] & ~gone
+        unseen = S[S_DEAL][ROW_UNSEEN, pos]
+        lost = np.zeros(CAPACITY_M)
+        out = np.zeros(CAPACITY_M)
+        rest = unseen
+        while rest:
+            low = rest & -rest
+            if kept & low:
+                need_posterior(hand | low, unseen & ~low, S[S_C], out)  # kept
+            else:
+                need_posterior(hand, unseen & ~low, S[S_C], out)  # lost
+            lost += out
+            rest ^= low
+        for r in range(CAPACITY_M):
+            if lost[r] > 0.0:
+                total += lost[r] * after_value(V, CARD_NUMBERED, r, m, c, j, turn, hurt, xk)
+    return total / (DECK_SIZE - m - c - j)
+
+
+@_recursive
+def _next(pos: int, turn: int, hurt: int, follows: int, gone: int, alpha: float, S: Any) -> float:
+    """The best from the decision point ``follows`` (or the next turn's start) of this turn."""
+    if follows != END_TURN:
+        return _solve(pos, turn, hurt, follows, gone, alpha, S)
     if turn >= STANDARD_TURNS:
         return 0.0  # midnight
-    return _solve(pos, turn + 1, hurt, CTX_TURN, D)
+    return _solve(pos, turn + 1, hurt, CTX_TURN, gone, alpha, S)
 
 
 @_recursive
-def _after_iron(pos: int, turn: int, hurt: int, apps: int, D: Any) -> float:
-    if apps >= IRON_APPLICATIONS_PER_TURN:
-        return _end_turn(pos, turn, hurt, D)
-    return _solve(pos, turn, hurt, CTX_TURN + apps, D)
-
-
-@_recursive
-def _single(pos: int, turn: int, hurt: int, action: int, D: Any) -> float:
-    """Threaten (0), Rest (1) or the ``action - 1``-th Iron application (2..4)."""
-    cards, won = D[0], D[10]
-    card = cards[pos]
-    iron = action >= 2
-    xk = XK_THREATEN if action == 0 else (XK_REST if action == 1 else XK_IRON + action - 1)
-    value_now = -_z(pos, turn, hurt, DRAW_SAFE, xk, D)
-    pos += 1
-    if won[pos]:
-        return value_now + 1.0
-    if pos >= DECK_SIZE:
-        return value_now  # deck exhausted
-    if iron:
-        hurt += 1
-        if hurt >= MAX_HURT:
-            return value_now
-        if card >= FIRST_JOKER:
-            return value_now + _solve(pos, turn, hurt, CTX_BONUS + action - 1, D)
-        return value_now + _after_iron(pos, turn, hurt, action - 1, D)
-    if action == 1:  # Rest
-        return value_now + _end_turn(pos, turn, max(hurt - 1, 0), D)
-    if card >= FIRST_JOKER:
-        return value_now + _solve(pos, turn, hurt, CTX_BONUS, D)
-    return value_now + _end_turn(pos, turn, hurt, D)
-
-
-@_recursive
-def _bonus(pos: int, turn: int, hurt: int, ctx: int, D: Any) -> float:
-    cards, won = D[0], D[10]
-    hurting = ctx > CTX_BONUS
-    kind = DRAW_HURTING if hurting else DRAW_SAFE
+def _act(
+    pos: int, turn: int, hurt: int, ctx: int, action: int, gone: int, alpha: float, S: Any
+) -> float:
+    """``R - Z`` of ``action`` at a decision point, the best play after it: its cards drawn
+    by the rules (:func:`lab.relaxed.card_step`), each numbered card kept or lost by the
+    variant, each penalised."""
+    if action == STOP:
+        return _next(pos, turn, hurt, after_stop(ctx), gone, alpha, S)
+    deal, keeping = S[S_DEAL], S[S_KEEPING]
     total = 0.0
-    for drawn in range(BONUS_DRAWS):
-        left = BONUS_DRAWS - drawn
-        if hurting:
-            xk = XK_IRON_BONUS + (ctx - CTX_BONUS - 1) * BONUS_DRAWS + left - 1
-        else:
-            xk = XK_THREATEN_BONUS + left - 1
-        card = cards[pos]
-        total -= _z(pos, turn, hurt, kind, xk, D)
-        pos += 1
-        if won[pos]:
-            return total + 1.0
-        if pos >= DECK_SIZE:
-            return total
-        if hurting and FIRST_COURT <= card < FIRST_JOKER:
-            hurt += 1
-            if hurt >= MAX_HURT:
-                return total
-    if not hurting:
-        return total + _end_turn(pos, turn, hurt, D)
-    return total + _after_iron(pos, turn, hurt, ctx - CTX_BONUS, D)
-
-
-@_recursive
-def _rack(pos: int, turn: int, hurt: int, index: int, D: Any) -> float:
-    cards, won = D[0], D[10]
-    targets = RACK_MASKS[index]
-    total = 0.0
+    drawn = 0
+    kept = kept_cards(action, gone, keeping)
     while True:
-        card = cards[pos]
-        total -= _z(pos, turn, hurt, DRAW_RACK, XK_RACK, D)
+        card = deal[ROW_CARDS, pos]
+        lost = card < FIRST_COURT and (kept >> card) & 1 == 0
+        if lost and over_cap(gone, keeping):
+            return FORBIDDEN  # forbid: a lower estimate, not a bound
+        total -= _z(pos, turn, hurt, action, draw_of(action, ctx, drawn), gone, S)
+        if lost:
+            gone |= 1 << card
+            kept = kept_cards(action, gone, keeping)
         pos += 1
-        if won[pos]:
+        if complete(deal[ROW_HANDS, pos] & ~gone):
             return total + 1.0
         if pos >= DECK_SIZE:
+            return total  # deck exhausted
+        hurt, follows = card_step(action, ctx, drawn, card, hurt)
+        if follows == SLAIN:
             return total
-        if card < FIRST_COURT and (targets >> card) & 1 == 1:
-            return total + _end_turn(pos, turn, hurt, D)
-        if card >= FIRST_JOKER:
-            return total  # slain
-        if card >= FIRST_COURT:
-            hurt += 1
-            if hurt >= MAX_HURT:
-                return total
+        if follows != DRAW_ON:
+            return total + _next(pos, turn, hurt, follows, gone, alpha - total, S)
+        drawn += 1
 
 
 @_recursive
-def _solve(pos: int, turn: int, hurt: int, ctx: int, D: Any) -> float:
-    """The clairvoyant's maximum of ``R - Z`` from a decision point of the relaxed game."""
-    memo = D[11]
-    known = memo[pos, turn, hurt, ctx]
-    if known != UNSET:
+def _upper(pos: int, turn: int, hurt: int, ctx: int, gone: int, S: Any) -> float:
+    """The need-known ``W`` at a decision point: no game from here scores more (a
+    supersolution), to single-precision rounding."""
+    deal, V = S[S_DEAL], S[S_V]
+    post = _posterior(pos, gone, S)
+    c = NUM_COURTS - deal[ROW_COURTS, pos]
+    j = NUM_JOKERS - deal[ROW_JOKERS, pos]
+    m = pos - c - j  # the numbered cards drawn
+    phase = phase_of(ctx)
+    total: float = post[0]
+    for r in range(1, CAPACITY_M):
+        if post[r] > 0.0:
+            total += post[r] * V[turn, OFFSET[m] + r, c, j, hurt, phase]
+    return total + UPPER_SLACK
+
+
+@_recursive
+def _solve(pos: int, turn: int, hurt: int, ctx: int, gone: int, alpha: float, S: Any) -> float:
+    """The clairvoyant's maximum of ``R - Z`` from a decision point, the cards ``gone`` lost,
+    fail-soft: exact when above ``alpha``, else an upper bound (at most ``alpha``). With the
+    cut on, subtrees whose ``W`` (an upper bound on their value) is at most ``alpha`` are
+    cut; over the state budget, :data:`ABORTED`."""
+    memo: MutableMapping[int, float] = S[S_MEMO]
+    bounds: MutableMapping[int, float] = S[S_BOUNDS]
+    key = _key((((pos * (STANDARD_TURNS + 2)) + turn) * MAX_HURT + hurt) * KEY_SLOTS + ctx, gone)
+    known = memo.get(key, MISSING)
+    if known != MISSING:
         return known
-    chosen = D[12]
-    best = UNSET
-    if ctx == CTX_TURN:
-        for action in range(ACTIONS_AT_TURN):
-            if action == 0:
-                v = _single(pos, turn, hurt, 0, D)  # Threaten
-            elif action == 1:
-                v = _single(pos, turn, hurt, 2, D)  # the first Iron application
-            elif action == ACTION_REST:
-                v = _single(pos, turn, hurt, 1, D)  # Rest
-            else:
-                v = _rack(pos, turn, hurt, action - RACK_ACTION_FIRST, D)
-            if v > best:
-                best, chosen[pos, turn, hurt, ctx] = v, action
-    elif ctx < CTX_BONUS:
-        v = _single(pos, turn, hurt, ctx + 2, D)  # Iron again
-        if v > best:
-            best, chosen[pos, turn, hurt, ctx] = v, 1
-        v = _end_turn(pos, turn, hurt, D)  # Stop
-        if v > best:
-            best, chosen[pos, turn, hurt, ctx] = v, ACTION_STOP
+    upper = bounds.get(key, MISSING)
+    if upper == MISSING:
+        upper = _upper(pos, turn, hurt, ctx, gone, S) if S[S_PRUNE] else 1e9
+    if upper <= alpha:
+        return upper
+    budget = S[S_BUDGET]
+    if (
+        len(memo) + len(bounds) > budget
+        or len(S[S_EXPECTED]) // EXPECTED_PER_STATE > budget
+        or len(S[S_POSTERIORS]) // POSTERIORS_PER_STATE > budget
+    ):
+        return ABORTED  # over the state budget: an upper bound that says nothing
+    best = FORBIDDEN
+    a = alpha
+    actions = ACTIONS_AT[ctx]
+    for i in range(actions.shape[0]):
+        if actions[i] < 0:
+            break
+        v = _act(pos, turn, hurt, ctx, actions[i], gone, a, S)
+        best = max(best, v)
+        a = max(a, v)
+    if best > alpha:
+        memo[key] = best
     else:
-        if ctx == CTX_BONUS:
-            v = _end_turn(pos, turn, hurt, D)  # decline
-        else:
-            v = _after_iron(pos, turn, hurt, ctx - CTX_BONUS, D)
-        if v > best:
-            best, chosen[pos, turn, hurt, ctx] = v, ACTION_STOP
-        v = _bonus(pos, turn, hurt, ctx, D)
-        if v > best:
-            best, chosen[pos, turn, hurt, ctx] = v, ACTION_TAKE_BONUS
-    memo[pos, turn, hurt, ctx] = best
+        bounds[key] = min(upper, best)
     return best
 
 
-def _arrays(facts: DealFacts, model: ValueModel) -> tuple[Any, ...]:
-    phi, need_t = _tables()
-    return (
-        facts.cards,
-        facts.hands,
-        facts.unseen,
-        facts.courts,
-        facts.jokers,
-        model.theta,
-        phi,
-        need_t,
-        np.zeros(FEATURES_PER_STATE, dtype=np.int64),
-        np.full((DECK_SIZE + 1, STANDARD_TURNS + 2, MAX_HURT, NUM_XK), UNSET),
-        facts.won,
-        np.full((DECK_SIZE + 1, STANDARD_TURNS + 2, MAX_HURT, NUM_CTX), UNSET),
-        np.full((DECK_SIZE + 1, STANDARD_TURNS + 2, MAX_HURT, NUM_CTX), -1, dtype=np.int64),
-        *_need_arrays(facts, model),
-    )
+def solve(S: tuple[Any, ...], alpha: float = NO_CUT) -> float:
+    """The clairvoyant's maximum of ``R - Z`` over the games of ``S``'s deal (fail-soft
+    above ``alpha``, as :func:`_solve`)."""
+    return float(_solve(0, 1, 0, CTX_TURN, 0, alpha, S))
 
 
-def _need_arrays(facts: DealFacts, model: ValueModel) -> tuple[Any, ...]:
-    """The need-known game's table, the (m, r) offsets, ``P(r | hand)`` by position and
-    the unseen numbered count by position (empty stand-ins for the other forms of W)."""
-    numbered_t = np.array([bin(int(u)).count("1") for u in facts.unseen], dtype=np.int64)
-    if model.theta.size != NEED_GAME_SIZE:
-        empty = np.zeros((1, 1, 1, 1, 1, 1), dtype=np.float32)
-        return empty, OFFSET, np.zeros((DECK_SIZE + 1, CAPACITY_M)), numbered_t
-    return need_game_values(), OFFSET, need_posteriors(facts.hands), numbered_t
+def states(S: tuple[Any, ...]) -> int:
+    """How many decision points the search has memoised (exactly, or as cut)."""
+    return len(S[S_MEMO]) + len(S[S_BOUNDS])
 
 
-def need_posteriors(hands: I64) -> F64:
-    """``post[p, r]``: the chance that the hand ``hands[p]`` needs exactly ``r`` more
-    numbered cards (drawn at random from the unseen ones) to complete the phrase."""
-    out = np.zeros((len(hands), CAPACITY_M))
-    curve = np.zeros(CAPACITY_M)
-    for p, hand in enumerate(hands):
-        completion_curve(int(hand), curve)
-        out[p, 0] = curve[0]
-        out[p, 1:] = np.diff(curve)
-    return out
+TABLE_FEATURE: Final = 0
+TABLE_NEED: Final = 1
 
 
 @functools.cache
-def _tables() -> tuple[I64, I64]:
-    """The per-suit feature and need tables (built once per process)."""
-    return suit_feature_table(), suit_need_table()
+def suit_tables_packed() -> I64:
+    """The per-suit feature and need tables, rows :data:`TABLE_FEATURE` and
+    :data:`TABLE_NEED` (built once per process)."""
+    return np.stack([suit_feature_table(), suit_need_table()])
+
+
+def w_args(model: ValueModel) -> WArgs:
+    """``model`` as the kernels take it (:data:`WArgs`)."""
+    return model.theta, suit_tables_packed(), np.zeros(FEATURES_PER_STATE, dtype=np.int64)
 
 
 def deal_bound(deck: Any, model: ValueModel) -> float:
     """The clairvoyant's maximum of ``R - Z`` over every relaxed game of ``deck`` (its bound)."""
-    return float(_solve(0, 1, 0, CTX_TURN, _arrays(DealFacts.of(deck), model)))
+    return solve(search_state(DealFacts.of(deck), model))
+
+
+def best_action(S: tuple[Any, ...], pos: int, turn: int, hurt: int, ctx: int) -> int:
+    """The first action of the searched deal's best game from a decision point (nothing
+    lost, no cut): each action's value again, its subtrees from the memo."""
+    best, chosen = -np.inf, -1
+    for action in ACTIONS_AT[ctx].tolist():
+        if action < 0:
+            break
+        v = float(_act(pos, turn, hurt, ctx, action, 0, NO_CUT, S))
+        if v > best:
+            best, chosen = v, action
+    return chosen
 
 
 def deal_bound_path(deck: Any, model: ValueModel) -> tuple[float, list[tuple[int, int, int, int]]]:
     """The deal's bound and the decision points ``(pos, turn, hurt, ctx)`` of the
     clairvoyant's best relaxed game."""
     facts = DealFacts.of(deck)
-    arrays = _arrays(facts, model)
-    best = float(_solve(0, 1, 0, CTX_TURN, arrays))
-    chosen = arrays[12]
+    S = search_state(facts, model)
+    best = solve(S)
+    position = start_position(facts.cards)
+    keeping = RELAXED.packed()
     path = []
-    pos, turn, hurt, ctx = 0, 1, 0, CTX_TURN
+    pos = 0
     while True:
-        action = int(chosen[pos, turn, hurt, ctx])
+        turn, hurt, ctx = int(position[P_TURN]), int(position[P_HURT]), int(position[P_CTX])
         path.append((pos, turn, hurt, ctx))
-        step = relaxed_step(facts, pos, turn, hurt, ctx, action)
-        if step is None:
+        action = best_action(S, pos, turn, hurt, ctx)
+        outcome, drawn = advance(facts.cards, pos, position, action, keeping)
+        if outcome != PLAYING:
             return best, path
-        pos, turn, hurt, ctx = step
-
-
-def relaxed_step(
-    facts: DealFacts, pos: int, turn: int, hurt: int, ctx: int, action: int
-) -> tuple[int, int, int, int] | None:
-    """The next decision point after ``action`` in the relaxed game on ``facts``'s deal, or
-    None when the game ends (won or lost). Plain Python: the replay of a path."""
-    cards, won = facts.cards, facts.won
-    draws, hurting, rack, apps = 1, False, -1, ctx if ctx < CTX_BONUS else 0
-    if action == ACTION_STOP:
-        if ctx > CTX_BONUS and ctx - CTX_BONUS < IRON_APPLICATIONS_PER_TURN:
-            return pos, turn, hurt, CTX_TURN + ctx - CTX_BONUS
-        return None if turn >= STANDARD_TURNS else (pos, turn + 1, hurt, CTX_TURN)
-    if action == ACTION_TAKE_BONUS:
-        draws, hurting = 3, ctx > CTX_BONUS
-    elif RACK_ACTION_FIRST <= action < ACTION_REST:
-        draws, hurting, rack = DECK_SIZE, True, action - RACK_ACTION_FIRST
-    next_ctx = -1
-    for _ in range(draws):
-        card = int(cards[pos])
-        pos += 1
-        if won[pos] or pos >= DECK_SIZE:
-            return None
-        if FIRST_COURT <= card < FIRST_JOKER and hurting:
-            hurt += 1
-        if card >= FIRST_JOKER and rack >= 0:
-            return None
-        if hurt >= MAX_HURT:
-            return None
-        if action == 1:  # Iron
-            hurt += 1
-            if hurt >= MAX_HURT:
-                return None
-            if card >= FIRST_JOKER:
-                next_ctx = CTX_BONUS + apps + 1
-            elif apps + 1 < IRON_APPLICATIONS_PER_TURN:
-                next_ctx = CTX_TURN + apps + 1
-        elif action == 0 and card >= FIRST_JOKER:
-            next_ctx = CTX_BONUS
-        if rack >= 0 and card < FIRST_COURT and (int(RACK_MASKS[rack]) >> card) & 1:
-            break
-    if action == ACTION_REST:
-        hurt = max(hurt - 1, 0)
-    if action == ACTION_TAKE_BONUS and ctx > CTX_BONUS:
-        left = ctx - CTX_BONUS
-        next_ctx = CTX_TURN + left if left < IRON_APPLICATIONS_PER_TURN else -1
-    if next_ctx >= 0:
-        return pos, turn, hurt, next_ctx
-    return None if turn >= STANDARD_TURNS else (pos, turn + 1, hurt, CTX_TURN)
+        pos += int(drawn)
 
 
 # --------------------------------------------------------------------------- checks
-def draw_kind(action: int, iron_bonus: bool, apps: int, drawn: int) -> tuple[int, int]:
-    """The kind of draw (``DRAW_*``) and which draw exactly (``XK_*``) of the ``drawn``-th
-    card of ``action``, taken with ``apps`` Iron applications made this turn before it
-    (``iron_bonus``: a bonus on offer came from the Iron)."""
-    if action == ACTION_TAKE_BONUS:
-        left = BONUS_DRAWS - drawn
-        if iron_bonus:
-            return DRAW_HURTING, XK_IRON_BONUS + (apps - 1) * BONUS_DRAWS + left - 1
-        return DRAW_SAFE, XK_THREATEN_BONUS + left - 1
-    if RACK_ACTION_FIRST <= action < ACTION_REST:
-        return DRAW_RACK, XK_RACK
-    if action == ACTION_REST:
-        return DRAW_SAFE, XK_REST
-    if action == 0:
-        return DRAW_SAFE, XK_THREATEN
-    return DRAW_SAFE, XK_IRON + apps + 1
+Penalty = Callable[..., float]
+"""``z(pos, turn, hurt, action, xk, gone=0)`` of a deal (:func:`penalties`)."""
 
 
-def card_penalty(
-    arrays: tuple[Any, ...], pos: int, turn: int, hurt: int, kind: int, xk: int
-) -> float:
-    """``z`` of the deck's card at ``pos`` (``arrays``: a deal's, from :func:`_arrays`)."""
-    return float(_z(pos, turn, hurt, kind, xk, arrays))
+def penalties(S: tuple[Any, ...]) -> Penalty:
+    """``z`` of the deck's card at ``pos`` drawn by ``action`` in the draw ``xk``, the cards
+    ``gone`` lost before it (``S``: a deal's :func:`search_state`), called from Python: the
+    compiled penalty, ``S``'s numba type found once (typing its dicts costs more than a
+    penalty)."""
+    _z(0, 1, 0, THREATEN, XK_THREATEN, 0, S)  # compiled for S's types (cached, not wasted)
+    signature = (types.int64,) * 6 + (typeof(S),)  # type: ignore[no-untyped-call]
+    entry = cast(Any, _z).get_overload(signature)
+
+    def z(pos: int, turn: int, hurt: int, action: int, xk: int, gone: int = 0) -> float:
+        return float(entry(pos, turn, hurt, action, xk, gone, S))
+
+    return z
+
+
+def card_penalty(S: tuple[Any, ...], pos: int, turn: int, hurt: int, action: int, xk: int) -> float:
+    """``z`` of the deck's card at ``pos`` drawn by ``action`` in the draw ``xk``, nothing
+    lost (``S``: a deal's :func:`search_state`; many calls: :func:`penalties`)."""
+    return float(_z(pos, turn, hurt, action, xk, 0, S))
 
 
 def twin_result(deck: Any, actions: list[int], model: ValueModel) -> tuple[float, float, str]:
@@ -867,26 +777,23 @@ def twin_result(deck: Any, actions: list[int], model: ValueModel) -> tuple[float
     to its end, and the real game's outcome (the real game is played to its end). The
     clairvoyant's maximum on the deal is at least ``R - Z`` (it can play these actions),
     and over the games of an honest player ``Z`` has mean zero."""
-    from coldiron_env.game import BONUS_FROM_IRON, Game
+    from coldiron_env.game import Game
 
     facts = DealFacts.of(deck)
-    arrays = _arrays(facts, model)
+    z = penalties(search_state(facts, model))
     game = Game([int(c) for c in facts.cards])
     total = 0.0
     twin_won = False
     for action in actions:
-        pos, turn, hurt, apps = game.pos, game.turn, game.hurt, game.iron_count
-        iron_bonus = game.bonus_source == BONUS_FROM_IRON
+        pos, turn, hurt, ctx = game.pos, game.turn, game.hurt, ctx_of(game)
         game.step(action)
         for drawn, card in enumerate(game.drawn):
             if twin_won:
                 break  # the relaxed game is over; the real one plays on, for its outcome
-            kind, xk = draw_kind(action, iron_bonus, apps, drawn)
-            total += card_penalty(arrays, pos, turn, hurt, kind, xk)
+            total += z(pos, turn, hurt, action, int(draw_of(action, ctx, drawn)))
             pos += 1
             twin_won = bool(facts.won[pos])
-            if kind != DRAW_SAFE and FIRST_COURT <= card < FIRST_JOKER:
-                hurt += 1
+            hurt = int(card_step(action, ctx, drawn, card, hurt)[0])
         if game.outcome is not None:
             break
     return float(twin_won), total, game.outcome or "playing"

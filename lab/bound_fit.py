@@ -23,24 +23,41 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from coldiron_env.actions import BONUS, IRON, NUM_ACTIONS, RACK_ACTIONS, REST, STOP, THREATEN
-from coldiron_env.batched import compiled
-from coldiron_env.cards import DECK_SIZE, FIRST_COURT, FIRST_JOKER, NUM_NUMBERED, NUM_SUITS
+from coldiron_env.actions import IRON, NUM_ACTIONS, REST, STOP, THREATEN
+from coldiron_env.batched import compiled_uncached
+from coldiron_env.cards import FIRST_COURT, FIRST_JOKER, NUM_NUMBERED
 from coldiron_env.dealer import DealStream, shuffled_decks, stream_seed
-from coldiron_env.options import IRON_APPLICATIONS_PER_TURN, MAX_HURT, STANDARD_TURNS
+from coldiron_env.options import STANDARD_TURNS
 from lab.bound import (
-    CTX_BONUS,
-    CTX_TURN,
     FEATURES_PER_STATE,
-    HAS_RUN_ARRAY,
     MLP_HIDDEN,
     MLP_SIZE,
     NUM_PARAMS,
-    RACK_MASKS,
+    At,
     ValueModel,
-    _tables,
+    WArgs,
+    deal_bound_path,
     state_features,
     value,
+    w_args,
+)
+from lab.relaxed import (
+    ACTIONS_AT,
+    P_COURTS,
+    P_CTX,
+    P_HAND,
+    P_HURT,
+    P_JOKERS,
+    P_TURN,
+    P_UNSEEN,
+    PLAYING,
+    POSITION_SIZE,
+    RELAXED,
+    WON,
+    DealFacts,
+    advance,
+    count,
+    start_position,
 )
 
 F64 = npt.NDArray[np.float64]
@@ -48,110 +65,37 @@ I64 = npt.NDArray[np.int64]
 
 FIT_SEED: Final = 900
 """Seed of the fitting deals in the ``SEARCH`` stream (no report or choice uses them)."""
-NUM_ACTIONS_RELAXED: Final = NUM_ACTIONS
-ACTION_THREATEN, ACTION_IRON, ACTION_REST, ACTION_STOP, ACTION_BONUS = (
-    THREATEN,
-    IRON,
-    REST,
-    STOP,
-    BONUS,
-)
-RACK_FIRST: Final = RACK_ACTIONS[0]
 NO_VALUE: Final = -1.0
+KEEP_ALL: Final = RELAXED.packed()
+"""The relaxed game's keeping, as :func:`lab.relaxed.advance` reads it."""
 
 
-@compiled
-def _complete(hand: int) -> bool:
-    for s in range(NUM_SUITS):
-        if not HAS_RUN_ARRAY[(hand >> (s * 10)) & 1023]:
-            return False
-    return True
+# These read the rules and W of other modules: compiled afresh in each process.
+# These read the rules and W of other modules: compiled afresh in each process.
+@compiled_uncached
+def _at(position: I64) -> At:
+    """A decision point as ``W`` reads it."""
+    unseen, courts, jokers = position[P_UNSEEN], position[P_COURTS], position[P_JOKERS]
+    deck = count(unseen) + courts + jokers
+    turns_left = STANDARD_TURNS - position[P_TURN] + 1
+    return (position[P_HAND], unseen, deck, courts, jokers, turns_left, position[P_HURT])
 
 
-@compiled
-def _w(
-    hand: int,
-    unseen: int,
-    courts: int,
-    jokers: int,
-    turn: int,
-    hurt: int,
-    ctx: int,
-    theta: F64,
-    phi: I64,
-    need_t: I64,
-    scratch: I64,
-) -> float:
-    """``W`` at a decision point (turn ``turn`` in progress)."""
-    deck = _popcount(unseen) + courts + jokers
-    return value(
-        hand,
-        unseen,
-        deck,
-        courts,
-        jokers,
-        STANDARD_TURNS - turn + 1,
-        hurt,
-        theta,
-        phi,
-        need_t,
-        scratch,
-        ctx,
-    )
+@compiled_uncached
+def _after(order: I64, start: int, position: I64, action: int, after: I64, w: WArgs) -> float:
+    """``W`` once ``action`` is played at ``position`` on the cards ``order[start:]`` (1 won,
+    0 lost); ``after`` is scratch."""
+    after[:] = position
+    outcome, _ = advance(order, start, after, action, KEEP_ALL)
+    if outcome == PLAYING:
+        return value(_at(after), w, after[P_CTX])
+    return 1.0 if outcome == WON else 0.0
 
 
-@compiled
-def _popcount(x: int) -> int:
-    n = 0
-    while x:
-        x &= x - 1
-        n += 1
-    return n
-
-
-@compiled
-def _next_turn(
-    hand: int,
-    unseen: int,
-    courts: int,
-    jokers: int,
-    turn: int,
-    hurt: int,
-    theta: F64,
-    phi: I64,
-    need_t: I64,
-    scratch: I64,
-) -> float:
-    if turn >= STANDARD_TURNS:
-        return 0.0
-    return _w(hand, unseen, courts, jokers, turn + 1, hurt, CTX_TURN, theta, phi, need_t, scratch)
-
-
-@compiled
-def _after_iron(
-    hand: int,
-    unseen: int,
-    courts: int,
-    jokers: int,
-    turn: int,
-    hurt: int,
-    apps: int,
-    theta: F64,
-    phi: I64,
-    need_t: I64,
-    scratch: I64,
-) -> float:
-    if apps >= IRON_APPLICATIONS_PER_TURN:
-        return _next_turn(hand, unseen, courts, jokers, turn, hurt, theta, phi, need_t, scratch)
-    return _w(
-        hand, unseen, courts, jokers, turn, hurt, CTX_TURN + apps, theta, phi, need_t, scratch
-    )
-
-
-@compiled
-def _card_list(unseen: int, courts: int, jokers: int) -> I64:
-    deck = _popcount(unseen) + courts + jokers
-    out = np.empty(deck, dtype=np.int64)
+@compiled_uncached
+def _card_list(position: I64) -> I64:
+    unseen, courts, jokers = position[P_UNSEEN], position[P_COURTS], position[P_JOKERS]
+    out = np.empty(count(unseen) + courts + jokers, dtype=np.int64)
     k = 0
     for c in range(NUM_NUMBERED):
         if (unseen >> c) & 1:
@@ -166,255 +110,69 @@ def _card_list(unseen: int, courts: int, jokers: int) -> I64:
     return out
 
 
-@compiled
-def _one_card(
-    hand: int,
-    unseen: int,
-    courts: int,
-    jokers: int,
-    turn: int,
-    hurt: int,
-    action: int,
-    apps: int,
-    theta: F64,
-    phi: I64,
-    need_t: I64,
-    scratch: I64,
-) -> float:
-    """E[W(next decision)] for Threaten, Rest or the ``apps``-th Iron application."""
-    cards = _card_list(unseen, courts, jokers)
+@compiled_uncached
+def _one_card(position: I64, action: int, w: WArgs) -> float:
+    """E[W(next decision)] of an action that draws one card (Threaten, Rest, the Iron), or
+    none (Stop), exact over the unseen cards."""
+    after = np.empty_like(position)
+    if action == STOP:
+        return _after(position, 0, position, action, after, w)
+    cards = _card_list(position)
     total = 0.0
-    for card in cards:
-        h, u, k, j = hand, unseen, courts, jokers
-        if card < FIRST_COURT:
-            h = hand | (1 << card)
-            u = unseen & ~(1 << card)
-        elif card < FIRST_JOKER:
-            k -= 1
-        else:
-            j -= 1
-        if _complete(h):
-            total += 1.0
-            continue
-        if u == 0 and k == 0 and j == 0:
-            continue  # deck exhausted
-        if action == ACTION_IRON:
-            if hurt + 1 >= MAX_HURT:
-                continue
-            if card >= FIRST_JOKER:
-                total += _w(
-                    h, u, k, j, turn, hurt + 1, CTX_BONUS + apps, theta, phi, need_t, scratch
-                )
-            else:
-                total += _after_iron(h, u, k, j, turn, hurt + 1, apps, theta, phi, need_t, scratch)
-        elif action == ACTION_REST:
-            total += _next_turn(h, u, k, j, turn, max(hurt - 1, 0), theta, phi, need_t, scratch)
-        elif card >= FIRST_JOKER:
-            total += _w(h, u, k, j, turn, hurt, CTX_BONUS, theta, phi, need_t, scratch)
-        else:
-            total += _next_turn(h, u, k, j, turn, hurt, theta, phi, need_t, scratch)
+    for i in range(cards.shape[0]):
+        total += _after(cards, i, position, action, after, w)
     return total / cards.shape[0]
 
 
-@compiled
-def _sampled(
-    hand: int,
-    unseen: int,
-    courts: int,
-    jokers: int,
-    turn: int,
-    hurt: int,
-    action: int,
-    ctx: int,
-    samples: int,
-    theta: F64,
-    phi: I64,
-    need_t: I64,
-    scratch: I64,
-) -> float:
-    """E[W(next decision)] of a rack (``action`` 2..15) or a bonus (``ctx``), over
-    ``samples`` random orders of the unseen cards."""
-    cards = _card_list(unseen, courts, jokers)
+@compiled_uncached
+def _sampled(position: I64, action: int, samples: int, w: WArgs) -> float:
+    """E[W(next decision)] of a rack or a bonus, over ``samples`` random orders of the
+    unseen cards."""
+    cards = _card_list(position)
+    after = np.empty_like(position)
     total = 0.0
     for _ in range(samples):
         order = np.random.permutation(cards)
-        h, u, k, j, hu = hand, unseen, courts, jokers, hurt
-        result = NO_VALUE
-        if action == ACTION_BONUS:
-            hurting = ctx > CTX_BONUS
-            for i in range(min(3, order.shape[0])):
-                card = order[i]
-                if card < FIRST_COURT:
-                    h |= 1 << card
-                    u &= ~(1 << card)
-                elif card < FIRST_JOKER:
-                    k -= 1
-                    if hurting:
-                        hu += 1
-                else:
-                    j -= 1
-                if _complete(h):
-                    result = 1.0
-                    break
-                if u == 0 and k == 0 and j == 0:
-                    result = 0.0
-                    break
-                if hu >= MAX_HURT:
-                    result = 0.0
-                    break
-            if result == NO_VALUE:
-                if hurting:
-                    result = _after_iron(
-                        h, u, k, j, turn, hu, ctx - CTX_BONUS, theta, phi, need_t, scratch
-                    )
-                else:
-                    result = _next_turn(h, u, k, j, turn, hu, theta, phi, need_t, scratch)
-        else:
-            targets = RACK_MASKS[action - RACK_FIRST]
-            for i in range(order.shape[0]):
-                card = order[i]
-                if card < FIRST_COURT:
-                    h |= 1 << card
-                    u &= ~(1 << card)
-                elif card < FIRST_JOKER:
-                    k -= 1
-                    hu += 1
-                else:
-                    result = 0.0  # slain
-                    break
-                if _complete(h):
-                    result = 1.0
-                    break
-                if u == 0 and k == 0 and j == 0:
-                    result = 0.0
-                    break
-                if hu >= MAX_HURT:
-                    result = 0.0
-                    break
-                if card < FIRST_COURT and (targets >> card) & 1:
-                    result = _next_turn(h, u, k, j, turn, hu, theta, phi, need_t, scratch)
-                    break
-            if result == NO_VALUE:
-                result = 0.0
-        total += result
+        total += _after(order, 0, position, action, after, w)
     return total / samples
 
 
-@compiled
-def q_values(
-    hand: int,
-    unseen: int,
-    courts: int,
-    jokers: int,
-    turn: int,
-    hurt: int,
-    ctx: int,
-    samples: int,
-    theta: F64,
-    phi: I64,
-    need_t: I64,
-    scratch: I64,
-) -> F64:
+@compiled_uncached
+def q_values(position: I64, samples: int, w: WArgs) -> F64:
     """E[W(next decision)] of every legal action (``NO_VALUE`` for the others)."""
-    q = np.full(NUM_ACTIONS_RELAXED, NO_VALUE)
-    if ctx == CTX_TURN:
-        q[ACTION_THREATEN] = _one_card(
-            hand,
-            unseen,
-            courts,
-            jokers,
-            turn,
-            hurt,
-            ACTION_THREATEN,
-            0,
-            theta,
-            phi,
-            need_t,
-            scratch,
-        )
-        q[ACTION_IRON] = _one_card(
-            hand, unseen, courts, jokers, turn, hurt, ACTION_IRON, 1, theta, phi, need_t, scratch
-        )
-        q[ACTION_REST] = _one_card(
-            hand, unseen, courts, jokers, turn, hurt, ACTION_REST, 0, theta, phi, need_t, scratch
-        )
-        for a in range(RACK_FIRST, RACK_FIRST + RACK_MASKS.shape[0]):
-            q[a] = _sampled(
-                hand,
-                unseen,
-                courts,
-                jokers,
-                turn,
-                hurt,
-                a,
-                ctx,
-                samples,
-                theta,
-                phi,
-                need_t,
-                scratch,
-            )
-    elif ctx < CTX_BONUS:
-        q[ACTION_IRON] = _one_card(
-            hand,
-            unseen,
-            courts,
-            jokers,
-            turn,
-            hurt,
-            ACTION_IRON,
-            ctx + 1,
-            theta,
-            phi,
-            need_t,
-            scratch,
-        )
-        q[ACTION_STOP] = _next_turn(
-            hand, unseen, courts, jokers, turn, hurt, theta, phi, need_t, scratch
-        )
-    else:
-        if ctx == CTX_BONUS:
-            q[ACTION_STOP] = _next_turn(
-                hand, unseen, courts, jokers, turn, hurt, theta, phi, need_t, scratch
-            )
-        else:
-            q[ACTION_STOP] = _after_iron(
-                hand,
-                unseen,
-                courts,
-                jokers,
-                turn,
-                hurt,
-                ctx - CTX_BONUS,
-                theta,
-                phi,
-                need_t,
-                scratch,
-            )
-        q[ACTION_BONUS] = _sampled(
-            hand,
-            unseen,
-            courts,
-            jokers,
-            turn,
-            hurt,
-            ACTION_BONUS,
-            ctx,
-            samples,
-            theta,
-            phi,
-            need_t,
-            scratch,
-        )
+    q = np.full(NUM_ACTIONS, NO_VALUE)
+    actions = ACTIONS_AT[position[P_CTX]]
+    for i in range(actions.shape[0]):
+        action = actions[i]
+        if action < 0:
+            break
+        if action in (THREATEN, IRON, REST, STOP):
+            q[action] = _one_card(position, action, w)
+        else:  # a rack or a bonus
+            q[action] = _sampled(position, action, samples, w)
     return q
 
 
-@compiled
+@compiled_uncached
+def _features(position: I64, w: WArgs) -> int:
+    """The features of a decision point, into ``W``'s scratch
+    (:func:`lab.bound.state_features`: 0 where ``W`` is a model's, 1 won, -1 out of reach)."""
+    return state_features(_at(position), position[P_CTX], w[1], w[2])
+
+
+@compiled_uncached
+def _bellman(position: I64, q: F64, samples: int, w: WArgs) -> float:
+    """The Bellman target: the best action by ``q``, valued with another set of sampled
+    orders, so that the max of noisy estimates is not biased up."""
+    legal = np.flatnonzero(q > NO_VALUE)
+    check = q_values(position, samples, w)
+    return float(check[legal[np.argmax(q[legal])]])
+
+
+@compiled_uncached
 def collect(
     decks: I64,
-    theta: F64,
-    phi: I64,
-    need_t: I64,
+    w: WArgs,
     epsilon: float,
     samples: int,
     seed: int,
@@ -425,202 +183,55 @@ def collect(
 ) -> int:
     """Play the relaxed game on each deck with the greedy player of ``W`` (a random legal
     action with chance ``epsilon``); write every decision point's features and target: its
-    Bellman target (the best action by one set of sampled orders, valued with another, so
-    that the max of noisy estimates is not biased up), or with ``monte_carlo`` the game's
-    result. Returns the number of decision points written (at most ``len(targets)``);
-    ``stats`` gets the games played and won."""
+    Bellman target (:func:`_bellman`), or with ``monte_carlo`` the game's result. Returns
+    the number of decision points written (at most ``len(targets)``); ``stats`` gets the
+    games played and won."""
     np.random.seed(seed)
-    scratch = np.zeros(FEATURES_PER_STATE, dtype=np.int64)
     n = 0
     for g in range(decks.shape[0]):
         first = n
         deck = decks[g]
-        pos, hand, hurt, turn, ctx = 0, 0, 0, 1, CTX_TURN
-        unseen = 0
-        courts = 0
-        jokers = 0
-        for c in deck:
-            if c < FIRST_COURT:
-                unseen |= 1 << c
-            elif c < FIRST_JOKER:
-                courts += 1
-            else:
-                jokers += 1
-        won = False
+        position = start_position(deck)
+        pos = 0
         while True:
-            q = q_values(
-                hand, unseen, courts, jokers, turn, hurt, ctx, samples, theta, phi, need_t, scratch
-            )
+            q = q_values(position, samples, w)
             legal = np.flatnonzero(q > NO_VALUE)
-            if n < targets.shape[0]:
-                status = state_features(
-                    hand,
-                    unseen,
-                    DECK_SIZE - pos,
-                    courts,
-                    jokers,
-                    STANDARD_TURNS - turn + 1,
-                    hurt,
-                    ctx,
-                    phi,
-                    need_t,
-                    scratch,
-                )
-                if status == 0:
-                    features[n, :] = scratch
-                    if not monte_carlo:
-                        check = q_values(
-                            hand,
-                            unseen,
-                            courts,
-                            jokers,
-                            turn,
-                            hurt,
-                            ctx,
-                            samples,
-                            theta,
-                            phi,
-                            need_t,
-                            scratch,
-                        )
-                        targets[n] = check[legal[np.argmax(q[legal])]]
-                    n += 1
+            if n < targets.shape[0] and _features(position, w) == 0:
+                features[n, :] = w[2]
+                if not monte_carlo:
+                    targets[n] = _bellman(position, q, samples, w)
+                n += 1
             if np.random.random() < epsilon:
                 action = legal[np.random.randint(legal.shape[0])]
             else:
                 action = legal[np.argmax(q[legal])]
-            # play it on the deck
-            over = False
-            if action == ACTION_STOP:
-                if ctx == CTX_BONUS or ctx < CTX_BONUS:
-                    if turn >= STANDARD_TURNS:
-                        over = True
-                    else:
-                        turn, ctx = turn + 1, CTX_TURN
-                else:
-                    apps = ctx - CTX_BONUS
-                    if apps >= IRON_APPLICATIONS_PER_TURN:
-                        if turn >= STANDARD_TURNS:
-                            over = True
-                        else:
-                            turn, ctx = turn + 1, CTX_TURN
-                    else:
-                        ctx = CTX_TURN + apps
-            else:
-                draws = 1
-                hurting = False
-                rack = -1
-                if action == ACTION_BONUS:
-                    draws = 3
-                    hurting = ctx > CTX_BONUS
-                elif RACK_FIRST <= action < ACTION_REST:
-                    draws = DECK_SIZE
-                    hurting = True
-                    rack = action - RACK_FIRST
-                apps = ctx if ctx < CTX_BONUS else 0
-                next_ctx = -1
-                for _ in range(draws):
-                    card = deck[pos]
-                    pos += 1
-                    if card < FIRST_COURT:
-                        hand |= 1 << card
-                        unseen &= ~(1 << card)
-                    elif card < FIRST_JOKER:
-                        courts -= 1
-                        if hurting:
-                            hurt += 1
-                    else:
-                        jokers -= 1
-                        if rack >= 0:
-                            over = True
-                            break
-                    if _complete(hand):
-                        won = True
-                        over = True
-                        break
-                    if pos >= DECK_SIZE or hurt >= MAX_HURT:
-                        over = True
-                        break
-                    if action == ACTION_IRON:
-                        hurt += 1
-                        if hurt >= MAX_HURT:
-                            over = True
-                            break
-                        if card >= FIRST_JOKER:
-                            next_ctx = CTX_BONUS + apps + 1
-                        elif apps + 1 >= IRON_APPLICATIONS_PER_TURN:
-                            next_ctx = -1
-                        else:
-                            next_ctx = CTX_TURN + apps + 1
-                    elif action == ACTION_THREATEN and card >= FIRST_JOKER:
-                        next_ctx = CTX_BONUS
-                    if rack >= 0 and card < FIRST_COURT and (RACK_MASKS[rack] >> card) & 1:
-                        break
-                if action == ACTION_REST:
-                    hurt = max(hurt - 1, 0)
-                if action == ACTION_BONUS and ctx > CTX_BONUS:
-                    apps = ctx - CTX_BONUS
-                    next_ctx = -1 if apps >= IRON_APPLICATIONS_PER_TURN else CTX_TURN + apps
-                if not over:
-                    if next_ctx >= 0:
-                        ctx = next_ctx
-                    elif turn >= STANDARD_TURNS:
-                        over = True
-                    else:
-                        turn, ctx = turn + 1, CTX_TURN
-            if over:
+            outcome, drawn = advance(deck, pos, position, action, KEEP_ALL)
+            pos += drawn
+            if outcome != PLAYING:
                 break
         if monte_carlo:
             for i in range(first, n):
-                targets[i] = 1.0 if won else 0.0
+                targets[i] = 1.0 if outcome == WON else 0.0
         stats[0] += 1
-        stats[1] += int(won)
+        stats[1] += int(outcome == WON)
     return n
 
 
-@compiled
+@compiled_uncached
 def bellman_targets(
-    states: I64,
-    theta: F64,
-    phi: I64,
-    need_t: I64,
-    samples: int,
-    seed: int,
-    features: I64,
-    targets: F64,
+    states: I64, w: WArgs, samples: int, seed: int, features: I64, targets: F64
 ) -> int:
     """Features and double-sampled Bellman targets of relaxed decision points ``states``
-    (rows: hand, unseen, courts, jokers, turn, hurt, ctx)."""
+    (rows: :mod:`lab.relaxed`'s positions)."""
     np.random.seed(seed)
-    scratch = np.zeros(FEATURES_PER_STATE, dtype=np.int64)
     n = 0
     for i in range(states.shape[0]):
-        hand, unseen, courts, jokers, turn, hurt, ctx = states[i]
-        deck = _popcount(unseen) + courts + jokers
-        status = state_features(
-            hand,
-            unseen,
-            deck,
-            courts,
-            jokers,
-            STANDARD_TURNS - turn + 1,
-            hurt,
-            ctx,
-            phi,
-            need_t,
-            scratch,
-        )
-        if status != 0:
+        position = states[i].copy()
+        if _features(position, w) != 0:
             continue
-        features[n, :] = scratch
-        q = q_values(
-            hand, unseen, courts, jokers, turn, hurt, ctx, samples, theta, phi, need_t, scratch
-        )
-        legal = np.flatnonzero(q > NO_VALUE)
-        check = q_values(
-            hand, unseen, courts, jokers, turn, hurt, ctx, samples, theta, phi, need_t, scratch
-        )
-        targets[n] = check[legal[np.argmax(q[legal])]]
+        features[n, :] = w[2]
+        q = q_values(position, samples, w)
+        targets[n] = _bellman(position, q, samples, w)
         n += 1
     return n
 
@@ -628,8 +239,6 @@ def bellman_targets(
 def clairvoyant_states(decks: I64, model: ValueModel) -> tuple[I64, float]:
     """The decision points of the clairvoyant's best relaxed game on each deck (as rows for
     :func:`bellman_targets`), and the mean of the decks' bounds."""
-    from lab.bound import DealFacts, deal_bound_path
-
     rows = []
     values = []
     for deck in decks:
@@ -637,18 +246,16 @@ def clairvoyant_states(decks: I64, model: ValueModel) -> tuple[I64, float]:
         value_, path = deal_bound_path(deck, model)
         values.append(value_)
         for pos, turn, hurt, ctx in path:
-            rows.append(
-                [
-                    int(facts.hands[pos]),
-                    int(facts.unseen[pos]),
-                    int(facts.courts[pos]),
-                    int(facts.jokers[pos]),
-                    turn,
-                    hurt,
-                    ctx,
-                ]
+            position = np.zeros(POSITION_SIZE, dtype=np.int64)
+            position[[P_HAND, P_UNSEEN, P_COURTS, P_JOKERS]] = (
+                facts.hands[pos],
+                facts.unseen[pos],
+                facts.courts[pos],
+                facts.jokers[pos],
             )
-    return np.asarray(rows, dtype=np.int64).reshape(-1, 7), float(np.mean(values))
+            position[[P_HURT, P_TURN, P_CTX]] = (hurt, turn, ctx)
+            rows.append(position)
+    return np.asarray(rows, dtype=np.int64).reshape(-1, POSITION_SIZE), float(np.mean(values))
 
 
 def fit_decks(count: int, seed: int = FIT_SEED, first: int = 0) -> I64:
@@ -716,7 +323,6 @@ def fit_value_model(
     """Fitted value iteration (module docstring); returns the last round's ``W``."""
     import torch
 
-    phi, need_t = _tables()
     if start is not None and start.theta.size:
         theta = start.theta.copy()
     elif settings.network:
@@ -733,11 +339,10 @@ def fit_value_model(
         targets = np.zeros(capacity)
         stats = np.zeros(2, dtype=np.int64)
         monte_carlo = r < settings.monte_carlo_rounds
+        w = w_args(ValueModel(theta))
         n = collect(
             decks,
-            theta,
-            phi,
-            need_t,
+            w,
             settings.epsilon,
             settings.samples,
             settings.seed * 1000 + r,
@@ -754,9 +359,7 @@ def fit_value_model(
             extra_t = np.zeros(len(states))
             m = bellman_targets(
                 states,
-                theta,
-                phi,
-                need_t,
+                w,
                 settings.samples,
                 settings.seed * 1000 + 500 + r,
                 extra_f,
@@ -815,14 +418,11 @@ def drift(model: ValueModel, decks: I64, samples: int = 16, seed: int = 1) -> di
             "mean_positive_drift": 0.0,
             "share_positive": 0.0,
         }
-    phi, need_t = _tables()
     capacity = len(decks) * 80
     features = np.zeros((capacity, FEATURES_PER_STATE), dtype=np.int64)
     targets = np.zeros(capacity)
     stats = np.zeros(2, dtype=np.int64)
-    n = collect(
-        decks, model.theta, phi, need_t, 0.0, samples, seed, False, features, targets, stats
-    )
+    n = collect(decks, w_args(model), 0.0, samples, seed, False, features, targets, stats)
     import torch
 
     with torch.no_grad():

@@ -3,6 +3,8 @@ lines, files per rule variant and expert-iteration trace, measured and written t
 
     .venv/bin/python -m lab.house_metrics --json lab/records/house.json --label after
     .venv/bin/python -m lab.house_metrics --product --at 31d5f10   # the product's lines only
+    .venv/bin/python -m lab.house_metrics --product --json lab/records/product_lines.json \\
+        --label after                                              # ... kept in a record
 
 - **The product** (``--product``, any commit with ``--at``): ``wc -l`` of the Python a user
   installs and runs, by folder (:func:`classify`: ``coldiron_env``, ``agents`` and the
@@ -314,7 +316,14 @@ def main(argv: list[str] | None = None) -> int:
     argv_used = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv_used)
     if args.product:
-        print(json.dumps(product_lines(args.at), indent=2))
+        counted = product_lines(args.at)
+        print(json.dumps(counted, indent=2))
+        if args.json is not None:  # one entry per --label, as the house record keeps its own
+            doc = json.loads(args.json.read_text()) if args.json.exists() else {"entries": {}}
+            counted["command"] = shlex.join([".venv/bin/python", "-m", "lab.house_metrics",
+                                             *argv_used])  # fmt: skip
+            doc["entries"][args.label or counted["commit"]] = counted
+            atomic_write_json(args.json, doc)
         return 0
     if args.json is None or args.label is None:
         parser.error("--json and --label (or --product)")

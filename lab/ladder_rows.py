@@ -260,7 +260,6 @@ def add_row_main(args: argparse.Namespace, command: str, stamp: dict[str, Any], 
     if args.record is not None:
         record = {**added_record(base, row, pair, settings, command, load), **stamp}
         atomic_write_json(args.record, record)
-        args.record.chmod(ladder.PUBLIC_FILE_MODE)  # temporary files are created private
         paths.append(args.record)
     print(ladder.table_markdown([base, row], settings.seed, settings.episodes, settings.validation))
     for path in paths:

@@ -23,7 +23,7 @@ chance of the relaxed game from any state whose remaining need is ``r``.
 
 The bound's ``W`` is that value averaged over what a player knows of ``r``: with the hand
 ``H`` (``m`` numbered cards), ``P(r | H)`` is the chance that ``r`` more numbered cards at
-random complete the phrase and ``r - 1`` do not (:func:`lab.bound.completion_curve`):
+random complete the phrase and ``r - 1`` do not (:func:`completion_curve`):
 
     W(position) = sum over r of P(r | H) * V(position, r)
 
@@ -36,14 +36,17 @@ the maximum inside the expectation over ``r``), so the bound is at most the mean
 from __future__ import annotations
 
 import functools
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
-from coldiron_env.batched import compiled
+from coldiron_env.actions import BONUS
+from coldiron_env.batched import compiled, compiled_uncached
 from coldiron_env.cards import (
     DECK_SIZE,
+    FIRST_COURT,
+    FIRST_JOKER,
     NUM_JOKERS,
     NUM_NUMBERED,
     NUM_RANKS,
@@ -52,6 +55,25 @@ from coldiron_env.cards import (
 )
 from coldiron_env.judge import HAS_RUN, NUM_FIELDS
 from coldiron_env.options import BONUS_DRAWS, IRON_APPLICATIONS_PER_TURN, MAX_HURT, STANDARD_TURNS
+from lab.relaxed import (
+    CTX_BONUS,
+    CTX_TURN,
+    DRAW_ON,
+    DRAWS,
+    END_TURN,
+    NUM_CTX,
+    NUM_XK,
+    SLAIN,
+    XK_IRON,
+    XK_IRON_BONUS,
+    XK_RACK,
+    XK_REST,
+    XK_THREATEN,
+    XK_THREATEN_BONUS,
+    after_stop,
+    card_step,
+    draw_of,
+)
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
@@ -159,171 +181,78 @@ OFFSET: Final = mr_offsets()
 
 
 @compiled
-def _v(V: F32, turn: int, m: int, r: int, c: int, j: int, h: int, ph: int, off: I64) -> float:
+def _v(V: F32, turn: int, m: int, r: int, c: int, j: int, h: int, ph: int) -> float:
     """A value of the table: 1 when the phrase is complete, 0 past midnight or when slain."""
     if r == 0:
         return 1.0
     if h >= MAX_HURT or turn > STANDARD_TURNS:
         return 0.0
-    return float(V[turn, off[m] + r, c, j, h, ph])
+    return float(V[turn, OFFSET[m] + r, c, j, h, ph])
 
 
 @compiled
-def _after_iron(
-    V: F32, turn: int, m: int, r: int, c: int, j: int, h: int, a: int, off: I64
-) -> float:
-    """The position once the a-th application (its bonus included) is over."""
-    if a < IRON_APPLICATIONS_PER_TURN:
-        return _v(V, turn, m, r, c, j, h, PH_IRON + a, off)
-    return _v(V, turn + 1, m, r, c, j, h, PH_TURN, off)
+def phase_of(ctx: int) -> int:
+    """The phase of the relaxed game's decision point ``ctx``."""
+    if ctx < CTX_BONUS:
+        return PH_IRON + ctx - CTX_TURN  # PH_TURN at the turn's start
+    if ctx == CTX_BONUS:
+        return PH_THREATEN_BONUS_OFFER
+    return PH_IRON_BONUS_OFFER + ctx - CTX_BONUS - 1
 
 
-@compiled
-def _iron_application(
-    V: F32, turn: int, m: int, r: int, c: int, j: int, h: int, a: int, off: I64
-) -> float:
-    """Expected value of the a-th Iron application: a card, then 1 Hurt."""
-    deck = DECK_SIZE - m - c - j
-    total = 0.0
-    if r == 1:
-        total += NUM_NUMBERED - m  # the numbered card completes the phrase: no Hurt
-    else:
-        total += (NUM_NUMBERED - m) * _after_iron(V, turn, m + 1, r - 1, c, j, h + 1, a, off)
-    total += (NUM_COURTS - c) * _after_iron(V, turn, m, r, c + 1, j, h + 1, a, off)
-    if j < NUM_JOKERS and h + 1 < MAX_HURT:
-        offer = PH_IRON_BONUS_OFFER + a - 1
-        total += (NUM_JOKERS - j) * _v(V, turn, m, r, c, j + 1, h + 1, offer, off)
-    return total / deck
+def draw_phase(xk: int) -> int:
+    """The phase of a bonus's draw ``xk`` about to be made."""
+    if xk < XK_IRON_BONUS:
+        return PH_THREATEN_BONUS_DRAW + xk - XK_THREATEN_BONUS
+    return PH_IRON_BONUS_DRAW + xk - XK_IRON_BONUS
 
-
-@compiled
-def solve_need_game(V: F32, off: I64) -> None:
-    """Fill ``V[turn, off[m] + r, c, j, hurt, phase]`` backwards from midnight."""
-    for turn in range(STANDARD_TURNS, 0, -1):
-        for n in range(DECK_SIZE, -1, -1):
-            for j in range(min(NUM_JOKERS, n) + 1):
-                for c in range(min(NUM_COURTS, n - j) + 1):
-                    m = n - c - j
-                    if m > NUM_NUMBERED:
-                        continue
-                    deck = DECK_SIZE - n
-                    for h in range(MAX_HURT):
-                        for r in range(1, NUM_NUMBERED - m + 1):
-                            _solve_state(V, turn, m, r, c, j, h, deck, off)
-
-
-@compiled
-def _solve_state(
-    V: F32, turn: int, m: int, r: int, c: int, j: int, h: int, deck: int, off: I64
-) -> None:
-    base = off[m] + r
-    pn = NUM_NUMBERED - m
-    pc = NUM_COURTS - c
-    pj = NUM_JOKERS - j
-    end_turn = _v(V, turn + 1, m, r, c, j, h, PH_TURN, off)
-    # after the a-th application: again, or stop
-    for a in range(1, IRON_APPLICATIONS_PER_TURN):
-        again = _iron_application(V, turn, m, r, c, j, h, a + 1, off)
-        V[turn, base, c, j, h, PH_IRON + a] = max(end_turn, again)
-    # an Iron bonus with b draws left (courts hurt; a Joker does nothing more)
-    for a in range(1, IRON_APPLICATIONS_PER_TURN + 1):
-        for b in range(1, BONUS_DRAWS + 1):
-            total = 0.0
-            if b > 1:
-                ph = iron_bonus_draw_c(a, b - 1)
-                total += pn * (1.0 if r == 1 else _v(V, turn, m + 1, r - 1, c, j, h, ph, off))
-                total += pc * _v(V, turn, m, r, c + 1, j, h + 1, ph, off)
-                total += pj * _v(V, turn, m, r, c, j + 1, h, ph, off)
-            else:
-                total += pn * (
-                    1.0 if r == 1 else _after_iron(V, turn, m + 1, r - 1, c, j, h, a, off)
-                )
-                total += pc * (
-                    0.0
-                    if h + 1 >= MAX_HURT
-                    else _after_iron(V, turn, m, r, c + 1, j, h + 1, a, off)
-                )
-                total += pj * _after_iron(V, turn, m, r, c, j + 1, h, a, off)
-            V[turn, base, c, j, h, iron_bonus_draw_c(a, b)] = total / deck
-    for a in range(1, IRON_APPLICATIONS_PER_TURN + 1):
-        decline = _after_iron(V, turn, m, r, c, j, h, a, off)
-        take = float(V[turn, base, c, j, h, iron_bonus_draw_c(a, BONUS_DRAWS)])
-        V[turn, base, c, j, h, PH_IRON_BONUS_OFFER + a - 1] = max(decline, take)
-    # a Threaten's bonus with b draws left (nothing hurts)
-    for b in range(1, BONUS_DRAWS + 1):
-        ph = PH_THREATEN_BONUS_DRAW + b - 2 if b > 1 else -1
-        if ph >= 0:
-            total = pn * (1.0 if r == 1 else _v(V, turn, m + 1, r - 1, c, j, h, ph, off))
-            total += pc * _v(V, turn, m, r, c + 1, j, h, ph, off)
-            total += pj * _v(V, turn, m, r, c, j + 1, h, ph, off)
-        else:
-            total = pn * (1.0 if r == 1 else _v(V, turn + 1, m + 1, r - 1, c, j, h, PH_TURN, off))
-            total += pc * _v(V, turn + 1, m, r, c + 1, j, h, PH_TURN, off)
-            total += pj * _v(V, turn + 1, m, r, c, j + 1, h, PH_TURN, off)
-        V[turn, base, c, j, h, PH_THREATEN_BONUS_DRAW + b - 1] = total / deck
-    take = float(V[turn, base, c, j, h, PH_THREATEN_BONUS_DRAW + BONUS_DRAWS - 1])
-    V[turn, base, c, j, h, PH_THREATEN_BONUS_OFFER] = max(end_turn, take)
-    # a rack's next card (a court hurts, a Joker slays), then draw on or end the turn
-    rack = pn * (1.0 if r == 1 else _v(V, turn, m + 1, r - 1, c, j, h, PH_RACK, off))
-    rack += pc * _v(V, turn, m, r, c + 1, j, h + 1, PH_RACK, off)
-    rack /= deck
-    V[turn, base, c, j, h, PH_RACK] = max(end_turn, rack)
-    # the start of a turn
-    threaten = pn * (1.0 if r == 1 else _v(V, turn + 1, m + 1, r - 1, c, j, h, PH_TURN, off))
-    threaten += pc * _v(V, turn + 1, m, r, c + 1, j, h, PH_TURN, off)
-    threaten += pj * _v(V, turn, m, r, c, j + 1, h, PH_THREATEN_BONUS_OFFER, off)
-    threaten /= deck
-    rest_h = max(h - 1, 0)
-    rest = pn * (1.0 if r == 1 else _v(V, turn + 1, m + 1, r - 1, c, j, rest_h, PH_TURN, off))
-    rest += pc * _v(V, turn + 1, m, r, c + 1, j, rest_h, PH_TURN, off)
-    rest += pj * _v(V, turn + 1, m, r, c, j + 1, rest_h, PH_TURN, off)
-    rest /= deck
-    iron = _iron_application(V, turn, m, r, c, j, h, 1, off)
-    V[turn, base, c, j, h, PH_TURN] = max(threaten, rest, iron, rack)
-
-
-@compiled
-def iron_bonus_draw_c(a: int, b: int) -> int:
-    return PH_IRON_BONUS_DRAW + (a - 1) * BONUS_DRAWS + (b - 1)
-
-
-@functools.cache
-def need_game_values() -> F32:
-    """The solved table (built once per process: about 420 MB, a few seconds)."""
-    V = np.zeros(
-        (TURN_SLOTS, MR_SIZE, NUM_COURTS + 1, NUM_JOKERS + 1, MAX_HURT, NUM_PHASES),
-        dtype=np.float32,
-    )
-    solve_need_game(V, OFFSET)
-    return V
-
-
-# --------------------------------------------------------------------------- W's penalties
-# What kind of draw a card is drawn in (the bound's search knows): the position just after
-# the card depends on it.
-XK_THREATEN: Final = 0
-XK_REST: Final = 1
-XK_IRON: Final = 1
-"""``XK_IRON + a`` (a = 1..3): the a-th Iron application's card."""
-XK_THREATEN_BONUS: Final = XK_IRON + IRON_APPLICATIONS_PER_TURN + 1
-"""``+ (b - 1)``: a Threaten's bonus card with ``b`` draws left before it."""
-XK_IRON_BONUS: Final = XK_THREATEN_BONUS + BONUS_DRAWS
-"""``+ (a - 1) * 3 + (b - 1)``: an Iron bonus card, after application a, ``b`` draws left."""
-XK_RACK: Final = XK_IRON_BONUS + IRON_APPLICATIONS_PER_TURN * BONUS_DRAWS
-"""A rack's card: the position after it is the rack's decision point of the need-known
-game whether or not the card ends the rack (a valid ``W`` either way, and at least the
-value of the turn's end, so still a supersolution)."""
-NUM_XK: Final = XK_RACK + 1
 
 CARD_NUMBERED: Final = 0
 CARD_COURT: Final = 1
 CARD_JOKER: Final = 2
+CARD_OF_TYPE: Final = (0, FIRST_COURT, FIRST_JOKER)
+"""A card of each type, for the rules (which numbered card does not matter here)."""
+STEP_HURT: Final = 0
+STEP_TURNS: Final = 1
+STEP_PHASE: Final = 2
 
 
-@compiled
+def need_steps() -> I64:
+    """``STEPS[xk, card type, hurt]``: where a card of that type drawn in the draw ``xk``
+    at that Hurt leads in this game: the Hurt after it, the turns it moves on (0 or 1) and
+    the phase (-1: it slays). These are the relaxed game's rules
+    (:func:`lab.relaxed.card_step`), but that a rack's card leads to the rack's phase
+    whether or not it ends the rack (relaxation 2: a valid ``W`` either way, and at least
+    the value of the turn's end, so still a supersolution)."""
+    out = np.zeros((NUM_XK, len(CARD_OF_TYPE), MAX_HURT, 3), dtype=np.int64)
+    for action, ctx, drawn in DRAWS:  # the tables are built with the rules' Python
+        xk = draw_of.py_func(action, ctx, drawn)
+        for kind, card in enumerate(CARD_OF_TYPE):
+            for hurt in range(MAX_HURT):
+                after, follows = card_step.py_func(action, ctx, drawn, card, hurt)
+                turns, phase = 0, PH_RACK
+                if follows == SLAIN:
+                    phase = -1
+                elif xk == XK_RACK:
+                    pass
+                elif follows == DRAW_ON:
+                    phase = draw_phase(draw_of.py_func(action, ctx, drawn + 1))
+                elif follows == END_TURN:
+                    turns, phase = 1, PH_TURN
+                else:
+                    phase = phase_of.py_func(follows)
+                out[xk, kind, hurt] = (after, turns, phase)
+    return out
+
+
+STEPS: Final = need_steps()
+
+
+# The rules are the relaxed game's (STEPS, from lab/relaxed.py, is frozen in when these
+# compile): compiled afresh in each process, never from numba's cache of this file alone.
+@compiled_uncached
 def after_value(
     V: F32,
-    off: I64,
     card: int,
     r: int,
     m: int,
@@ -335,7 +264,7 @@ def after_value(
 ) -> float:
     """The need-known value just after a card of type ``card`` is drawn in a draw ``xk``
     from the position (``m``, ``c``, ``j`` drawn, ``turn``, Hurt ``h``) before it, with
-    ``r`` numbered cards still needed after it."""
+    ``r`` numbered cards still needed after it (:data:`STEPS`)."""
     if card == CARD_NUMBERED:
         m += 1
     elif card == CARD_COURT:
@@ -344,76 +273,215 @@ def after_value(
         j += 1
     if r == 0:
         return 1.0
-    if xk == XK_THREATEN:
-        if card == CARD_JOKER:
-            return _v(V, turn, m, r, c, j, h, PH_THREATEN_BONUS_OFFER, off)
-        return _v(V, turn + 1, m, r, c, j, h, PH_TURN, off)
-    if xk == XK_REST:
-        return _v(V, turn + 1, m, r, c, j, max(h - 1, 0), PH_TURN, off)
-    if xk < XK_THREATEN_BONUS:
-        a = xk - XK_IRON
-        if card == CARD_JOKER:
-            return _v(V, turn, m, r, c, j, h + 1, PH_IRON_BONUS_OFFER + a - 1, off)
-        return _after_iron(V, turn, m, r, c, j, h + 1, a, off)
-    if xk < XK_IRON_BONUS:
-        b = xk - XK_THREATEN_BONUS + 1
-        if b > 1:
-            return _v(V, turn, m, r, c, j, h, PH_THREATEN_BONUS_DRAW + b - 2, off)
-        return _v(V, turn + 1, m, r, c, j, h, PH_TURN, off)
-    if xk < XK_RACK:
-        q = xk - XK_IRON_BONUS
-        a = q // BONUS_DRAWS + 1
-        b = q % BONUS_DRAWS + 1
-        if card == CARD_COURT:
-            h += 1
-        if b > 1:
-            return _v(V, turn, m, r, c, j, h, iron_bonus_draw_c(a, b - 1), off)
-        return _after_iron(V, turn, m, r, c, j, h, a, off)
-    if card == CARD_JOKER:
-        return 0.0  # a rack's Joker slays
-    if card == CARD_COURT:
-        h += 1
-    return _v(V, turn, m, r, c, j, h, PH_RACK, off)
+    phase = STEPS[xk, card, h, STEP_PHASE]
+    if phase < 0:
+        return 0.0
+    turn += STEPS[xk, card, h, STEP_TURNS]
+    return _v(V, turn, m, r, c, j, STEPS[xk, card, h, STEP_HURT], phase)
 
 
-@compiled
+@compiled_uncached
+def _draw_value(V: F32, turn: int, m: int, r: int, c: int, j: int, h: int, xk: int) -> float:
+    """The expected value after the next card of a draw ``xk`` (a numbered card, a court or
+    a Joker in proportion to the unseen counts), the need ``r`` known: a numbered card
+    lowers it by one."""
+    deck = DECK_SIZE - m - c - j
+    total = (NUM_NUMBERED - m) * after_value(V, CARD_NUMBERED, r - 1, m, c, j, turn, h, xk)
+    if c < NUM_COURTS:
+        total += (NUM_COURTS - c) * after_value(V, CARD_COURT, r, m, c, j, turn, h, xk)
+    if j < NUM_JOKERS:
+        total += (NUM_JOKERS - j) * after_value(V, CARD_JOKER, r, m, c, j, turn, h, xk)
+    return total / deck
+
+
+@compiled_uncached
+def solve_need_game(V: F32) -> None:
+    """Fill ``V[turn, OFFSET[m] + r, c, j, hurt, phase]`` backwards from midnight."""
+    draws = np.zeros(NUM_XK)
+    for turn in range(STANDARD_TURNS, 0, -1):
+        for n in range(DECK_SIZE, -1, -1):
+            for j in range(min(NUM_JOKERS, n) + 1):
+                for c in range(min(NUM_COURTS, n - j) + 1):
+                    m = n - c - j
+                    if m > NUM_NUMBERED:
+                        continue
+                    for h in range(MAX_HURT):
+                        for r in range(1, NUM_NUMBERED - m + 1):
+                            _solve_state(V, turn, m, r, c, j, h, draws)
+
+
+def _offers() -> I64:
+    """A row per bonus on offer (``CTX_BONUS`` and after): its phase, the phase Stop (decline)
+    leads to (-1: the turn's end) and the phase of the bonus's first draw (take)."""
+    rows = []
+    for ctx in range(CTX_BONUS, NUM_CTX):
+        follows = after_stop.py_func(ctx)
+        decline = -1 if follows == END_TURN else phase_of.py_func(follows)
+        rows.append((phase_of.py_func(ctx), decline, draw_phase(draw_of.py_func(BONUS, ctx, 0))))
+    return np.array(rows, dtype=np.int64)
+
+
+OFFERS: Final = _offers()
+DRAW_PHASES: Final = np.array(
+    [draw_phase(xk) if XK_THREATEN_BONUS <= xk < XK_RACK else -1 for xk in range(NUM_XK)],
+    dtype=np.int64,
+)
+"""``DRAW_PHASES[xk]``: the phase of a bonus's draw ``xk`` about to be made (-1: no bonus's)."""
+
+
+@compiled_uncached
+def _solve_state(V: F32, turn: int, m: int, r: int, c: int, j: int, h: int, draws: F64) -> None:
+    """Every phase of one state: each draw's expected value (:func:`_draw_value`, which reads
+    later states only), then each phase's best choice."""
+    base = OFFSET[m] + r
+    for xk in range(NUM_XK):
+        draws[xk] = _draw_value(V, turn, m, r, c, j, h, xk)
+    end_turn = _v(V, turn + 1, m, r, c, j, h, PH_TURN)
+    for a in range(1, IRON_APPLICATIONS_PER_TURN):  # after the a-th application: again, or stop
+        V[turn, base, c, j, h, PH_IRON + a] = max(end_turn, draws[XK_IRON + a + 1])
+    for xk in range(XK_THREATEN_BONUS, XK_RACK):  # a bonus's draw about to be made
+        V[turn, base, c, j, h, DRAW_PHASES[xk]] = draws[xk]
+    for k in range(OFFERS.shape[0]):  # a bonus on offer: decline (Stop), or take it
+        stop = end_turn if OFFERS[k, 1] < 0 else float(V[turn, base, c, j, h, OFFERS[k, 1]])
+        take = float(V[turn, base, c, j, h, OFFERS[k, 2]])
+        V[turn, base, c, j, h, OFFERS[k, 0]] = max(stop, take)
+    # a rack's next card (a court hurts, a Joker slays), then draw on or end the turn
+    V[turn, base, c, j, h, PH_RACK] = max(end_turn, draws[XK_RACK])
+    # the start of a turn
+    threaten, rest, iron = (
+        draws[XK_THREATEN],
+        draws[XK_REST],
+        draws[XK_IRON + 1],
+    )
+    V[turn, base, c, j, h, PH_TURN] = max(threaten, rest, iron, draws[XK_RACK])
+
+
+@functools.cache
+def need_game_values() -> F32:
+    """The solved table (built once per process: about 420 MB, a few seconds)."""
+    V = np.zeros(
+        (TURN_SLOTS, MR_SIZE, NUM_COURTS + 1, NUM_JOKERS + 1, MAX_HURT, NUM_PHASES),
+        dtype=np.float32,
+    )
+    solve_need_game(V)
+    return V
+
+
+# --------------------------------------------------------------------------- W's penalties
+@compiled_uncached
 def realized_after(
-    V: F32, off: I64, post_after: F64, card: int, m: int, c: int, j: int, turn: int, h: int, xk: int
+    V: F32, post_after: F64, card: int, m: int, c: int, j: int, turn: int, h: int, xk: int
 ) -> float:
     """``W`` just after the card drawn: ``post_after`` is ``P(r | the hand after it)``."""
     total = 0.0
     for r in range(post_after.shape[0]):
         p = post_after[r]
         if p > 0.0:
-            total += p * after_value(V, off, card, r, m, c, j, turn, h, xk)
+            total += p * after_value(V, card, r, m, c, j, turn, h, xk)
     return total
 
 
-@compiled
-def expected_after_need(
-    V: F32, off: I64, post: F64, m: int, c: int, j: int, turn: int, h: int, xk: int
+@compiled_uncached
+def expected_sum(
+    V: F32, post: F64, m: int, c: int, j: int, turn: int, h: int, xk: int, kept: bool
 ) -> float:
-    """``E[W(after the next card)]``: the card is numbered, a court or a Joker in
-    proportion to the unseen counts. The position after a numbered card does not depend on
-    which, and given the hand the need after a random unseen numbered card is the need now
-    less one, so no sum over the cards is needed: ``post`` is ``P(r | hand)``."""
-    deck = DECK_SIZE - m - c - j
+    """The sum over the unseen cards of ``W`` just after each: ``E[W(after the next card)]``
+    times the cards unseen. The card is numbered, a court or a Joker in proportion to the
+    unseen counts; the position after a numbered card does not depend on which, and given
+    the hand the need after a random unseen numbered card is the need now less one, so no
+    sum over the cards is needed: ``post`` is ``P(r | hand)``. With ``kept`` False the
+    numbered cards' term is left out, for the caller to sum card by card (a lost card's
+    need is not the need less one)."""
     courts = NUM_COURTS - c
     jokers = NUM_JOKERS - j
     total = 0.0
-    for r in range(1, post.shape[0]):
+    for r in range(post.shape[0]):
         p = post[r]
         if p > 0.0:
-            total += (
-                (NUM_NUMBERED - m)
-                * p
-                * after_value(V, off, CARD_NUMBERED, r - 1, m, c, j, turn, h, xk)
-            )
+            if kept and r >= 1:
+                total += (
+                    (NUM_NUMBERED - m)
+                    * p
+                    * after_value(V, CARD_NUMBERED, r - 1, m, c, j, turn, h, xk)
+                )
             if courts > 0:
-                total += courts * p * after_value(V, off, CARD_COURT, r, m, c, j, turn, h, xk)
+                total += courts * p * after_value(V, CARD_COURT, r, m, c, j, turn, h, xk)
             if jokers > 0:
-                total += jokers * p * after_value(V, off, CARD_JOKER, r, m, c, j, turn, h, xk)
-    return total / deck
+                total += jokers * p * after_value(V, CARD_JOKER, r, m, c, j, turn, h, xk)
+    return total
+
+
+@compiled_uncached
+def expected_after_need(
+    V: F32, post: F64, m: int, c: int, j: int, turn: int, h: int, xk: int
+) -> float:
+    """``E[W(after the next card)]``, every numbered card kept (:func:`expected_sum`)."""
+    return expected_sum(V, post, m, c, j, turn, h, xk, True) / (DECK_SIZE - m - c - j)
+
+
+# --------------------------------------------------------------------------- P(r | what is seen)
+@compiled
+def _fill_completions(has_run: Any, out: F32) -> None:
+    for held in range(NUM_FIELDS):
+        free = SUIT_FIELD_MASK & ~held
+        unseen = free
+        while True:  # every subset of the ranks not held, as the unseen set
+            sub = unseen
+            while True:  # every subset of the unseen ranks, the empty one last
+                if has_run[held | sub]:
+                    count = 0
+                    s = sub
+                    while s:
+                        s &= s - 1
+                        count += 1
+                    out[held, unseen, count] += 1.0
+                if sub == 0:
+                    break
+                sub = (sub - 1) & unseen
+            if unseen == 0:
+                break
+            unseen = (unseen - 1) & free
+
+
+@functools.cache
+def completions_with_unseen() -> F32:
+    """``C[held, unseen, j]``: how many ``j``-card subsets of a suit's ``unseen`` ranks
+    complete a run with ``held`` (about 46 MB, built once per process)."""
+    out = np.zeros((NUM_FIELDS, NUM_FIELDS, NUM_RANKS + 1), dtype=np.float32)
+    _fill_completions(np.array(HAS_RUN, dtype=np.bool_), out)
+    return out
+
+
+@compiled
+def need_posterior(hand: int, unseen: int, C: F32, out: F64) -> None:
+    """``out[r]``: the chance that exactly ``r`` more numbered cards, drawn at random from
+    ``unseen``, complete the phrase with ``hand`` (the strict game's: the cards lost are
+    neither held nor unseen)."""
+    poly = np.zeros(CAPACITY_M)
+    poly[0] = 1.0
+    degree = 0
+    for s in range(NUM_SUITS):
+        held = (hand >> (s * NUM_RANKS)) & SUIT_FIELD_MASK
+        un = (unseen >> (s * NUM_RANKS)) & SUIT_FIELD_MASK
+        free = 0
+        u = un
+        while u:
+            u &= u - 1
+            free += 1
+        new = np.zeros(CAPACITY_M)
+        for a in range(degree + 1):
+            if poly[a] == 0.0:
+                continue
+            for b in range(free + 1):
+                new[a + b] += poly[a] * C[held, un, b]
+        poly = new
+        degree += free
+    previous = 0.0
+    for m in range(CAPACITY_M):
+        top = min(m, degree)
+        now = poly[top] / BINOMIAL[degree, top]
+        out[m] = now - previous
+        previous = now
 
 
 def start_value() -> float:

@@ -675,6 +675,30 @@ def works_with() -> str:
     return markdown_table(header, out) + f"\nFrom `{WORKS_WITH_JSON.relative_to(ROOT)}`.\n"
 
 
+PRODUCT_LINES_JSON: Final = RECORDS / "product_lines.json"
+PRODUCT_FOLDERS: Final = (
+    "coldiron_env", "agents/players", "agents/evaluation", "agents/learning", "agents", "scripts"
+)  # fmt: skip
+
+
+def product_lines() -> str:
+    """Issue 50's count of the product by folder, per measurement (``lab/house_metrics.py``)."""
+    doc = _load(PRODUCT_LINES_JSON)
+    header = ["measured", "commit", *(f"`{f}/`" for f in PRODUCT_FOLDERS), "product",
+              "with `scripts/benchmark.py`", "integrations"]  # fmt: skip
+    rows = [
+        [label, f"`{e['commit'][:7]}`",
+         *(f"{e['product_by_folder'].get(f, 0):,}" for f in PRODUCT_FOLDERS),
+         f"**{e['product']:,}**", f"{e['product_with_benchmark']:,}", f"{e['integrations']:,}"]
+        for label, e in doc["entries"].items()
+    ]  # fmt: skip
+    last = list(doc["entries"].values())[-1]
+    return markdown_table(header, rows) + (
+        f"\nFrom `{_shown(PRODUCT_LINES_JSON)}`: `{last['command']}` (`agents/` alone: the "
+        "registry, the ladder, atomic writes, the git stamp).\n"
+    )
+
+
 def house() -> str:
     """Issue 20's figures per measurement: lines, files per rule variant, the trace."""
     doc = _load(HOUSE_JSON)
@@ -748,6 +772,7 @@ TABLES: Final[dict[str, Callable[[], str]]] = {
     "onnx": onnx,
     "rllib-speed": rllib_speed,
     "house": house,
+    "product-lines": product_lines,
     "house-growth": house_growth,
 }
 

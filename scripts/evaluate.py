@@ -20,27 +20,27 @@ Ctrl-C reports the agents that finished and keeps the deals the interrupted one 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 from agents.atomic import atomic_write_json, check_writable
+from agents.evaluation import plots
 from agents.evaluation.arena import (
-    EVAL_ENV_KWARGS,
-    EVALUATION_DEALS,
     MAX_EPISODES,
-    VALIDATION_DEALS,
     AgentResult,
+    add_deal_flags,
     agent_env_kwargs,
-    check_env_kwargs,
-    decks_of,
     evaluate,
     format_paired,
     format_table,
     paired_lines,
     report,
+    validation_asked,
 )
+from agents.evaluation.lockstep import EVAL_ENV_KWARGS, check_env_kwargs
 from agents.gitinfo import code_stamp
 from agents.learning.multiseed import (
     expand_seed_root,
@@ -63,36 +63,24 @@ from coldiron_env.options import RuleOptions
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 PAIRED_DEFAULT = "heuristic"
-DEFAULT_SEED = 0
-DEAL_SETS = (EVALUATION_DEALS, VALIDATION_DEALS)
-VALIDATION_DEALT = (
-    "the env's deal on reset(seed=coldiron_env.dealer.stream_seed("
-    "DealStream.VALIDATION, seed, i)) for deal i, identical for every agent"
-)
 
 
 def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def parse_value(text: str) -> Any:
-    """``true``/``false`` -> bool, an integer -> int, anything else the string."""
-    low = text.strip().lower()
-    if low in ("true", "false"):
-        return low == "true"
-    try:
-        return int(text)
-    except ValueError:
-        return text
-
-
 def parse_env_kwargs(items: list[str]) -> dict[str, Any]:
+    """``--env-kwarg KEY=VALUE``s, checked: ``true``/``false`` a bool, an integer an int,
+    anything else the string."""
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"--env-kwarg {item!r}: expected KEY=VALUE")
-        out[key.strip()] = parse_value(value)
+        low = value.strip().lower()
+        out[key.strip()] = low == "true" if low in ("true", "false") else value
+        with contextlib.suppress(ValueError):
+            out[key.strip()] = int(value)
     return check_env_kwargs(out)
 
 
@@ -105,13 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME|RUN_DIR|MODEL.zip|POLICY.onnx|RLLIB_CHECKPOINT",
         help=f"agent to evaluate (repeatable); by name: {', '.join(agent_names())}")  # fmt: skip
     add("--episodes", type=int, default=10_000, help="deals (default 10000)")
-    add("--seed", type=int, default=DEFAULT_SEED,
-        help="seed of the deals (default %(default)s; docs/environment.md#seeding says which "
-        "deals a seed gives)")  # fmt: skip
-    add("--deals", choices=DEAL_SETS, default=DEAL_SETS[0],
-        help="evaluation deals (default; reported results) or validation deals (what training "
-        "evaluates on and models are chosen on: "
-        "reset(seed=stream_seed(VALIDATION, SEED, k)))")  # fmt: skip
+    add_deal_flags(parser)
     add("--against", metavar="AGENT", default=PAIRED_DEFAULT,
         help="compare every other agent with this one, deal by deal (default %(default)r when it "
         "is evaluated)")  # fmt: skip
@@ -209,17 +191,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command = shlex.join(["scripts/evaluate.py", *(sys.argv[1:] if argv is None else argv)])
     stamp = code_stamp(Path(args.json) if args.json else None)  # the code, before it plays
-    validation = args.deals == VALIDATION_DEALS
     try:
         if not 0 < args.episodes <= MAX_EPISODES:
             raise ValueError(f"--episodes must be in 1..{MAX_EPISODES}, got {args.episodes}")
         for flag, path in (("--json", args.json), ("--plot", args.plot)):
             if path is not None and not path.strip():
                 raise ValueError(f"{flag}: an empty file name")
-        try:  # the seed before any model is loaded
-            decks_of(args.seed, 1, validation)
-        except ValueError as err:
-            raise ValueError(f"--seed {args.seed}: {err}") from None
+        validation = validation_asked(args)  # the seed before any model is loaded
         env_kwargs = parse_env_kwargs(args.env_kwarg)
         set_torch_threads(args.torch_threads)
         specs, agents, played_with = load_agents(args, env_kwargs)
@@ -240,9 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         rate = f"{100 * result.win_rate:.2f}% {result.interval_text}"
         say(f"  {result.agent}: {rate} in {result.seconds:.1f}s")
 
-    say(
-        f"evaluating {len(agents)} agent(s) on {args.episodes} {args.deals} deals, seed {args.seed}"
-    )
+    dealt = f"{args.episodes} {args.deals} deals, seed {args.seed}"
+    say(f"evaluating {len(agents)} agent(s) on {dealt}")
     partial: AgentResult | None = None  # the agent Ctrl-C stopped, with the deals it played
     interrupted = False
     try:
@@ -284,14 +261,12 @@ def main(argv: list[str] | None = None) -> int:
         print(format_aggregates(aggregates))
     try:
         if args.json:
-            doc = report(results, args.episodes, args.seed, env_kwargs)
+            doc = report(results, args.episodes, args.seed, env_kwargs, validation)
             for entry in doc["agents"]:
                 entry["env_kwargs"] = played_with[entry["agent"]]
-            doc.update(stamp, command=command)
-            if validation:
-                doc["deals"] = VALIDATION_DEALT
+            seeds = [a.to_dict() for a in aggregates]
             doc.update(
-                deal_set=args.deals, seed_aggregates=[a.to_dict() for a in aggregates], paired=pairs
+                stamp, command=command, deal_set=args.deals, seed_aggregates=seeds, paired=pairs
             )
             if interrupted:
                 doc["interrupted"] = f"stopped by Ctrl-C: {len(results)} of {len(agents)} agents"
@@ -304,10 +279,8 @@ def main(argv: list[str] | None = None) -> int:
             atomic_write_json(args.json, doc)
             print(f"json: {args.json}")
         if args.plot and results:
-            from agents.evaluation.plots import plot_win_rates
-
             deals = f"{args.episodes:,} {args.deals} deals (seed {args.seed})"
-            path = plot_win_rates(
+            path = plots.plot_win_rates(
                 results, args.plot, f"Cold Iron win rate on {deals}, Wilson 95% interval"
             )
             print(f"plot: {path}")

@@ -18,14 +18,13 @@ from typing import Final
 
 from agents import ladder
 from agents.atomic import check_writable
-from agents.evaluation.arena import EVALUATION_DEALS, VALIDATION_DEALS, decks_of
+from agents.evaluation.arena import add_deal_flags, validation_asked
 from agents.gitinfo import code_stamp
 from agents.players.planner import BUDGETS
 from agents.registry import agent_names, make_agent, set_torch_threads
 
 EXIT_ERROR: Final = 2
 EXIT_INTERRUPTED: Final = 130
-DEFAULT_SEED: Final = 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,10 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add = parser.add_argument
     add("--episodes", type=int, default=ladder.DEFAULT_EPISODES, help="deals (default %(default)s)")
-    add("--seed", type=int, default=DEFAULT_SEED,
-        help="seed of the deals (default %(default)s; docs/environment.md#seeding)")  # fmt: skip
-    add("--deals", choices=(EVALUATION_DEALS, VALIDATION_DEALS), default=EVALUATION_DEALS,
-        help="the seed's evaluation deals (default) or its validation deals")  # fmt: skip
+    add_deal_flags(parser)
     add("--planner-episodes", type=int,
         help=f"first deals the planners play (default {ladder.DEFAULT_PLANNER_EPISODES} or "
         "--episodes if fewer; at most --episodes)")  # fmt: skip
@@ -62,27 +58,20 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
     if planner_episodes is None:
         planner_episodes = min(ladder.DEFAULT_PLANNER_EPISODES, episodes)
     solver_episodes = episodes if args.solver_episodes is None else args.solver_episodes
-    for flag, value in (("--episodes", episodes), ("--planner-episodes", planner_episodes),
-                        ("--workers", args.workers)):  # fmt: skip
-        if value <= 0:
-            raise ValueError(f"{flag} must be positive, got {value}")
+    least = {"--episodes": (episodes, 1), "--planner-episodes": (planner_episodes, 1),
+             "--workers": (args.workers, 1),
+             "--solver-max-nodes": (args.solver_max_nodes, 0)}  # fmt: skip
+    for flag, (value, low) in least.items():
+        if value < low:
+            raise ValueError(f"{flag} must be {low} or more, got {value}")
     if planner_episodes > episodes:
         raise ValueError(f"--planner-episodes ({planner_episodes}) exceeds --episodes ({episodes})")
-    if args.solver_max_nodes < 0:
-        raise ValueError(
-            f"--solver-max-nodes must be 0 (no cap) or positive, got {args.solver_max_nodes}"
-        )
     for run in args.runs or ():
         if not Path(run).exists() and run not in agent_names():
             raise ValueError(f"--runs {run}: no such run directory, model or player name")
     check_writable(args.out_dir, "--out-dir", folder=True)
     if not 0 <= solver_episodes <= episodes:
         raise ValueError(f"--solver-episodes must be in 0..{episodes}, got {solver_episodes}")
-    validation = args.deals == VALIDATION_DEALS
-    try:
-        decks_of(args.seed, 1, validation)
-    except ValueError as err:
-        raise ValueError(f"--seed {args.seed}: {err}") from None
     planners = tuple(args.planner or ladder.DEFAULT_PLANNERS)
     for name in planners:  # an unknown planner, or a player that does not search, is refused
         if not make_agent(name).searches:
@@ -91,16 +80,10 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
                 f"{', '.join(BUDGETS)}, a search over a network such as strongest, or mcts)"
             )
     return ladder.LadderSettings(
-        seed=args.seed,
-        episodes=episodes,
-        validation=validation,
-        planner_episodes=planner_episodes,
-        solver_episodes=solver_episodes,
-        planners=planners,
-        runs=None if args.runs is None else tuple(args.runs),
-        workers=args.workers,
-        solver_max_nodes=args.solver_max_nodes,
-    )
+        seed=args.seed, episodes=episodes, validation=validation_asked(args),
+        planner_episodes=planner_episodes, solver_episodes=solver_episodes, planners=planners,
+        runs=tuple(args.runs or ()), workers=args.workers, solver_max_nodes=args.solver_max_nodes,
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -185,9 +185,12 @@ def planner_hints(session: Session) -> str:
 
 def human_loop(session: Session, hint: bool, out: Callable[[str], None]) -> int:
     out(render_text(session.game))
+    out("(type help for the commands)")
+    shown = False  # the hints of this position printed (not again after a command)
     while not session.done:
-        if hint:
+        if hint and not shown:
             out(planner_hints(session))
+            shown = True
         try:
             line = input("> ")
         except EOFError:
@@ -229,6 +232,7 @@ def human_loop(session: Session, hint: bool, out: Callable[[str], None]) -> int:
             out(f"{ACTION_NAMES[action]!r} is not legal now; legal: {legal_summary(legal)}")
             continue
         session.step(action)
+        shown = False
         out(render_text(session.game))
     return 0
 

@@ -22,27 +22,20 @@ import numpy as np
 
 from agents.atomic import atomic_write_json, check_writable
 from agents.evaluation.stats import wilson_interval
-from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, solve_deck
+from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, Solved, solve_decks
 from coldiron_env.cards import deck_codes
 from coldiron_env.dealer import shuffled_decks
 from coldiron_env.options import RuleOptions, add_variant_flags, variants_of
 
 CHUNK: int = 50  # deals per task handed to a worker
-Result = tuple[str, int, float]  # a deal's verdict, search nodes and seconds
 
 
-def _solve_chunk(args: tuple[list[list[int]], dict[str, Any], int]) -> list[Result]:
+def _solve_chunk(args: tuple[list[list[int]], dict[str, Any], int]) -> list[Solved]:
     decks, rules_dict, max_nodes = args
-    rules = RuleOptions.from_dict(rules_dict)
-    out: list[Result] = []
-    for deck in decks:
-        start = time.perf_counter()
-        solution = solve_deck(deck, rules, max_nodes)
-        out.append((solution.verdict, solution.nodes, time.perf_counter() - start))
-    return out
+    return solve_decks(decks, max_nodes, RuleOptions.from_dict(rules_dict))
 
 
-def summarize(results: list[Result], decks: list[list[int]], wall: float) -> dict[str, Any]:
+def summarize(results: list[Solved], decks: list[list[int]], wall: float) -> dict[str, Any]:
     n = len(results)
     wins = sum(v == WINNABLE for v, _, _ in results)
     unknown = sum(v == UNKNOWN for v, _, _ in results)
@@ -82,14 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     add_variant_flags(parser)
     add("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args(argv)
-    if args.deals <= 0:
-        parser.error(f"--deals must be positive, got {args.deals}")
-    if args.workers <= 0:
-        parser.error(f"--workers must be positive, got {args.workers}")
-    if args.max_nodes < 0:
-        parser.error(f"--max-nodes must be 0 (no cap) or positive, got {args.max_nodes}")
-    if args.seed < 0:
-        parser.error(f"--seed must be 0 or more, got {args.seed}")
+    least = {"--deals": (args.deals, 1), "--workers": (args.workers, 1),
+             "--max-nodes": (args.max_nodes, 0), "--seed": (args.seed, 0)}  # fmt: skip
+    for flag, (value, low) in least.items():
+        if value < low:
+            parser.error(f"{flag} must be {low} or more, got {value}")
     if args.out is not None:
         try:
             check_writable(args.out, "--out")
@@ -100,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = [
         (decks[i : i + CHUNK], rules.to_dict(), args.max_nodes) for i in range(0, len(decks), CHUNK)
     ]
-    results: list[Result] = []
+    results: list[Solved] = []
     start = time.perf_counter()
     interrupted = False
     try:

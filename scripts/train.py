@@ -47,10 +47,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give --config FILE (or --resume DIR)")
     if args.resume is not None and (args.config or args.out or args.seed is not None):
         parser.error("--resume DIR uses the run's own config.yaml, seed and directory")
-    if args.timesteps is not None and args.timesteps < 1:
-        parser.error(f"--timesteps must be >= 1, got {args.timesteps}")
-    if args.seed is not None and args.seed < 0:
-        parser.error(f"--seed must be >= 0, got {args.seed}")
     seeds: list[int] | None = None
     if args.seeds is not None:
         if args.resume is not None or args.seed is not None:

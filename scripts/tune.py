@@ -46,11 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="write no summary at the end (the copies --workers starts; another process does)",
     )
-    args = parser.parse_args(argv)
-    if args.trials < 1:
-        parser.error(f"--trials must be >= 1, got {args.trials}")
-    if args.workers < 1:
-        parser.error(f"--workers must be >= 1, got {args.workers}")
+    args = parser.parse_args(argv)  # --trials and --workers: refused by tune() by name
 
     from agents.atomic import check_writable
     from agents.learning.config import ConfigError

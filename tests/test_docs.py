@@ -82,3 +82,43 @@ def test_the_layout_helper_reads_a_real_observation() -> None:
     assert obs.shape == (where["bonus_risk"].stop,)
     assert obs[where["hand"]].sum() == len(info["hand"])
     assert round(float(obs[where["turn"]][0]) * 24) == info["turn"]
+
+
+STALE = (
+    (re.compile(r"\b\d+(\.\d+)?\s*(minutes?|min|seconds?|s|hours?|h)\b(?! ?[=:])", re.I), "a time"),
+    (re.compile(r"seeds? seed\s*\.\.", re.I), "the seeds a stream replaced"),
+)
+"""What a config's comments must not say: how long it takes (machines differ several-fold;
+docs/training.md's table is measured, with its CPU named), or which seeds it deals (the deal
+streams decide: docs/environment.md#seeding)."""
+
+
+def stale_claims(text: str) -> list[str]:
+    comments = [line.partition("#")[2] for line in text.splitlines() if "#" in line]
+    return [f"{why}: {c.strip()}" for c in comments for pattern, why in STALE if pattern.search(c)]
+
+
+@pytest.mark.parametrize("config", sorted((ROOT / "configs").rglob("*.y*ml")), ids=lambda p: p.name)
+def test_no_config_comment_claims_a_time_or_a_seed_range(config: Path) -> None:
+    assert stale_claims(config.read_text(encoding="utf-8")) == []
+
+
+def test_the_stale_claims_are_seen() -> None:
+    text = "total: 3  # about 10 minutes on 2 cores\nepisodes: 5  # seeds seed .. seed+episodes-1\n"
+    assert len(stale_claims(text)) == 2
+    assert stale_claims("n_steps: 16  # x 1,024 envs = 16,384 steps a rollout\n") == []
+
+
+def test_the_runs_guard_sees_a_file_made_or_changed(tmp_path: Path) -> None:
+    """tests/conftest.py fails the run when anything under the checkout changed: its two
+    helpers see a new file, a changed one, and nothing in the caches they leave out."""
+    from conftest import checkout_files, written_between
+
+    (tmp_path / "kept.txt").write_text("a")
+    before = checkout_files(tmp_path)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "new.json").write_text("{}")
+    (tmp_path / "kept.txt").write_text("ab")
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "x.pyc").write_text("")
+    assert written_between(before, checkout_files(tmp_path)) == ["kept.txt", "runs/new.json"]

@@ -17,11 +17,11 @@ from helpers import load_file
 from agents.evaluation.arena import (
     AgentResult,
     agent_seeds,
-    check_env_kwargs,
     deal_decks,
     evaluate,
     evaluate_agent,
 )
+from agents.evaluation.lockstep import check_env_kwargs
 from agents.evaluation.stats import wilson_interval
 from agents.players.base import Agent
 from agents.players.baselines import RandomAgent, ThreatenAgent
@@ -436,3 +436,17 @@ def test_ctrl_c_keeps_the_deals_the_interrupted_agent_played(
     kept = doc["interrupted_agent"]
     assert kept["agent"] == "heuristic" and kept["deals_played"] == kept["episodes"] == 3
     assert kept["env_kwargs"] == {}
+
+
+def test_the_console_names_the_paired_counts_as_the_json_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A reader of both outputs finds the same names: only_other_wins, only_base_wins."""
+    cli = load_file(REPO / "scripts" / "evaluate.py", "coldiron_evaluate_cli_names")
+    out = tmp_path / "e.json"
+    argv = ["--agent", "threaten", "--agent", "heuristic", "--episodes", "30", "--seed", "4"]
+    assert cli.main([*argv, "--json", str(out)]) == 0
+    (pair,) = json.loads(out.read_text())["paired"]
+    printed = capsys.readouterr().out
+    assert f"only_other_wins {pair['only_other_wins']}" in printed
+    assert f"only_base_wins {pair['only_base_wins']}" in printed

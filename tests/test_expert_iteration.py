@@ -179,12 +179,12 @@ def test_network_rollouts_label_with_the_network_and_alike_in_two_processes() ->
 
     agent = make_agent("trained")
     assert isinstance(agent, SB3Agent)
-    planner = ei.search_over(agent, "planner-small", rollouts=ei.NETWORK_ROLLOUTS)
+    planner = ei.search_over(agent, "planner-small", rollouts="network")
     assert isinstance(planner._roller, NetRoller)
     assert not isinstance(ei.search_over(agent, "planner-small")._roller, NetRoller)
     first = stream_seed(DealStream.SEARCH, 6, 0)
-    alone = ei.label(agent, "planner-small", 4, first, 1.0, batch=2, rollouts=ei.NETWORK_ROLLOUTS)
-    with ei.Labellers(2, batch=2, rollouts=ei.NETWORK_ROLLOUTS) as labellers:
+    alone = ei.label(agent, "planner-small", 4, first, 1.0, batch=2, rollouts="network")
+    with ei.Labellers(2, batch=2, rollouts="network") as labellers:
         together = labellers.label(agent, "planner-small", 4, first, 1.0)
     assert together is not None and _same(alone, together)
     heuristic = ei.label(agent, "planner-small", 4, first, 1.0, batch=2)
@@ -199,7 +199,7 @@ def test_soft_labels_are_the_searchs_chances_and_alike_in_two_processes() -> Non
     assert isinstance(agent, SB3Agent)
     first = stream_seed(DealStream.SEARCH, 5, 0)
     hard = ei.label(agent, "planner-small", 12, first, 1.0, batch=4)
-    soft = ei.label(agent, "planner-small", 12, first, 1.0, batch=4, targets=ei.SOFT_TARGETS)
+    soft = ei.label(agent, "planner-small", 12, first, 1.0, batch=4, targets="soft")
     assert hard.targets is None and soft.targets is not None and _same(hard, soft)
     rows = soft.targets
     assert np.allclose(rows.sum(axis=1), 1.0) and not rows[~soft.masks].any()
@@ -210,12 +210,12 @@ def test_soft_labels_are_the_searchs_chances_and_alike_in_two_processes() -> Non
     likeliest = rows[spread].argmax(axis=1)
     assert (likeliest == soft.actions[spread]).mean() > 0.8, "the planner's rule, made soft"
     plain = ei.label(agent, "planner-small", 12, first, 1.0, batch=4,
-                     targets=ei.SOFT_TARGETS, soft_z=0.0)  # fmt: skip
+                     targets="soft", soft_z=0.0)  # fmt: skip
     assert plain.targets is not None and _same(plain, soft)
     base = np.arange(len(rows)), MaskedPolicy(agent.model).act(soft.obs, soft.masks)
     assert (plain.targets[base] <= rows[base] + 1e-6).all(), "the network's action loses..."
     assert (plain.targets[base] < rows[base] - 0.1).any(), "...its handicap's help"
-    with ei.Labellers(2, batch=4, targets=ei.SOFT_TARGETS) as labellers:
+    with ei.Labellers(2, batch=4, targets="soft") as labellers:
         together = labellers.label(agent, "planner-small", 12, first, 1.0)
     assert together is not None and together.targets is not None
     assert _same(soft, together) and np.array_equal(soft.targets, together.targets)
@@ -354,14 +354,14 @@ def test_a_record_from_before_the_rollouts_option_resumes_as_heuristic_rollouts(
     rollouts may not."""
     cfg = _tiny_run_config(rounds=2)
     settings = ei.identity(cfg)
-    assert settings.pop("rollouts") == ei.HEURISTIC_ROLLOUTS
+    assert settings.pop("rollouts") == "heuristic"
     assert settings.pop("keep_rounds") == 1  # nor keep_rounds, which came later
-    assert settings.pop("targets") == ei.HARD_TARGETS  # nor targets
+    assert settings.pop("targets") == "hard"  # nor targets
     assert settings.pop("soft_z") is None
     (tmp_path / ei.EXPERT_FILE).write_text(json.dumps({"settings": settings, "rounds": []}))
     ei.check_resumable(cfg, tmp_path)
     network = cfg.model_copy(deep=True)
-    network.expert_iteration.rollouts = ei.NETWORK_ROLLOUTS
+    network.expert_iteration.rollouts = "network"
     with pytest.raises(TrainingError, match=r"only expert_iteration\.rounds may change"):
         ei.check_resumable(network, tmp_path)
     with pytest.raises(TrainingError, match=r"\(rollouts: 'heuristic' -> 'network'\)"):

@@ -75,9 +75,11 @@ def test_the_wheel_holds_the_product_and_not_the_lab(tmp_path: Path) -> None:
     """Built from a copy of the tracked files (a build writes build/ and *.egg-info beside
     its sources, which the checkout must not get)."""
     source = tmp_path / "source"
-    tracked = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
-    ).stdout.decode().split("\0")
+    tracked = (
+        subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, tracked):
         if (ROOT / name).is_file():
             (source / name).parent.mkdir(parents=True, exist_ok=True)

@@ -231,7 +231,7 @@ def test_deterministic_given_the_seed_and_legal() -> None:
         planner = PlannerAgent(TINY)
         result = evaluate_agent(planner, decks, seeds, callback=record)
         assert result.outcomes["illegal"] == 0
-        assert planner.stats.planned > 0
+        assert planner.planned > 0
         runs.append(outcomes)
     assert runs[0] == runs[1]
 
@@ -264,7 +264,7 @@ def test_against_heuristic_on_paired_deals() -> None:
     theirs = evaluate_agent(HeuristicAgent(), decks, seeds)
     assert ours.episodes == theirs.episodes == 30
     assert ours.outcomes["illegal"] == 0
-    assert planner.stats.planned > 0
+    assert planner.planned > 0
     assert ours.wins >= theirs.wins - 2
 
 

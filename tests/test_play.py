@@ -297,3 +297,14 @@ def test_the_clairvoyant_can_be_watched_winning_a_deal_it_solves(
     shown = capsys.readouterr().out
     assert "finds no way to win this deal (7 positions searched)" in shown
     assert "plays:" not in shown
+
+
+def test_the_hints_are_shown_once_a_position_and_help_is_announced() -> None:
+    """A command (help, a bad action) answers itself without reprinting the hint table,
+    which pushed the answer off the screen; a move shows the new position's hints."""
+    result = play(["--seed", "2", "--hint"], "help\ndance\nthreaten\nquit\n")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "(type help for the commands)" in out
+    assert out.count("planner's estimated win chance") == 2  # the start, then after threaten
+    assert out.index("Commands: save FILE") < out.index("unknown action 'dance'")

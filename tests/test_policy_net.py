@@ -187,7 +187,7 @@ def test_blas_controller_is_kept_until_a_module_is_imported(
         return made[-1]
 
     monkeypatch.setattr(threadpoolctl, "ThreadpoolController", counting)
-    monkeypatch.setattr(threads, "_CONTROLLER", {})
+    threads._controller.cache_clear()
     for _ in range(3):
         with threads.one_blas_thread():
             pass

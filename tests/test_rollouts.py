@@ -25,10 +25,10 @@ from agents.players.planner import (
     turn_decision,
 )
 from agents.players.rollouts import (
+    candidate_games,
     heuristic_action,
     keep_bound,
     pack_params,
-    rollout_wins,
     tables,
 )
 from coldiron_env.actions import LEGAL_ACTIONS, PHASE_OVER, PHASE_TURN, STOP, THREATEN
@@ -152,7 +152,7 @@ def test_the_planner_plays_the_same_games_with_either_rollouts() -> None:
                 played.append(action)
                 obs, _, term, trunc, info = env.step(action)
                 done = term or trunc
-        records.append((played, agent.decisions, agent.stats.switched))
+        records.append((played, agent.decisions, agent.switched))
     assert records[0] == records[1]
     assert records[0][2] > 0  # the search changed some decisions
 
@@ -177,4 +177,4 @@ def test_rollouts_refuse_an_illegal_candidate() -> None:
     kn = Knowledge.from_game(game)
     orders = kn.sample_order_array(np.random.default_rng(0), 2)
     with pytest.raises(ValueError, match="illegal in phase"):
-        rollout_wins(kn, orders, [THREATEN, STOP], pack_params(DEFAULT_PARAMS))
+        candidate_games(kn, orders, [THREATEN, STOP])

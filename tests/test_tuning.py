@@ -424,7 +424,7 @@ def test_a_study_made_before_the_config_was_kept_learns_it_when_next_opened(
     tcfg = load_tuning_config(write_config(tmp_path / "a.yaml"))
     old = optuna.create_study(study_name="s", storage=url, direction="maximize")
     old.set_user_attr(FINGERPRINT_ATTR, tcfg.fingerprint())  # as before BASE_ATTR existed
-    old.set_user_attr(SEARCH_ATTR, tcfg.search.to_dict())
+    old.set_user_attr(SEARCH_ATTR, tcfg.search.model_dump())
     open_study(tcfg, url, "s")
     assert BASE_ATTR in optuna.load_study(study_name="s", storage=url).user_attrs
     other = load_tuning_config(write_config(tmp_path / "b.yaml", seed=5))

@@ -5,16 +5,15 @@ is row ``i`` of ``shuffled_decks(np.random.default_rng(S), N)`` (:func:`deal_dec
 the agent; each agent is reseeded before deal ``i`` with :func:`agent_seeds`, so its own
 randomness (``random``'s) is reproducible and independent of the deal.
 
-**Three ways to play, one result** (:func:`~agents.evaluation.lockstep.play_lockstep`'s
-engines, identical games: tested): a :class:`~agents.players.base.KnowledgeActor` (the
-built-in players) on the rules engine, told what it knows, never the game; an agent with a
-``batch_policy`` (a trained model) :data:`LOCKSTEP_BATCH` deals at once; any other one env at
-a time, the deck passed as ``reset(options={"deck": codes})``. Always on the plain env's
-default rewards: no shaping applies; the outcome is what is counted.
+**Three ways to play, one result** (identical games, tested): a built-in player on the rules
+engine, a trained model's ``batch_policy`` :data:`LOCKSTEP_BATCH` deals at once, any other
+agent one env at a time (:func:`~agents.evaluation.lockstep.play_lockstep`'s engines); always
+the plain env's default rewards: what is counted is the outcome.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,7 +22,14 @@ from typing import Any, Final, Literal
 
 import numpy as np
 
-from agents.evaluation.lockstep import LOCKSTEP_BATCH, BatchPolicy, Engine, Seat, play_lockstep
+from agents.evaluation.lockstep import (
+    LOCKSTEP_BATCH,
+    BatchPolicy,
+    Engine,
+    Seat,
+    check_env_kwargs,
+    play_lockstep,
+)
 from agents.evaluation.stats import disagreement, mcnemar, wilson_interval
 from agents.players.base import Agent, KnowledgeActor, RuleAware
 from coldiron_env.cards import DECK_SIZE, deck_codes
@@ -34,19 +40,15 @@ from coldiron_env.dealer import (
     shuffled_decks,
     stream_seed,
 )
-from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import OUTCOMES
 from coldiron_env.observation import OBSERVATION_OPTIONS
-from coldiron_env.options import RULE_KEYS, RuleOptions, plain
+from coldiron_env.options import RuleOptions, plain
 
-EVAL_ENV_KWARGS: Final = OBSERVATION_OPTIONS + RULE_KEYS
-"""The env options an evaluation accepts; rewards and the illegal-action policy are fixed."""
-AGENT_SEED_STREAM: Final = 1
-"""Second word of the seed of the generator of the agents' per-deal seeds."""
+AGENT_SEED_STREAM: Final = 1  # second word of the seed of the agents' per-deal seeds
 MAX_AGENT_SEED: Final = 2**31 - 1
 
+# callback(deal_index, deck_ids_played, outcome, turn_at_end) after each episode
 EpisodeCallback = Callable[[int, list[int], str, int], None]
-"""``callback(deal_index, deck_ids_played, outcome, turn_at_end)`` after each episode."""
 
 
 def deal_decks(seed: int, episodes: int) -> np.ndarray:
@@ -60,12 +62,8 @@ def validation_decks(seed: int, episodes: int) -> np.ndarray:
     """The env's deals on ``reset(seed=stream_seed(DealStream.VALIDATION, seed, k))``,
     ``k < episodes``: what training evaluates on and models are chosen on."""
     _check_count(episodes)
-    return np.stack(
-        [
-            shuffled_decks(np.random.default_rng(stream_seed(DealStream.VALIDATION, seed, k)), 1)[0]
-            for k in range(episodes)
-        ]
-    )
+    seeds = (stream_seed(DealStream.VALIDATION, seed, k) for k in range(episodes))
+    return np.stack([shuffled_decks(np.random.default_rng(s), 1)[0] for s in seeds])
 
 
 EVALUATION_DEALS: Final = "evaluation"
@@ -78,6 +76,29 @@ def decks_of(seed: int, episodes: int, validation: bool = False) -> np.ndarray:
     return validation_decks(seed, episodes) if validation else deal_decks(seed, episodes)
 
 
+def add_deal_flags(parser: argparse.ArgumentParser) -> None:
+    """``--seed`` and ``--deals``: the deals every agent plays (``scripts/evaluate.py``,
+    ``scripts/ladder.py``; :func:`validation_asked` reads them)."""
+    parser.add_argument("--seed", type=int, default=0,
+        help="seed of the deals (default %(default)s; docs/environment.md#seeding says which "
+        "deals a seed gives)")  # fmt: skip
+    parser.add_argument("--deals", choices=(EVALUATION_DEALS, VALIDATION_DEALS),
+        default=EVALUATION_DEALS, help="evaluation deals (default; reported results) or "
+        "validation deals (what training evaluates on and models are chosen on: "
+        "reset(seed=stream_seed(VALIDATION, SEED, k)))")  # fmt: skip
+
+
+def validation_asked(args: argparse.Namespace) -> bool:
+    """Whether :func:`add_deal_flags`' ``--deals`` asks for validation deals; ``ValueError``
+    naming ``--seed`` when it deals none."""
+    validation = bool(args.deals == VALIDATION_DEALS)
+    try:
+        decks_of(args.seed, 1, validation)
+    except ValueError as err:
+        raise ValueError(f"--seed {args.seed}: {err}") from None
+    return validation
+
+
 def agent_seeds(seed: int, episodes: int) -> list[int]:
     """The seed each agent is reset with before each deal (same for every agent)."""
     _check_count(episodes)
@@ -85,35 +106,19 @@ def agent_seeds(seed: int, episodes: int) -> list[int]:
     return rng.integers(0, MAX_AGENT_SEED, size=episodes).tolist()  # type: ignore[no-any-return]
 
 
-MAX_EPISODES: Final = 1 << STREAM_INDEX_BITS
-"""The most deals an evaluation plays: a seed's validation deals (16,777,216)."""
+MAX_EPISODES: Final = 1 << STREAM_INDEX_BITS  # a seed's validation deals (16,777,216)
 
 
 def _check_count(episodes: int) -> None:
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes <= 0:
         raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
     if episodes > MAX_EPISODES:
-        raise ValueError(
-            f"episodes must be at most {MAX_EPISODES:,} (a seed's deals), got {episodes:,}"
-        )
+        raise ValueError(f"episodes must be at most {MAX_EPISODES:,} (a seed's), got {episodes:,}")
 
 
-def check_env_kwargs(env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """Validated evaluation env options (unknown key or bad value: ``ValueError`` naming it)."""
-    unknown = sorted(set(env_kwargs) - set(EVAL_ENV_KWARGS))
-    if unknown:
-        raise ValueError(
-            f"env option(s) {unknown} not allowed in evaluation; allowed: {list(EVAL_ENV_KWARGS)} "
-            "(rewards, shaping and the illegal-action policy are fixed)"
-        )
-    kwargs = dict(env_kwargs)
-    ColdIronEnv(**kwargs)  # raises ValueError naming a bad value
-    return kwargs
-
-
+# an agent's play, a planner's, an agent again on a planner's first deals (a paired baseline),
+# or the clairvoyant bound (agents.players.solver)
 ResultKind = Literal["agent", "planner", "baseline-subset", "bound"]
-"""What a result is: an agent's play, a planner's, an agent again on a planner's
-first deals (a paired baseline), or the clairvoyant bound (``agents.players.solver``)."""
 
 
 @dataclass
@@ -122,17 +127,14 @@ class AgentResult:
 
     agent: str
     episodes: int = 0
+    # games per outcome (a bound tallies the solver's verdicts instead)
     outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
-    """Games per outcome (a ``bound`` tallies the solver's verdicts instead)."""
     total_turns: int = 0
-    total_steps: int = 0
-    """Decisions taken, over all games."""
+    total_steps: int = 0  # decisions taken, over all games
     seconds: float = 0.0
     kind: ResultKind = "agent"
-    won: list[bool] = field(default_factory=list, repr=False)
-    """Per deal, in deal order: won (for a ``bound``: not proven unwinnable)."""
-    note: str = ""
-    """A remark reported with the result (the ladder's JSON has it)."""
+    won: list[bool] = field(default_factory=list, repr=False)  # per deal (a bound's: may be)
+    note: str = ""  # a remark reported with the result (the ladder's JSON has it)
 
     @property
     def wins(self) -> int:
@@ -226,12 +228,6 @@ def check_decks(decks: np.ndarray) -> None:
         )
 
 
-def batch_policy_of(agent: Agent) -> BatchPolicy | None:
-    """The agent's :class:`BatchPolicy` (a trained model's ``batch_policy``), if it has one."""
-    policy = getattr(agent, "batch_policy", None)
-    return policy if isinstance(policy, BatchPolicy) else None
-
-
 class EvaluationInterrupted(KeyboardInterrupt):
     """Ctrl-C during :func:`evaluate_agent`: ``partial`` holds the deals played until then
     (the first ``partial.episodes`` of the deals, in order), so a caller can keep them."""
@@ -258,31 +254,29 @@ def evaluate_agent(
 
     ``use_engine``: on the rules engine (default: for a
     :class:`~agents.players.base.KnowledgeActor`) or through the env (False). ``use_batch``:
-    :data:`LOCKSTEP_BATCH` deals at once with the agent's :class:`BatchPolicy` (default: when
-    it has one and is not on the engine; deterministic, so the seeds do not apply).
-    ``callback`` is called once per deal, in deal order. Ctrl-C raises
-    :class:`EvaluationInterrupted`, carrying the deals finished until then.
+    :data:`LOCKSTEP_BATCH` deals at once with the agent's :class:`BatchPolicy` (default: when it has
+    one and is not on the engine; deterministic, so the seeds do not apply). ``callback`` is called
+    once per deal, in deal order. Ctrl-C raises :class:`EvaluationInterrupted`, carrying the deals
+    finished until then.
     """
     # a trained model's observation options (flat or dict, recall) added; a clash refused
     kwargs = check_env_kwargs(agent_env_kwargs(agent, env_kwargs or {}))
-    rules = RuleOptions.from_kwargs(kwargs)
     check_decks(decks)
     if len(seeds) != len(decks):
         raise ValueError(f"got {len(seeds)} agent seeds for {len(decks)} decks")
     if isinstance(agent, RuleAware):
-        agent.set_rules(rules)
+        agent.set_rules(RuleOptions.from_kwargs(kwargs))
     result = AgentResult(label or agent.name)
     if use_engine is None:
         use_engine = not use_batch and isinstance(agent, KnowledgeActor)
-    batch_policy = batch_policy_of(agent)
+    policy = getattr(agent, "batch_policy", None)  # a trained model's
+    batch_policy = policy if isinstance(policy, BatchPolicy) else None
     if use_batch is None:
         use_batch = batch_policy is not None and not use_engine
     if use_batch and use_engine:
         raise ValueError(f"agent {result.agent!r}: play on the engine or in batches, not both")
     if use_batch and batch_policy is None:
         raise ValueError(f"agent {result.agent!r} cannot play in batches (no batch_policy)")
-    if use_engine and not isinstance(agent, KnowledgeActor):
-        raise ValueError(f"agent {result.agent!r} cannot play on the engine (no act_knowledge)")
 
     def seat(i: int) -> Agent:
         agent.reset(seed=seeds[i])
@@ -365,28 +359,40 @@ def format_paired(pairs: list[dict[str, Any]]) -> str:
     """The paired comparisons as text lines ("" when there are none)."""
     if not pairs:
         return ""
-    lines = [f"\npaired with {pairs[0]['against']} on the same deals (difference, 95%; McNemar):"]
+    lines = [
+        f"\npaired with {pairs[0]['against']} on the same deals (difference, 95%; deals only one "
+        f"won: only_other_wins by the agent, only_base_wins by {pairs[0]['against']}; McNemar):"
+    ]
     for p in pairs:
         low, high = p["difference_ci95"]
         lines.append(
             f"  {p['agent']}: {100 * p['difference']:+.2f} points [{100 * low:+.2f}, "
-            f"{100 * high:+.2f}]; won only by it {p['only_other_wins']}, only by "
-            f"{p['against']} {p['only_base_wins']}; p = {p['p_two_sided']:.2g}" + disagreement(p)
+            f"{100 * high:+.2f}]; only_other_wins {p['only_other_wins']}, only_base_wins "
+            f"{p['only_base_wins']}; p = {p['p_two_sided']:.2g}" + disagreement(p)
         )
     return "\n".join(lines)
 
 
 def report(
-    results: Sequence[AgentResult], episodes: int, seed: int, env_kwargs: Mapping[str, Any]
+    results: Sequence[AgentResult],
+    episodes: int,
+    seed: int,
+    env_kwargs: Mapping[str, Any],
+    validation: bool = False,
 ) -> dict[str, Any]:
-    """The JSON document of an evaluation."""
+    """The JSON document of an evaluation (on the validation deals with ``validation``)."""
+    dealt = (
+        "the env's deal on reset(seed=coldiron_env.dealer.stream_seed(DealStream.VALIDATION, "
+        "seed, i)) for deal i"
+        if validation
+        else "row i of coldiron_env.dealer.shuffled_decks(numpy.random.default_rng(seed), episodes)"
+    )
     return {
         "agents": [r.to_dict() for r in results],
         "episodes": episodes,
         "seed": seed,
         "env_kwargs": dict(env_kwargs),
-        "deals": "row i of coldiron_env.dealer.shuffled_decks(numpy.random.default_rng(seed), "
-        "episodes), identical for every agent",
+        "deals": f"{dealt}, identical for every agent",
         "interval": "Wilson score, 95% (z = 1.96)",
     }
 

@@ -1,8 +1,7 @@
 """The one play loop: games side by side, one decision each per step, until all have ended.
 
-Evaluation, training's validation, imitation, DAgger and expert iteration's labelling,
-``scripts/play.py``, ``tests/regen_golden.py`` and the ONNX export's checks all play through
-:func:`play_lockstep`. Who plays:
+Everything that plays whole games (evaluation, training's validation, imitation, labelling,
+``scripts/play.py``) plays through :func:`play_lockstep`. Who plays:
 
 * a :class:`BatchPolicy` (a trained model): one ``act`` call a step for the whole batch, on
   the stacked observations and masks (a finished game's row keeps its last observation and an
@@ -10,8 +9,8 @@ Evaluation, training's validation, imitation, DAgger and expert iteration's labe
 * or a :data:`Seat`: the :class:`~agents.players.base.Agent` of each game, asked
   ``act(obs, info["action_mask"], info)`` (on the ``game`` engine ``act_knowledge(kn)``).
 
-Callers keep what they need through two hooks: ``on_start(game, obs, info)`` after each reset
-and ``on_move(move)`` after each step (:class:`Move`). The games' endings are returned
+Callers keep what they need through two hooks: ``on_start(game, obs, info)`` after each reset and
+``on_move(move)`` after each step (:class:`Move`). The games' endings are returned
 (:class:`Episode`, in game order).
 """
 
@@ -32,8 +31,7 @@ from coldiron_env.knowledge import Knowledge
 from coldiron_env.observation import OBSERVATION_OPTIONS
 from coldiron_env.options import RULE_KEYS, RuleOptions
 
-LOCKSTEP_BATCH: Final = 256
-"""Games a :class:`BatchPolicy` plays at once (one forward pass per step for all)."""
+LOCKSTEP_BATCH: Final = 256  # games a BatchPolicy plays at once (one forward pass a step)
 Engine = Literal["auto", "single", "vector", "game"]
 ENGINES: Final = get_args(Engine)
 
@@ -52,8 +50,24 @@ class BatchPolicy(Protocol):
     ) -> np.ndarray: ...
 
 
-Seat = Callable[[int], Agent]
-"""``seat(game)``: the agent that plays game ``game``, reset for it."""
+EVAL_ENV_KWARGS: Final = OBSERVATION_OPTIONS + RULE_KEYS  # of evaluations and the game engine
+
+
+def check_env_kwargs(env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Validated :data:`EVAL_ENV_KWARGS`: the rules and the observation (another option, a
+    reward's or shaping's, or a bad value: ``ValueError`` naming it)."""
+    unknown = sorted(set(env_kwargs) - set(EVAL_ENV_KWARGS))
+    if unknown:
+        raise ValueError(
+            f"env option(s) {unknown} not allowed; allowed: {list(EVAL_ENV_KWARGS)} (rewards, "
+            "shaping and the illegal-action policy are the env's defaults)"
+        )
+    kwargs = dict(env_kwargs)
+    ColdIronEnv(**kwargs).close()  # raises ValueError naming a bad value
+    return kwargs
+
+
+Seat = Callable[[int], Agent]  # seat(game): the agent that plays game ``game``, reset for it
 
 
 @dataclass(frozen=True)
@@ -63,19 +77,16 @@ class Episode:
     outcome: str
     turn: int
     steps: int
-    deck: tuple[int, ...]
-    """The card ids in the order the game used them (Jokers relabelled as drawn)."""
+    deck: tuple[int, ...]  # the card ids in the order the game used them (Jokers as drawn)
 
 
 @dataclass(frozen=True)
 class Move:
     """One step of one game, as :func:`play_lockstep`'s ``on_move`` is told it."""
 
-    game: int
-    """Index of the game's reset."""
+    game: int  # index of the game's reset
     obs: Any
-    info: dict[str, Any]
-    """The observation and ``info`` the action was chosen on."""
+    info: dict[str, Any]  # the observation and info the action was chosen on
     action: int
     reward: float
     next_obs: Any
@@ -105,16 +116,15 @@ def play_lockstep(
     """Play one game per entry of ``resets`` (the kwargs of its ``reset``), in order, up to
     ``batch`` side by side.
 
-    ``engine``: ``single`` plays plain :class:`ColdIronEnv` games (``envs``, reused batch
-    after batch: by default ``min(batch, games)`` built from ``env_kwargs``); ``vector``, for
-    a :class:`BatchPolicy` without hooks, one native vector env (the same games move for
-    move, its batched observation several times faster with ``counting``); ``game`` the rules
-    engine (no observation encoded: several times faster), on given decks (codes, or card
-    ids), each seat's agent told :meth:`Knowledge.from_game
-    <coldiron_env.knowledge.Knowledge.from_game>` before each decision, never the game (the
-    hooks see that knowledge as the observation; ``info`` holds the ``action_mask``; rewards
-    and an illegal action's loss are the env's defaults). ``auto`` (the default) takes
-    ``vector`` when it can and Gymnasium has it, else ``single``.
+    ``engine``: ``single`` plays plain :class:`ColdIronEnv` games (``envs``, reused batch after
+    batch: by default ``min(batch, games)`` built from ``env_kwargs``); ``vector``, for a
+    :class:`BatchPolicy` without hooks, one native vector env (the same games move for move, its
+    batched observation several times faster with ``counting``); ``game`` the rules engine (no
+    observation encoded: several times faster), on given decks (codes, or card ids), each seat's
+    agent told :meth:`Knowledge.from_game <coldiron_env.knowledge.Knowledge.from_game>` before each
+    decision, never the game (the hooks see that knowledge as the observation; ``info`` holds the
+    ``action_mask``; rewards and an illegal action's loss are the env's defaults). ``auto`` (the
+    default) takes ``vector`` when it can and Gymnasium has it, else ``single``.
     """
     if batch <= 0:
         raise ValueError(f"batch must be positive, got {batch!r}")
@@ -125,7 +135,8 @@ def play_lockstep(
     if engine == "game":
         if isinstance(players, BatchPolicy) or envs is not None:
             raise ValueError("the game engine plays seats' agents (no BatchPolicy or envs)")
-        return _play_games(players, game_rules(env_kwargs), resets, on_start, on_move)
+        rules = RuleOptions.from_kwargs(check_env_kwargs(env_kwargs))
+        return _play_games(players, rules, resets, on_start, on_move)
     policy = players if isinstance(players, BatchPolicy) else None
     per_game = policy is None or envs is not None or on_start is not None or on_move is not None
     if engine == "vector" and per_game:
@@ -202,20 +213,6 @@ def _play_chunk(
                     str(info["outcome"]), int(info["turn"]), int(steps[i]), tuple(env.game.deck)
                 )
     return [e for e in ended if e is not None]
-
-
-def game_rules(env_kwargs: Mapping[str, Any]) -> RuleOptions:
-    """The rules of the ``game`` engine's games: ``env_kwargs`` checked as the env checks them,
-    and refused by name beyond the rules and the observation options (the engine plays the
-    env's default rewards and illegal-action rule)."""
-    ColdIronEnv(**env_kwargs).close()  # a bad key or value: the env's ValueError naming it
-    other = sorted(set(env_kwargs) - set(RULE_KEYS) - set(OBSERVATION_OPTIONS))
-    if other:
-        raise ValueError(
-            f"the game engine plays the env's default rewards and illegal-action rule: "
-            f"env option(s) {other} not allowed (allowed: {[*RULE_KEYS, *OBSERVATION_OPTIONS]})"
-        )
-    return RuleOptions.from_kwargs(env_kwargs)
 
 
 def _play_games(

@@ -12,16 +12,10 @@ from typing import Final
 from agents.atomic import atomic_target
 from agents.evaluation.arena import AgentResult
 
-TITLE_CHARS_PER_INCH: Final = 9
-"""Characters of the chart's title a line per inch of figure (wrapped, not clipped)."""
-CHART_MARGIN: Final = 1.15
-"""The x axis reaches this factor past the highest interval."""
-KIND_COLOURS: Final[dict[str, str]] = {
-    "agent": "#4C72B0",
-    "planner": "#DD8452",
-    "baseline-subset": "#8C8C8C",
-    "bound": "#55A868",
-}
+TITLE_CHARS_PER_INCH: Final = 9  # title characters a line per inch of figure (then wrapped)
+CHART_MARGIN: Final = 1.15  # the x axis reaches this factor past the highest interval
+KIND_COLOURS: Final = {"agent": "#4C72B0", "planner": "#DD8452", "baseline-subset": "#8C8C8C",
+                       "bound": "#55A868"}  # fmt: skip
 PERCENT: Final = 100.0
 
 

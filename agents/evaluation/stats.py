@@ -1,8 +1,8 @@
 """Statistics for reporting win rates honestly: the Wilson score interval, paired comparisons.
 
-Written here, not taken from ``scipy.stats`` (``binomtest``, ``proportion_ci``): scipy is only
-in the ``train`` extra, and every record's intervals use z = 1.96 exactly (scipy's the exact
-quantile, 1.95996...).
+Written here, not taken from ``scipy.stats`` (``binomtest``, ``proportion_ci``): scipy is only in
+the ``train`` extra, and every record's intervals use z = 1.96 exactly (scipy's the exact quantile,
+1.95996...).
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-Z_95: Final = 1.96
-"""Two-sided 95% normal quantile, rounded as is customary."""
+Z_95: Final = 1.96  # two-sided 95% normal quantile, rounded as is customary
 SIGNIFICANCE: Final = 0.05
 DISAGREEMENT: Final = (
     "the interval and the exact test disagree on these few deals: trust the p-value"
@@ -29,30 +28,23 @@ def disagreement(pair: Mapping[str, Any]) -> str:
     return f" ({DISAGREEMENT})"
 
 
-def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float]:
-    """Wilson score interval ``(low, high)`` for ``successes`` out of ``trials``: inside
+def wilson_interval(successes: int, trials: int) -> tuple[float, float]:
+    """Wilson score 95% interval ``(low, high)`` for ``successes`` out of ``trials``: inside
     [0, 1] and sensible at 0 or ``trials`` successes (rare wins), unlike the normal interval.
-    ``ValueError`` for a bool, a count out of range, no trials or a non-positive ``z``."""
+    ``ValueError`` for a bool, a count out of range or no trials."""
     if isinstance(successes, bool) or isinstance(trials, bool):
         raise ValueError("successes and trials must be integers, not bools")
     if trials <= 0:
         raise ValueError(f"trials must be positive, got {trials}")
     if not 0 <= successes <= trials:
         raise ValueError(f"successes must be in 0..{trials}, got {successes}")
-    if not z > 0:
-        raise ValueError(f"z must be positive, got {z}")
-    p = successes / trials
-    z2 = z * z
+    p, z2 = successes / trials, Z_95 * Z_95
     denom = 1.0 + z2 / trials
     centre = (p + z2 / (2 * trials)) / denom
-    half = z * math.sqrt(p * (1.0 - p) / trials + z2 / (4 * trials * trials)) / denom
+    half = Z_95 * math.sqrt(p * (1.0 - p) / trials + z2 / (4 * trials * trials)) / denom
     low = 0.0 if successes == 0 else max(0.0, centre - half)
     high = 1.0 if successes == trials else min(1.0, centre + half)
     return low, high
-
-
-def intervals_disjoint(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    return a[1] < b[0] or b[1] < a[0]
 
 
 def mcnemar(base: Sequence[bool], other: Sequence[bool]) -> dict[str, Any]:

@@ -415,11 +415,13 @@ class Config(_Section):
         return {**self.env_kwargs(), **stage_options(self.curriculum, timesteps, total)}
 
     @property
+    def gamma(self) -> float:
+        """The discount the algorithm learns with (its hyperparameter, else SB3's default)."""
+        return float(self.algorithm.hyperparameters.get("gamma", DEFAULT_GAMMA))
+
+    @property
     def shaping_gamma(self) -> float:
-        gamma = self.shaping.gamma
-        return float(
-            self.algorithm.hyperparameters.get("gamma", DEFAULT_GAMMA) if gamma is None else gamma
-        )
+        return self.gamma if self.shaping.gamma is None else self.shaping.gamma
 
     @model_validator(mode="after")
     def _check_across_sections(self) -> Config:
@@ -592,10 +594,9 @@ def _check_shaping_gamma(cfg: Config) -> None:
     """Shaping keeps the best policy only with the discount the agent learns with (Ng, Harada
     and Russell 1999): an explicit ``shaping.gamma`` must be the algorithm's."""
     given = cfg.shaping.gamma
-    learnt = float(cfg.algorithm.hyperparameters.get("gamma", DEFAULT_GAMMA))
-    if cfg.shaping.enabled and given is not None and given != learnt:
+    if cfg.shaping.enabled and given is not None and given != cfg.gamma:
         raise _Refusal(
-            f"{given} is not the algorithm's gamma ({learnt}): F = gamma * Phi(s') - Phi(s) "
+            f"{given} is not the algorithm's gamma ({cfg.gamma}): F = gamma * Phi(s') - Phi(s) "
             "with another discount than the agent's can change the best policy; "
             "leave it null to use the algorithm's",
             "shaping",
@@ -799,8 +800,6 @@ def activation_class(name: str) -> type[Any]:
     """The ``torch.nn`` activation class for a name of :data:`Activation`."""
     from torch import nn  # noqa: PLC0415 (config loading stays torch-free)
 
-    if name not in ACTIVATIONS:
-        raise ValueError(f"unknown activation {name!r}; known: {sorted(ACTIVATIONS)}")
     activation: type[Any] = getattr(nn, ACTIVATIONS[name])
     return activation
 

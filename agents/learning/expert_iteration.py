@@ -38,8 +38,14 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from agents.atomic import atomic_write_bytes, atomic_write_json, read_json
-from agents.learning.config import config_changes, describe_changes
-from agents.learning.imitation import DAGGER_BATCH, Demonstrations, concat, student_play
+from agents.learning.config import (
+    ExpertIterationConfig,
+    Rollouts,
+    Targets,
+    config_changes,
+    describe_changes,
+)
+from agents.learning.imitation import DAGGER_BATCH, Demonstrations, collect_dagger, concat
 from agents.learning.provenance import TrainingError, sha256_bytes, sha256_file
 from agents.learning.sb3_agent import (
     MODEL_FILE,
@@ -48,13 +54,13 @@ from agents.learning.sb3_agent import (
     load_sb3_agent,
     policy_net,
 )
-from agents.players.planner import BUDGETS, DecisionRecord, PlannerAgent
+from agents.players.planner import BUDGETS, PlannerAgent
 from agents.players.rollouts import COMPILED
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
 
-    from agents.learning.config import Config, ExpertIterationConfig
+    from agents.learning.config import Config
 
 EXPERT_FILE: Final = "expert_iteration.json"
 """A run's expert-iteration record: its settings and every finished round."""
@@ -66,17 +72,10 @@ POLL_SECONDS: Final = 0.5
 """How often a parallel round looks for a stop request."""
 LABELS_DIR: Final = "labels"
 """The run directory's folder of kept labels, one file a round (``keep_rounds`` > 1)."""
-HEURISTIC_ROLLOUTS: Final = "heuristic"
-NETWORK_ROLLOUTS: Final = "network"
-"""``expert_iteration.rollouts``: played by the heuristic, or by the network being trained."""
-HARD_TARGETS: Final = "hard"
-SOFT_TARGETS: Final = "soft"
-"""``expert_iteration.targets``: the planner's choices, or each compared action's chance of
-being the best (its choice where it did not plan)."""
 
 
 def search_over(
-    agent: SB3Agent, budget: str, compiled: bool = COMPILED, rollouts: str = HEURISTIC_ROLLOUTS
+    agent: SB3Agent, budget: str, compiled: bool = COMPILED, rollouts: Rollouts = "heuristic"
 ) -> PlannerAgent:
     """The planner at ``budget`` over ``agent`` (its current weights), its rollouts compiled or
     in Python (the same labels), played by the heuristic or by ``agent`` (``rollouts``)."""
@@ -85,7 +84,7 @@ def search_over(
         name=f"{budget} over {agent.name}",
         base=KnowledgePolicy(agent),
         compiled=compiled,
-        rollout_policy=policy_net(agent) if rollouts == NETWORK_ROLLOUTS else None,
+        rollout_policy=policy_net(agent) if rollouts == "network" else None,
     )
 
 
@@ -98,54 +97,33 @@ def label(
     gamma: float,
     batch: int = DAGGER_BATCH,
     compiled: bool = COMPILED,
-    rollouts: str = HEURISTIC_ROLLOUTS,
-    targets: str = HARD_TARGETS,
+    rollouts: Rollouts = "heuristic",
+    targets: Targets = "hard",
     soft_z: float | None = None,
 ) -> Demonstrations:
     """``agent`` plays deals ``first ..`` (``batch`` at a time, in lockstep); then the planner
-    over it is asked, deal by deal, for the action at every state it visited (its sampling
-    seeded by the deal, its knowledge fed the deal's observations in order: DAgger). Soft
-    ``targets`` add a soft label a decision (:func:`_soft_row`; ``soft_z`` None: the
-    planner's ``z``). ``agent`` may be a saved model's file, loaded once a round (what
-    :class:`Labellers` hands its processes)."""
+    over it labels every state it visited (:func:`~agents.learning.imitation.collect_dagger`,
+    its sampling seeded by the deal). Soft ``targets`` add a soft label a decision: each
+    candidate's chance of being the best, alternatives handicapped by ``soft_z`` standard
+    errors (None: the planner's ``z``; ``DecisionRecord.chance_best``), or the planner's
+    choice for certain where it did not plan. ``agent`` may be a saved model's file, loaded
+    once a round (what :class:`Labellers` hands its processes)."""
     if isinstance(agent, str):
         agent = _worker_agent(agent)
-    played = student_play(agent.model, agent.env_kwargs, episodes, first, batch)
     planner = search_over(agent, budget, compiled, rollouts)
-    soft = targets == SOFT_TARGETS
-    planner.decisions = [] if soft else None
     handicap = planner.config.z if soft_z is None else soft_z
-    # imitation.collect_dagger's loop, asking the planner directly (two calls fewer)
-    labels: list[int] = []
-    rows: list[np.ndarray] = []
-    for game, moves in enumerate(played.moves):
-        planner.reset(first + game)
-        for move in moves:
-            planner.knowledge.observe(move.obs, move.info)
-            labels.append(planner.choose(planner.knowledge))
-            if planner.decisions is not None:  # soft: the record of this decision, if planned
-                record = planner.decisions.pop() if planner.decisions else None
-                rows.append(_soft_row(record, labels[-1], len(move.info["action_mask"]), handicap))
-    return played.demonstrations(gamma, labels, np.stack(rows) if soft else None)
 
-
-def _soft_row(record: DecisionRecord | None, choice: int, actions: int, z: float) -> np.ndarray:
-    """One decision's soft label: each candidate's chance of being the best, alternatives
-    handicapped by ``z`` standard errors (``DecisionRecord.chance_best``), or the planner's
-    choice for certain where it did not plan (no ``record``)."""
-    row = np.zeros(actions, dtype=np.float32)
-    if record is None:
-        row[choice] = 1.0
+    def soft_label(choice: int, actions: int) -> np.ndarray:
+        record = planner.decisions.pop() if planner.decisions else None  # if it planned
+        row = np.zeros(actions, dtype=np.float32)
+        chances = {choice: 1.0} if record is None else record.chance_best(handicap)
+        row[list(chances)] = list(chances.values())
         return row
-    for action, chance in record.chance_best(z).items():
-        row[action] = chance
-    return row
 
-
-def chunks(episodes: int, first: int, batch: int = DAGGER_BATCH) -> list[tuple[int, int]]:
-    """``(first deal, deals)`` of each labelling task: the batches the network plays in
-    lockstep, so the labels do not depend on which process labels which batch."""
-    return [(first + s, min(batch, episodes - s)) for s in range(0, episodes, batch)]
+    soft = targets == "soft"
+    planner.decisions = [] if soft else None
+    return collect_dagger(agent.model, lambda: planner, agent.env_kwargs, episodes, first,
+                          gamma, batch, soft_label if soft else None)  # fmt: skip
 
 
 def _worker_init() -> None:
@@ -171,8 +149,8 @@ class Labellers:
     workers: int
     batch: int = DAGGER_BATCH
     compiled: bool = COMPILED
-    rollouts: str = HEURISTIC_ROLLOUTS
-    targets: str = HARD_TARGETS
+    rollouts: Rollouts = "heuristic"
+    targets: Targets = "hard"
     soft_z: float | None = None
     _pool: Pool | None = field(default=None, init=False, repr=False)
     _folder: tempfile.TemporaryDirectory[str] | None = field(default=None, init=False, repr=False)
@@ -213,28 +191,22 @@ class Labellers:
         stop: Callable[[], bool] | None = None,
     ) -> Demonstrations | None:
         """As :func:`label`, spread over the processes; None once ``stop()`` says so (asked
-        before each batch here, every :data:`POLL_SECONDS` in parallel)."""
-        tasks = chunks(episodes, first, self.batch)
+        before each batch here, every :data:`POLL_SECONDS` in parallel). Each task is a batch
+        the network plays in lockstep, so the labels do not depend on who labels which."""
+        settings = (self.compiled, self.rollouts, self.targets, self.soft_z)
+        tasks = [(budget, min(self.batch, episodes - s), first + s, gamma, self.batch, *settings)
+                 for s in range(0, episodes, self.batch)]  # fmt: skip
         if self._pool is None or self._folder is None:
             parts = []
-            for start, n in tasks:
+            for task in tasks:
                 if stop is not None and stop():
                     return None
-                part = label(
-                    agent, budget, n, start, gamma, self.batch, self.compiled,
-                    self.rollouts, self.targets, self.soft_z,
-                )  # fmt: skip
-                parts.append(part)
+                parts.append(label(agent, *task))
             return concat(parts)
         self._saved += 1
         model_file = str(Path(self._folder.name) / f"round-{self._saved}.zip")
         agent.model.save(model_file)
-        settings = (self.compiled, self.rollouts, self.targets, self.soft_z)
-        pending = self._pool.starmap_async(
-            label,  # each task one DAgger batch: its deals played in one lockstep batch
-            [(model_file, budget, n, s, gamma, n, *settings) for s, n in tasks],
-            chunksize=1,
-        )
+        pending = self._pool.starmap_async(label, [(model_file, *t) for t in tasks], chunksize=1)
         while not pending.ready():
             pending.wait(POLL_SECONDS)
             if stop is not None and stop():
@@ -302,10 +274,10 @@ def model_bytes(model: BaseAlgorithm) -> bytes:
 
 def start_hash(run_root: Path, rounds: list[dict[str, Any]]) -> str | None:
     """The SHA-256 of the model before the first round (as recorded, or of ``model.zip``)."""
-    record, model_file = run_root / EXPERT_FILE, run_root / MODEL_FILE
-    if rounds and record.is_file():
-        start = read_json(record, {}).get(START_SHA_KEY)
+    if rounds:
+        start = read_json(run_root / EXPERT_FILE, {}).get(START_SHA_KEY)
         return None if start is None else str(start)
+    model_file = run_root / MODEL_FILE
     return sha256_file(model_file) if model_file.is_file() else None
 
 
@@ -353,11 +325,8 @@ def check_resumable(cfg: Config, run_root: Path) -> None:
     path = run_root / EXPERT_FILE
     if not path.is_file() or not cfg.expert_iteration.rounds:
         return  # no round played, or none follows: the rounds played stay the model
-    recorded = read_json(path, {}).get("settings", {})
-    recorded.setdefault("rollouts", HEURISTIC_ROLLOUTS)  # records from before the options
-    recorded.setdefault("keep_rounds", 1)
-    recorded.setdefault("targets", HARD_TARGETS)
-    recorded.setdefault("soft_z", None)
+    defaults = ExpertIterationConfig().model_dump(exclude={"workers"})  # a record older than
+    recorded = {**defaults, **read_json(path, {}).get("settings", {})}  # an option: its default
     changes = config_changes(recorded, identity(cfg))
     if changes := {k: v for k, v in changes.items() if k != "rounds"}:
         raise TrainingError(

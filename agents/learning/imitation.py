@@ -17,6 +17,7 @@ plus regression of its Q on the return; the target network is synchronised after
 
 from __future__ import annotations
 
+import functools
 import io
 import time
 from collections.abc import Callable, Sequence
@@ -29,7 +30,14 @@ import torch as th
 import torch.nn.functional as F
 
 from agents.atomic import atomic_write_bytes
-from agents.evaluation.lockstep import Episode, Move, play_lockstep, stack_observations
+from agents.evaluation.lockstep import (
+    BatchPolicy,
+    Episode,
+    Move,
+    Seat,
+    play_lockstep,
+    stack_observations,
+)
 from agents.learning.algorithms import algorithm_of
 from agents.learning.sb3_agent import MaskedPolicy, q_values, zero_lstm_states
 from agents.players.base import Agent
@@ -108,11 +116,7 @@ class Demonstrations:
 
 
 def collect_demonstrations(
-    teacher: Agent,
-    env_kwargs: dict[str, Any],
-    episodes: int,
-    seed: int,
-    gamma: float = 0.99,
+    teacher: Agent, env_kwargs: dict[str, Any], episodes: int, seed: int, gamma: float = 0.99
 ) -> Demonstrations:
     """The teacher plays deals ``seed .. seed + episodes - 1``; every decision is kept."""
 
@@ -120,19 +124,7 @@ def collect_demonstrations(
         teacher.reset(seed + game)
         return teacher
 
-    def check(move: Move) -> None:
-        mask = move.info["action_mask"].astype(bool)
-        if not mask[move.action]:
-            raise ValueError(
-                f"teacher {teacher.name!r} chose illegal action {move.action} "
-                f"(legal: {np.flatnonzero(mask).tolist()})"
-            )
-        played(move)
-
-    played = Played(episodes)
-    resets = [{"seed": seed + ep} for ep in range(episodes)]
-    played.ended = play_lockstep(seat, env_kwargs, resets, batch=1, on_move=check)
-    return played.demonstrations(gamma)
+    return Played.play(seat, env_kwargs, episodes, seed, batch=1).demonstrations(gamma)
 
 
 class Played:
@@ -146,11 +138,19 @@ class Played:
     def __call__(self, move: Move) -> None:
         self.moves[move.game].append(move)
 
+    @classmethod
+    def play(
+        cls, players: BatchPolicy | Seat, env_kwargs: dict[str, Any], episodes: int, seed: int,
+        batch: int,
+    ) -> Played:  # fmt: skip
+        """``players`` play deals ``seed .. seed + episodes - 1``, ``batch`` at a time."""
+        played = cls(episodes)
+        resets = [{"seed": seed + ep} for ep in range(episodes)]
+        played.ended = play_lockstep(players, env_kwargs, resets, batch, on_move=played)
+        return played
+
     def demonstrations(
-        self,
-        gamma: float,
-        labels: Sequence[int] | None = None,
-        targets: np.ndarray | None = None,
+        self, gamma: float, labels: Sequence[int] | None = None, targets: np.ndarray | None = None
     ) -> Demonstrations:
         """Every move as a row, game by game, labelled with the action played or with
         ``labels`` (one per move, in that order; ``targets``: soft labels, a row each), with
@@ -200,21 +200,6 @@ def concat(parts: list[Demonstrations]) -> Demonstrations:
     )
 
 
-def student_play(
-    model: BaseAlgorithm,
-    env_kwargs: dict[str, Any],
-    episodes: int,
-    seed: int,
-    batch: int = DAGGER_BATCH,
-) -> Played:
-    """The student ``model`` (deterministic, masked) plays deals ``seed ..``, ``batch`` at a
-    time in lockstep; every move is kept, for a teacher to label."""
-    played = Played(episodes)
-    resets = [{"seed": seed + ep} for ep in range(episodes)]
-    played.ended = play_lockstep(MaskedPolicy(model), env_kwargs, resets, batch, on_move=played)
-    return played
-
-
 def collect_dagger(
     model: BaseAlgorithm,
     teacher_factory: Callable[[], Agent],
@@ -223,22 +208,28 @@ def collect_dagger(
     seed: int,
     gamma: float = 0.99,
     batch: int = DAGGER_BATCH,
+    soft_label: Callable[[int, int], np.ndarray] | None = None,
 ) -> Demonstrations:
     """DAgger (Ross et al., 2011): the *student* plays, the teacher labels every state.
 
     Cloning alone trains on the teacher's states only; the student's small errors lead it
     where it was never taught. Here the student's play chooses the moves, then a teacher per
     game, fed its every observation and ``info`` in order (so its memory is right), says
-    what it would have done at each. Returns are the student's.
+    what it would have done at each. Returns are the student's. ``soft_label(choice,
+    actions)``, asked after each of the teacher's choices, gives that decision's soft label.
     """
-    played = student_play(model, env_kwargs, episodes, seed, batch)
+    played = Played.play(MaskedPolicy(model), env_kwargs, episodes, seed, batch)
     labels: list[int] = []
+    rows: list[np.ndarray] = []
     for game, moves in enumerate(played.moves):
         teacher = teacher_factory()
         teacher.reset(seed + game)
         for move in moves:
-            labels.append(int(teacher.act(move.obs, move.info["action_mask"], move.info)))
-    return played.demonstrations(gamma, labels)
+            mask = move.info["action_mask"]
+            labels.append(int(teacher.act(move.obs, mask, move.info)))
+            if soft_label is not None:
+                rows.append(soft_label(labels[-1], len(mask)))
+    return played.demonstrations(gamma, labels, np.stack(rows) if soft_label else None)
 
 
 def _rows(obs: Any, idx: np.ndarray) -> Any:
@@ -255,17 +246,12 @@ class _Cloner:
     """Forward passes of one model's network for the cloning losses."""
 
     def __init__(self, model: BaseAlgorithm) -> None:
-        self.model = model
         self.spec = algorithm_of(model)
         self.policy: Any = model.policy
 
-    def tensor(self, obs: Any) -> Any:
-        obs_t, _ = self.policy.obs_to_tensor(obs)
-        return obs_t
-
     def scores_values(self, obs: Any) -> tuple[th.Tensor, th.Tensor | None]:
         """(logits or Q-values (n, 19), values (n,) or None) for flat rows."""
-        obs_t = self.tensor(obs)
+        obs_t, _ = self.policy.obs_to_tensor(obs)
         if self.spec.family == "q_value":
             return q_values(self.policy, obs_t), None
         dist = self.policy.get_distribution(obs_t)
@@ -305,44 +291,21 @@ def behaviour_clone(
     value_pretrain: bool = True,
     seed: int = 0,
     log: Callable[[str], None] = _quiet,
-    anchor: float = 0.0,
-    changed_weight: float = 1.0,
 ) -> dict[str, Any]:
     """Train ``model``'s network to imitate ``demos``; returns accuracy and loss figures.
-
-    ``anchor`` > 0 adds ``anchor`` times the KL divergence from the network's masked policy
-    before this call, on every decision: labels that agree with the network then move its
-    logits little, so teaching those that differ changes fewer other decisions.
-    ``changed_weight`` weighs the labels that differ from the network's choice (1: all
-    alike). These and soft labels (``demos.targets``) need a flat actor-critic network.
-    """
+    Soft labels (``demos.targets``) need a flat actor-critic network."""
     cloner = _Cloner(model)
-    weighted = bool(anchor) or changed_weight != 1.0
-    if (weighted or demos.targets is not None) and (
-        cloner.spec.recurrent or cloner.spec.family == "q_value"
-    ):
-        raise ValueError(
-            "anchor, changed_weight and soft labels are for flat actor-critic networks"
-        )
-    reference = _reference_logits(cloner, demos) if weighted else None
-    params = list(model.policy.parameters())
-    optimizer = th.optim.Adam(params, lr=learning_rate)
+    if demos.targets is not None and (cloner.spec.recurrent or cloner.spec.family == "q_value"):
+        raise ValueError("soft labels are for flat actor-critic networks")
+    optimizer = th.optim.Adam(model.policy.parameters(), lr=learning_rate)
     rng = np.random.default_rng(seed)
     accuracy_before = accuracy(model, demos)
+    epoch = _recurrent_epoch if cloner.spec.recurrent else _flat_epoch
     losses: list[float] = []
     model.policy.set_training_mode(True)
-    for epoch in range(epochs):
-        if cloner.spec.recurrent:
-            loss_sum, batches = _recurrent_epoch(
-                cloner, demos, optimizer, batch_size, rng, value_pretrain
-            )
-        else:
-            loss_sum, batches = _flat_epoch(
-                cloner, demos, optimizer, batch_size, rng, value_pretrain,
-                reference, anchor, changed_weight,
-            )  # fmt: skip
-        losses.append(loss_sum / max(batches, 1))
-        log(f"  imitation epoch {epoch + 1}/{epochs}: loss {losses[-1]:.4f}")
+    for done in range(1, epochs + 1):
+        losses.append(epoch(cloner, demos, optimizer, batch_size, rng, value_pretrain))
+        log(f"  imitation epoch {done}/{epochs}: loss {losses[-1]:.4f}")
     model.policy.set_training_mode(False)
     if cloner.spec.family == "q_value":
         target: Any = model.policy
@@ -366,17 +329,6 @@ def _descend(optimizer: th.optim.Optimizer, loss: th.Tensor) -> float:
     return float(loss.detach())
 
 
-def _reference_logits(cloner: _Cloner, demos: Demonstrations) -> th.Tensor:
-    """The network's masked logits on every decision, before cloning (no gradient)."""
-    rows = []
-    with th.no_grad():
-        for start in range(0, len(demos), FORWARD_CHUNK):
-            idx = np.arange(start, min(start + FORWARD_CHUNK, len(demos)))
-            scores, _ = cloner.scores_values(_rows(demos.obs, idx))
-            rows.append(_masked(scores, th.as_tensor(demos.masks[idx], device=scores.device)))
-    return th.cat(rows)
-
-
 def _flat_epoch(
     cloner: _Cloner,
     demos: Demonstrations,
@@ -384,21 +336,18 @@ def _flat_epoch(
     batch_size: int,
     rng: np.random.Generator,
     value_pretrain: bool,
-    reference: th.Tensor | None = None,
-    anchor: float = 0.0,
-    changed_weight: float = 1.0,
-) -> tuple[float, int]:
-
+) -> float:
+    """One pass over ``demos`` in shuffled batches; returns the mean loss."""
     device = cloner.policy.device
     order = rng.permutation(len(demos))
-    total, batches = 0.0, 0
+    losses: list[float] = []
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         masks = th.as_tensor(demos.masks[idx], device=device)
         actions = th.as_tensor(demos.actions[idx], device=device)
         returns = th.as_tensor(demos.returns[idx], device=device)
         scores, values = cloner.scores_values(_rows(demos.obs, idx))
-        if cloner.spec.family == "q_value":
+        if values is None:  # a Q-network
             q_teacher = scores.gather(1, actions[:, None]).squeeze(1)
             margins = th.full_like(scores, Q_MARGIN).scatter(1, actions[:, None], 0.0)
             best_other = _masked(scores + margins, masks).max(dim=1).values
@@ -412,23 +361,11 @@ def _flat_epoch(
                 if demos.targets is None
                 else th.as_tensor(demos.targets[idx], device=device, dtype=logits.dtype)
             )
-            if reference is None:
-                loss = F.cross_entropy(logits, wanted)
-            else:
-                old = reference[th.as_tensor(idx, device=device)]
-                changed = (old.argmax(dim=1) != actions).float()
-                weights = 1.0 + (changed_weight - 1.0) * changed
-                loss = (weights * F.cross_entropy(logits, wanted, reduction="none")).mean()
-                if anchor:
-                    old_logp = F.log_softmax(old, dim=1)
-                    new_logp = F.log_softmax(logits, dim=1)
-                    kl = (old_logp.exp() * (old_logp - new_logp)).sum(dim=1)
-                    loss = loss + anchor * kl.mean()
-            if value_pretrain and values is not None:
+            loss = F.cross_entropy(logits, wanted)
+            if value_pretrain:
                 loss = loss + VALUE_LOSS_WEIGHT * F.mse_loss(values, returns)
-        total += _descend(optimizer, loss)
-        batches += 1
-    return total, batches
+        losses.append(_descend(optimizer, loss))
+    return sum(losses) / max(len(losses), 1)
 
 
 def _recurrent_epoch(
@@ -438,42 +375,33 @@ def _recurrent_epoch(
     batch_size: int,
     rng: np.random.Generator,
     value_pretrain: bool,
-) -> tuple[float, int]:
+) -> float:
     """Whole episodes through the LSTM: pad to the longest, seq-major rows, mask the padding."""
-
     policy = cloner.policy
     device = policy.device
     bounds = np.flatnonzero(np.diff(demos.episode, prepend=-1, append=-2))
-    starts, ends = bounds[:-1], bounds[1:]
-    lengths = ends - starts
-    mean_len = max(int(lengths.mean()), 1)
-    episodes_per_batch = max(batch_size // mean_len, 1)
+    starts, lengths = bounds[:-1], np.diff(bounds)
+    episodes_per_batch = max(batch_size // max(int(lengths.mean()), 1), 1)
     order = rng.permutation(len(starts))
-    total, batches = 0.0, 0
+    losses: list[float] = []
     for b in range(0, len(order), episodes_per_batch):
         eps = order[b : b + episodes_per_batch]
-        horizon = int(lengths[eps].max())
-        rows = np.zeros((len(eps), horizon), dtype=np.int64)
-        valid = np.zeros((len(eps), horizon), dtype=bool)
-        for i, e in enumerate(eps):
-            rows[i, : lengths[e]] = np.arange(starts[e], ends[e])
-            valid[i, : lengths[e]] = True
-        flat_rows = rows.reshape(-1)  # seq-major: episode 0's steps, then episode 1's...
+        steps = np.arange(int(lengths[eps].max()))
+        valid = steps < lengths[eps][:, None]
+        flat_rows = np.where(valid, starts[eps][:, None] + steps, 0).reshape(-1)
         obs_t, _ = policy.obs_to_tensor(_rows(demos.obs, flat_rows))
         states = zero_lstm_states(policy, len(eps))
         no_starts = th.zeros(len(flat_rows), device=device)
         dist, _ = policy.get_distribution(obs_t, states, no_starts)
-        logits = dist.distribution.logits
         valid_t = th.as_tensor(valid.reshape(-1), device=device)
         actions = th.as_tensor(demos.actions[flat_rows], device=device)
-        loss = F.cross_entropy(logits[valid_t], actions[valid_t])
+        loss = F.cross_entropy(dist.distribution.logits[valid_t], actions[valid_t])
         if value_pretrain:
             values = policy.predict_values(obs_t, states, no_starts).flatten()
             returns = th.as_tensor(demos.returns[flat_rows], device=device)
             loss = loss + VALUE_LOSS_WEIGHT * F.mse_loss(values[valid_t], returns[valid_t])
-        total += _descend(optimizer, loss)
-        batches += 1
-    return total, batches
+        losses.append(_descend(optimizer, loss))
+    return sum(losses) / max(len(losses), 1)
 
 
 def warm_start(
@@ -487,22 +415,16 @@ def warm_start(
     factory = teacher_factory or make_player  # a built-in player by name by default
     teacher = factory(im.teacher)
     t0 = time.perf_counter()
-    gamma = float(cfg.algorithm.hyperparameters.get("gamma", 0.99))
+    gamma = cfg.gamma
     win, lose = cfg.env.win_reward, cfg.env.loss_reward
     log(f"imitation: {im.teacher!r} plays {im.episodes} deals (win {win}, loss {lose})")
     first = stream_seed(DealStream.IMITATION, im.seed)
     demos = collect_demonstrations(teacher, cfg.env_kwargs(), im.episodes, first, gamma)
     t1 = time.perf_counter()
-    stats = behaviour_clone(
-        model,
-        demos,
-        epochs=im.epochs,
-        batch_size=im.batch_size,
-        learning_rate=im.learning_rate,
-        value_pretrain=im.value_pretrain,
-        seed=cfg.seed,
-        log=log,
-    )
+    clone = functools.partial(behaviour_clone, model, batch_size=im.batch_size,
+                              learning_rate=im.learning_rate,
+                              value_pretrain=im.value_pretrain)  # fmt: skip
+    stats = clone(demos, epochs=im.epochs, seed=cfg.seed, log=log)
     stats.update(
         teacher=im.teacher,
         episodes=demos.episodes,
@@ -523,10 +445,7 @@ def warm_start(
             first + im.episodes + r * im.dagger_episodes, gamma,
         )  # fmt: skip
         demos = concat([demos, extra])
-        round_stats = behaviour_clone(
-            model, demos, epochs=im.dagger_epochs, batch_size=im.batch_size,
-            learning_rate=im.learning_rate, value_pretrain=im.value_pretrain, seed=cfg.seed + r + 1,
-        )  # fmt: skip
+        round_stats = clone(demos, epochs=im.dagger_epochs, seed=cfg.seed + r + 1)
         round_stats.update(
             student_win_rate=extra.wins / extra.episodes, seconds=round(time.perf_counter() - t2, 2)
         )

@@ -36,7 +36,7 @@ META_FILE: Final = "meta.json"  # as agents.learning.training.META_FILE
 EVAL_JSON: Final = "evaluations.json"  # as agents.learning.training.EVAL_JSON
 MAX_SEEDS: Final = 1000
 """A guard against typos such as ``0-10000``."""
-_RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
+_SEEDS = re.compile(r"(-?\d+)(?:\s*-\s*(-?\d+))?")
 
 
 # ---------------------------------------------------------------- --seeds
@@ -44,39 +44,30 @@ def parse_seeds(text: str) -> list[int]:
     """Seeds from ``"0-4"`` (inclusive range), ``"0,2,5"`` or a mix (``"0-2,7"``); a
     ``ValueError`` naming the bad part (empty, not an integer, negative, reversed, repeated,
     more than :data:`MAX_SEEDS`)."""
-    if not isinstance(text, str) or not text.strip():
+    if not text.strip():
         raise ValueError("--seeds: expected seeds such as 0-4 or 0,2,5, got an empty value")
     seeds: list[int] = []
-    for item in text.split(","):
-        if not item.strip():
-            raise ValueError(f"--seeds {text!r}: empty item between commas")
-        match = _RANGE.match(item)
-        try:  # a single seed is the range value-value
-            a, b = (int(match[1]), int(match[2])) if match else (int(item.strip()),) * 2
-        except ValueError:
-            raise ValueError(
-                f"--seeds {text!r}: {item.strip()!r} is not a seed or a range A-B"
-            ) from None
-        if a < 0:
-            raise ValueError(f"--seeds {text!r}: seeds must be >= 0, got {a}")
-        if b < a:
-            raise ValueError(f"--seeds {text!r}: range {item.strip()!r} goes backwards")
-        if b - a + 1 > MAX_SEEDS:
-            raise ValueError(f"--seeds {text!r}: more than {MAX_SEEDS} seeds")
-        part = list(range(a, b + 1))
-        for s in part:
-            if s in seeds:
-                raise ValueError(f"--seeds {text!r}: seed {s} is given twice")
-        seeds.extend(part)
-        if len(seeds) > MAX_SEEDS:
-            raise ValueError(f"--seeds {text!r}: more than {MAX_SEEDS} seeds")
+    for item in (part.strip() for part in text.split(",")):
+        match = _SEEDS.fullmatch(item)  # a single seed is the range A-A
+        a, b = (int(match[1]), int(match[2] or match[1])) if match else (0, -1)
+        problem = (
+            "empty item between commas" if not item
+            else f"{item!r} is not a seed or a range A-B" if not match
+            else f"seeds must be >= 0, got {a}" if a < 0
+            else f"range {item!r} goes backwards" if b < a
+            else f"more than {MAX_SEEDS} seeds" if len(seeds) + b - a >= MAX_SEEDS
+            else next((f"seed {s} is given twice" for s in range(a, b + 1) if s in seeds), None)
+        )  # fmt: skip
+        if problem:
+            raise ValueError(f"--seeds {text!r}: {problem}")
+        seeds.extend(range(a, b + 1))
     return seeds
 
 
 # ---------------------------------------------------------------- statistics
 def t_critical(df: int, confidence: float = CONFIDENCE) -> float:
     """The two-sided Student-t critical value (``t(0.975, df)`` for 95%), from SciPy."""
-    if isinstance(df, bool) or not isinstance(df, int) or df < 1:
+    if df < 1:
         raise ValueError(f"degrees of freedom must be a positive integer, got {df!r}")
     from scipy.stats import t as student_t  # noqa: PLC0415 (about 1 s to import: on use)
 
@@ -240,13 +231,6 @@ def _has_twins(specs: Sequence[str], idx: Sequence[int]) -> bool:
     return len(set(seeds)) < len(seeds)
 
 
-def seed_groups(specs: Sequence[str]) -> list[list[int]]:
-    """Indices of ``specs`` that are run directories of one config with distinct seeds, in
-    groups of >= 2: what is aggregated. Runs of one config with the *same* seed (a run and
-    its retraining) are not seeds of it: :func:`twin_seed_groups`."""
-    return [idx for idx in _config_groups(specs) if not _has_twins(specs, idx)]
-
-
 def twin_seed_groups(specs: Sequence[str]) -> list[list[str]]:
     """Groups of run directories of one config in which a seed repeats (not aggregated)."""
     return [[specs[i] for i in idx] for idx in _config_groups(specs) if _has_twins(specs, idx)]
@@ -285,11 +269,13 @@ def seed_aggregates(
     specs: Sequence[str], results: Sequence[tuple[int, int]]
 ) -> list[SeedAggregate]:
     """Aggregate the evaluation ``results`` (``(wins, episodes)`` per spec) of run directories
-    that are seeds of the same config (what ``scripts/evaluate.py`` reports after its table)."""
+    that are seeds of the same config (groups of >= 2 with distinct seeds: a run and its
+    retraining with the same seed are not seeds of it, :func:`twin_seed_groups`), what
+    ``scripts/evaluate.py`` reports after its table."""
     if len(specs) != len(results):
         raise ValueError(f"{len(specs)} agents but {len(results)} results")
     out = []
-    for idx in seed_groups(specs):
+    for idx in (i for i in _config_groups(specs) if not _has_twins(specs, i)):
         runs = [SeedRun(specs[i], run_seed(specs[i]), results[i][0], results[i][1]) for i in idx]
         out.append(aggregate(runs, group_name([specs[i] for i in idx])))
     return out
@@ -319,10 +305,6 @@ def expand_seed_root(spec: str) -> list[str]:
 
 
 # ---------------------------------------------------------------- training
-def seed_run_dir(out_root: Path, seed: int) -> Path:
-    return out_root / f"{SEED_DIR_PREFIX}{seed}"
-
-
 def train_seeds(
     cfg: Any,
     seeds: Sequence[int],
@@ -330,7 +312,6 @@ def train_seeds(
     *,
     config_file: str | None = None,
     log: Callable[[str], None] = print,
-    **train_kwargs: Any,
 ) -> list[Any]:
     """Train ``cfg`` once per seed into ``out_root/seed-N``; the ``TrainResult`` list.
     Rerunning continues: a completed seed is skipped (its result read back), an interrupted
@@ -345,23 +326,22 @@ def train_seeds(
     results: list[Any] = []
     for i, seed in enumerate(seeds):
         seed_cfg = apply_overrides(cfg, seed=seed, file=f"{config_file} (--seeds)")
-        run_dir = seed_run_dir(out_root, seed)
-        meta_path = run_dir / META_FILE
+        run_dir = out_root / f"{SEED_DIR_PREFIX}{seed}"
         status = run_status(run_dir)
         log(f"seed {seed} ({i + 1}/{len(seeds)}): {run_dir}")
         if status == "completed":
             _check_same(run_dir, seed_cfg)
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            meta = json.loads((run_dir / META_FILE).read_text(encoding="utf-8"))
             history = json.loads((run_dir / EVAL_JSON).read_text(encoding="utf-8"))["evaluations"]
             log(f"seed {seed}: already completed, skipped")
             result: Any = TrainResult(run_dir, int(meta.get("timesteps", 0)), False, 0.0, history)
         elif status is not None:
             _check_same(run_dir, seed_cfg)
-            result = train(seed_cfg, resume=run_dir, log=log, **train_kwargs)
+            result = train(seed_cfg, resume=run_dir, log=log)
         elif run_dir.exists() and any(run_dir.iterdir()):
             raise TrainingError(f"{run_dir}: exists but is not a run directory (no {META_FILE})")
         else:
-            result = train(seed_cfg, run_dir, config_file=config_file, log=log, **train_kwargs)
+            result = train(seed_cfg, run_dir, config_file=config_file, log=log)
         results.append(result)
         if result.interrupted:
             break

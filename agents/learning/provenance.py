@@ -27,26 +27,17 @@ SHA256_KEY: Final = "sha256"
 """``meta.json``'s map of file name -> SHA-256 of the files a run directory holds."""
 
 
-def library_versions() -> dict[str, str]:
-    return {
-        "coldiron": coldiron_env.__version__,
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "stable_baselines3": stable_baselines3.__version__,
-        "sb3_contrib": sb3_contrib.__version__,
-        "gymnasium": gym.__version__,
-        "numpy": np.__version__,
-    }
-
-
 def provenance() -> dict[str, object]:
     """What ``meta.json`` records of the code that made a run: the package version, the
     commit, whether tracked files differed from it (``git_dirty``), the library versions."""
+    versions = {"coldiron": coldiron_env.__version__, "python": platform.python_version()}
+    for module in (torch, stable_baselines3, sb3_contrib, gym, np):
+        versions[module.__name__] = module.__version__
     return {
         "package_version": coldiron_env.__version__,
         "git_commit": git_commit(),
         "git_dirty": git_dirty(),
-        "versions": library_versions(),
+        "versions": versions,
     }
 
 

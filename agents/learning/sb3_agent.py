@@ -25,6 +25,7 @@ import numpy as np
 import torch as th
 import yaml
 
+from agents.evaluation.lockstep import stack_observations
 from agents.learning.algorithms import AlgorithmSpec, algorithm_of, get_algorithm
 from agents.learning.provenance import META_FILE, FileChanged, check_hashes
 from agents.players.base import Agent, legal_rows
@@ -150,13 +151,9 @@ class SB3Agent(Agent):
         self._episode_start = True
 
     def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
-        batch = (
-            {k: np.asarray(v)[None] for k, v in obs.items()}
-            if isinstance(obs, dict)
-            else np.asarray(obs)[None]
-        )
         starts = np.array([self._episode_start])
         self._episode_start = False
+        batch = stack_observations([obs])
         return int(self.policy.act(batch, np.asarray(action_mask)[None], starts)[0])
 
 
@@ -323,8 +320,7 @@ def load_sb3_agent(
         norm_path = normalizer_file
     if norm_path.is_file():
         try:
-            with norm_path.open("rb") as fh:
-                normalizer = pickle.load(fh)
+            normalizer = pickle.loads(norm_path.read_bytes())
         except Exception as exc:
             raise ModelLoadError(
                 f"{norm_path}: cannot load the observation normalizer: {exc}"
@@ -381,20 +377,14 @@ def _check_compatible(model: BaseAlgorithm, env_kwargs: dict[str, Any], zip_path
         raise ModelLoadError(
             f"{zip_path}: its env options {env_kwargs} are invalid: {exc}"
         ) from None
-    try:
-        obs_space, act_space = env.observation_space, env.action_space
-    finally:
-        env.close()
-    if model.action_space != act_space:
-        raise ModelLoadError(
-            f"{zip_path}: model action space {model.action_space} does not match "
-            f"the env's {act_space}"
-        )
-    if model.observation_space != obs_space:
-        raise ModelLoadError(
-            f"{zip_path}: model observation space {model.observation_space} does not match "
-            f"the env's {obs_space} (env options {env_kwargs})"
-        )
+    env.close()
+    for kind in ("action", "observation"):
+        has, wants = getattr(model, f"{kind}_space"), getattr(env, f"{kind}_space")
+        if has != wants:
+            raise ModelLoadError(
+                f"{zip_path}: model {kind} space {has} does not match the env's {wants} "
+                f"(env options {env_kwargs})"
+            )
 
 
 def tag_model(model: BaseAlgorithm, algorithm: str, env_kwargs: dict[str, Any]) -> None:

@@ -14,17 +14,13 @@ All three kinds report episode statistics the same way (``info["episode"]``,
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor
-from stable_baselines3.common.vec_env.base_vec_env import (
-    VecEnvIndices,
-    VecEnvObs,
-    VecEnvStepReturn,
-)
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from coldiron_env.vector import ColdIronVectorEnv
 
@@ -43,9 +39,7 @@ class ColdIronSB3VecEnv(VecEnv):
     def __init__(self, num_envs: int, **env_kwargs: Any) -> None:
         self.vector_env = ColdIronVectorEnv(num_envs, **env_kwargs)
         super().__init__(
-            num_envs,
-            self.vector_env.single_observation_space,
-            self.vector_env.single_action_space,
+            num_envs, self.vector_env.single_observation_space, self.vector_env.single_action_space
         )
         self._actions: np.ndarray | None = None
 
@@ -102,10 +96,6 @@ class ColdIronSB3VecEnv(VecEnv):
         """Legal actions of every env, an (N, 19) bool array."""
         return self.vector_env.action_masks()
 
-    def set_env_kwargs(self, env_kwargs: dict[str, Any]) -> None:
-        """Deal the next games with these ``turns`` / ``suits_required`` (training curricula)."""
-        self.vector_env.set_env_kwargs(env_kwargs)
-
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         value = getattr(self.vector_env, attr_name)  # AttributeError when missing
         return [value for _ in self._get_indices(indices)]
@@ -139,13 +129,6 @@ class ColdIronSB3VecEnv(VecEnv):
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         return [None for _ in range(self.num_envs)]
-
-    def _get_indices(self, indices: VecEnvIndices) -> Iterable[int]:
-        if indices is None:
-            return range(self.num_envs)
-        if isinstance(indices, int):
-            return [indices]
-        return indices
 
 
 class FinishedOnlyVecMonitor(VecMonitor):

@@ -51,11 +51,8 @@ if TYPE_CHECKING:
     import optuna
 
 SEARCH_KEY: Final = "search"
-DEFAULT_TPE_STARTUP: Final = 5
-DEFAULT_PRUNER_STARTUP: Final = 5
 DEFAULT_WARMUP_STEPS: Final = 1
 """Median/threshold pruning never acts on the initial evaluation (timestep 0)."""
-DEFAULT_REDUCTION_FACTOR: Final = 3
 INTERIOR_PROBE: Final = 0.382
 """Where inside a float range one extra value is validated (catches float-for-int)."""
 _SCALAR_CHOICE: Final = (type(None), bool, int, float, str)
@@ -137,18 +134,18 @@ class CategoricalParam(_Section):
 
     def decode(self, raw: Any) -> Any:
         """The config value of Optuna's parameter value ``raw``."""
-        return copy.deepcopy(json.loads(raw)) if self.encoded else raw
+        return json.loads(raw) if self.encoded else raw
 
 
 class SamplerSpec(_Section):
     kind: Literal["tpe", "random"] = "tpe"
     seed: Count | None = Field(default=None, ge=0)
-    n_startup_trials: Count = Field(default=DEFAULT_TPE_STARTUP, ge=0)
+    n_startup_trials: Count = Field(default=5, ge=0)
 
 
 class MedianPruner(_Section):
     kind: Literal["median"] = "median"
-    n_startup_trials: Count = Field(default=DEFAULT_PRUNER_STARTUP, ge=0)
+    n_startup_trials: Count = Field(default=5, ge=0)
     n_warmup_steps: Count = Field(default=DEFAULT_WARMUP_STEPS, ge=0)
 
 
@@ -161,7 +158,7 @@ MinResource = Annotated[  # tagged: an error names the key, not the union's memb
 class SuccessiveHalvingPruner(_Section):
     kind: Literal["successive_halving"]
     min_resource: MinResource = "auto"
-    reduction_factor: Count = Field(default=DEFAULT_REDUCTION_FACTOR, ge=2)
+    reduction_factor: Count = Field(default=3, ge=2)
 
 
 class ThresholdPruner(_Section):
@@ -225,9 +222,6 @@ class SearchSpace(_Section):
     pruner: PrunerField = Field(default_factory=MedianPruner)
     parameters: dict[str, ParamField] = Field(min_length=1)
 
-    def to_dict(self) -> dict[str, Any]:
-        return self.model_dump()
-
 
 @dataclass
 class TuningConfig:
@@ -235,25 +229,27 @@ class TuningConfig:
 
     file: str
     base: Config
-    base_data: dict[str, Any]
     search: SearchSpace
 
     @property
     def name(self) -> str:
         return self.base.name or Path(self.file).stem
 
+    @property
+    def base_data(self) -> dict[str, Any]:
+        """The base config's plain data (a fresh copy)."""
+        return self.base.to_dict()
+
     def fingerprint(self) -> str:
         """Hash of the base config and the search space (a study is tied to it)."""
-        data = {"config": self.base_data, "search": self.search.to_dict()}
+        data = {"config": self.base_data, "search": self.search.model_dump()}
         text = json.dumps(data, sort_keys=True, default=str)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     def trial_data(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """The base config's plain data with Optuna's ``params`` (raw values) applied."""
-        data = copy.deepcopy(self.base_data)
+        data = self.base_data
         for path, raw in params.items():
-            if path not in self.search.parameters:
-                raise KeyError(f"parameter {path!r} is not in the search space of {self.file}")
             _set_path(data, path, self.search.parameters[path].decode(raw))
         return data
 
@@ -276,8 +272,7 @@ def load_tuning_config(path: str | Path) -> TuningConfig:
             file, SEARCH_KEY, "required for tuning: the settings to search (docs/tuning.md)"
         )
     base = config_from_dict({k: v for k, v in data.items() if k != SEARCH_KEY}, file)
-    base_data = base.to_dict()
-    return TuningConfig(file, base, base_data, parse_search(data[SEARCH_KEY], base, file))
+    return TuningConfig(file, base, parse_search(data[SEARCH_KEY], base, file))
 
 
 def check_search(cfg: Config, file: str | None = None) -> SearchSpace | None:

@@ -55,17 +55,8 @@ class ShapingVecEnv(VecEnvWrapper):
     def __init__(
         self, venv: VecEnv, gamma: float, coefficient: float, potential: str = "run_windows"
     ) -> None:
-        super().__init__(venv)
-        if not 0.0 < gamma <= 1.0:
-            raise ValueError(f"shaping gamma must be in (0, 1], got {gamma}")
-        if coefficient < 0.0:
-            raise ValueError(f"shaping coefficient must be >= 0, got {coefficient}")
-        try:
-            self._potential = POTENTIALS[potential]
-        except KeyError:
-            raise ValueError(
-                f"unknown potential {potential!r}; known: {sorted(POTENTIALS)}"
-            ) from None
+        super().__init__(venv)  # its settings validated by the config (shaping:)
+        self._potential = POTENTIALS[potential]
         self.gamma = gamma
         self.coefficient = coefficient
         self._last = np.zeros(self.num_envs)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-import json
 import os
 import pickle
 import re
@@ -79,6 +78,7 @@ from agents.learning.expert_iteration import (
     start_hash,
 )
 from agents.learning.imitation import Demonstrations, accuracy, behaviour_clone, concat
+from agents.learning.multiseed import run_status
 from agents.learning.provenance import META_FILE, SHA256_KEY, TrainingError, file_hashes, provenance
 from agents.learning.sb3_agent import (
     CONFIG_FILE,
@@ -90,6 +90,7 @@ from agents.learning.sb3_agent import (
     load_sb3_agent,
     tag_model,
 )
+from agents.learning.sb3_vec import ColdIronSB3VecEnv, FinishedOnlyVecMonitor
 from agents.learning.shaping import ShapingVecEnv
 from coldiron_env.dealer import STREAM_SEED_BITS, DealStream, stream_seed
 from coldiron_env.env import ColdIronEnv
@@ -219,15 +220,6 @@ def build_vec_env(
         raise ValueError(f"vec_env kind must be one of {get_args(VecEnvKind)}, got {kind!r}")
     venv: VecEnv
     if kind == "native":
-        try:
-            from agents.learning.sb3_vec import (  # noqa: PLC0415
-                ColdIronSB3VecEnv,
-                FinishedOnlyVecMonitor,
-            )
-        except ImportError as exc:
-            raise TrainingError(
-                f"vec_env 'native' is not available ({exc}); use vec_env: dummy or subproc"
-            ) from None
         venv = FinishedOnlyVecMonitor(ColdIronSB3VecEnv(n_envs, **env_kwargs))
     else:
         space_kwargs = {k: v for k, v in env_kwargs.items() if k not in CURRICULUM_KEYS}
@@ -246,20 +238,9 @@ def build_vec_env(
 
 
 def set_vec_env_kwargs(venv: VecEnv, env_kwargs: dict[str, Any]) -> None:
-    """Switch every env of ``venv`` to ``env_kwargs`` from its next episode."""
-    base: Any = venv
-    while isinstance(base, VecEnvWrapper):
-        base = base.venv
-    if hasattr(base, "set_env_kwargs"):  # the native vec env
-        base.set_env_kwargs(dict(env_kwargs))
-        return
-    try:
-        venv.env_method("set_env_kwargs", dict(env_kwargs))
-    except AttributeError:
-        raise TrainingError(
-            f"the {type(base).__name__} training env cannot change rule options "
-            "(curriculum); use vec_env: dummy or subproc"
-        ) from None
+    """Switch every env of ``venv`` (any of :func:`build_vec_env`'s) to ``env_kwargs`` from
+    its next episode (the native vec env's one call reaches its vector env)."""
+    venv.env_method("set_env_kwargs", dict(env_kwargs))
 
 
 def make_training_env(
@@ -284,7 +265,7 @@ def make_training_env(
                 venv,
                 norm_obs=cfg.training.normalize_obs,
                 norm_reward=cfg.training.normalize_reward,
-                gamma=float(cfg.algorithm.hyperparameters.get("gamma", 0.99)),
+                gamma=cfg.gamma,
             )
     return venv
 
@@ -332,15 +313,11 @@ class RunDir:
     meta = _InRun(META_FILE)
     model = _InRun(MODEL_FILE)
     best_model = _InRun(BEST_MODEL_FILE)
-    normalizer = _InRun(VECNORMALIZE_FILE)
     eval_csv = _InRun(EVAL_CSV)
     eval_json = _InRun(EVAL_JSON)
     curve = _InRun(CURVE_FILE)
     checkpoints = _InRun(CHECKPOINTS_DIR)
     tensorboard = _InRun(TB_DIR)
-
-    def load_history(self) -> list[dict[str, Any]]:
-        return list(_run_record(self.eval_json, dict).get("evaluations", []))
 
 
 @contextlib.contextmanager
@@ -362,17 +339,6 @@ def recorded_signals() -> Iterator[list[int]]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-class StopOnRequest(BaseCallback):
-    """Ends ``learn`` at the next env step once a stop was requested."""
-
-    def __init__(self, requests: list[int]) -> None:
-        super().__init__(verbose=0)
-        self.requests = requests
-
-    def _on_step(self) -> bool:
-        return not self.requests
 
 
 def sigterm_as_ctrl_c() -> None:
@@ -429,7 +395,8 @@ def _next_multiple(n: int, freq: int) -> int:
 
 
 class RunCallback(BaseCallback):
-    """Periodic evaluation, best model, checkpoints and curriculum switches.
+    """Periodic evaluation, best model, checkpoints and curriculum switches; ends ``learn``
+    at the next step once a stop was requested (``requests``: :func:`recorded_signals`').
 
     Hand-written rather than sb3-contrib's ``MaskableEvalCallback``: evaluation plays the
     fixed validation deals (a seed per deal) in lockstep batches for every algorithm and
@@ -442,6 +409,7 @@ class RunCallback(BaseCallback):
         self._next_eval = self._next_ckpt = 0
         self._stage_kwargs: dict[str, Any] | None = None
         self._go_on = True
+        self.requests: list[int] = []
 
     def _on_training_start(self) -> None:
         n = self.model.num_timesteps
@@ -459,7 +427,7 @@ class RunCallback(BaseCallback):
         if n >= self._next_ckpt:
             self._next_ckpt = _next_multiple(n, self.cfg.checkpoint.freq)
             save_checkpoint(self.model, self.run.dir, self.cfg)
-        return self._go_on
+        return self._go_on and not self.requests
 
     def _report(self, record: dict[str, Any]) -> None:
         """Hand an evaluation made while learning to ``on_evaluation``, which may stop it."""
@@ -537,10 +505,7 @@ def save_checkpoint(
     older = _complete_checkpoints(run)
     partial = run.checkpoints / f".partial-{uuid.uuid4().hex[:8]}"
     partial.mkdir(parents=True)
-    atomic_save(partial / MODEL_FILE, model.save)
-    normalizer = model.get_vec_normalize_env()
-    if normalizer is not None:
-        atomic_write_bytes(partial / VECNORMALIZE_FILE, pickle.dumps(normalizer))
+    save_model(model, partial)
     if cfg.algorithm.spec.off_policy and getattr(model, "replay_buffer", None) is not None:
         atomic_save(partial / REPLAY_FILE, model.save_replay_buffer)  # type: ignore[attr-defined]
     state = {"timesteps": int(model.num_timesteps), "reason": reason, "time": utc_now()}
@@ -570,11 +535,12 @@ def tidy_checkpoints(run: RunDir) -> list[str]:
     return sorted(removed)
 
 
-def save_final(model: BaseAlgorithm, run: RunDir) -> None:
-    atomic_save(run.model, model.save)
+def save_model(model: BaseAlgorithm, folder: Path) -> None:
+    """``model.zip`` and (with one) ``vecnormalize.pkl`` into ``folder``."""
+    atomic_save(folder / MODEL_FILE, model.save)
     normalizer = model.get_vec_normalize_env()
     if normalizer is not None:
-        atomic_write_bytes(run.normalizer, pickle.dumps(normalizer))
+        atomic_write_bytes(folder / VECNORMALIZE_FILE, pickle.dumps(normalizer))
 
 
 # ---------------------------------------------------------------- models
@@ -638,7 +604,6 @@ def _run_record(path: Path, kind: type) -> Any:
 def _load_for_resume(cfg: Config, venv: VecEnv, run: RunDir, ck: Path) -> BaseAlgorithm:
     """The model (and replay buffer) of checkpoint ``ck``, on ``venv``."""
     spec = cfg.algorithm.spec
-    check_device(cfg.training.device, str(run.config))
     try:
         model = spec.load_class().load(ck / MODEL_FILE, env=venv, device=cfg.training.device)
     except (ValueError, KeyError, EOFError, OSError, BadZipFile, pickle.UnpicklingError) as err:
@@ -743,10 +708,10 @@ def reinforcement_learning(run: Run) -> bool:
     try:
         with recorded_signals() as requests:
             if remaining > 0:
-                callbacks = [StopOnRequest(requests), callback, *run.extra_callbacks]
+                callback.requests = requests
                 model.learn(
                     total_timesteps=remaining,
-                    callback=CallbackList(callbacks),
+                    callback=CallbackList([callback, *run.extra_callbacks]),
                     log_interval=cfg.training.log_interval,
                     tb_log_name=TB_RUN_NAME,
                     reset_num_timesteps=not run.resumed,
@@ -759,7 +724,7 @@ def reinforcement_learning(run: Run) -> bool:
         log(f"\ninterrupted at {model.num_timesteps} timesteps: saving a checkpoint")
     with recorded_signals() as caught:  # a second Ctrl-C or SIGTERM must not break the save
         save_checkpoint(model, run.dir, cfg, reason="interrupt" if stopped else "end")
-        save_final(model, run.dir)
+        save_model(model, run.dir.root)
     if caught and not stopped:
         log("interrupted while saving: the model and checkpoint are saved")
         return True
@@ -790,12 +755,8 @@ def expert_iteration(run: Run) -> bool:
     start = start_hash(root, rounds)
     agent = SB3Agent(model, cfg.env_kwargs(), name=cfg.name or "model")
     gamma = float(getattr(model, "gamma", 1.0))
-    labellers = Labellers(
-        settings.workers,
-        rollouts=settings.rollouts,
-        targets=settings.targets,
-        soft_z=settings.soft_z,
-    )
+    labellers = Labellers(settings.workers, rollouts=settings.rollouts, targets=settings.targets,
+                          soft_z=settings.soft_z)  # fmt: skip
     kept: dict[int, Demonstrations] = {}  # the kept rounds' labels: read from disk once
     with recorded_signals() as requests, labellers:
         for r in range(len(rounds), settings.rounds):
@@ -817,15 +778,9 @@ def expert_iteration(run: Run) -> bool:
                 clone_on = concat([*kept.values(), demos])
                 kept[r] = demos
                 before = accuracy(model, demos)
-            stats = behaviour_clone(
-                model,
-                clone_on,
-                epochs=settings.epochs,
-                batch_size=settings.batch_size,
-                learning_rate=settings.learning_rate,
-                value_pretrain=True,
-                seed=r,
-            )
+            stats = behaviour_clone(model, clone_on, epochs=settings.epochs, seed=r,
+                                    batch_size=settings.batch_size,
+                                    learning_rate=settings.learning_rate)  # fmt: skip
             agent.reset()
             if before is not None:  # agreement on this round's labels, not the kept ones
                 stats.update(accuracy_before=before, accuracy_after=accuracy(model, demos))
@@ -956,8 +911,8 @@ def distill(
     config = find_config(path / MODEL_FILE if path.is_dir() else path)
     if config is None:
         raise TrainingError(f"{start!r}: no {CONFIG_FILE} beside the model")
-    data = {**load_config(config).to_dict(), "seed": seed}
-    cfg = config_from_dict({**data, "expert_iteration": settings.model_dump()}, str(config))
+    data = {**load_config(config).to_dict(), "seed": seed, "expert_iteration": dict(settings)}
+    cfg = config_from_dict(data, str(config))
     agent = load_sb3_agent(path, name=start)
     if not meta:
         out.mkdir(parents=True, exist_ok=True)
@@ -1014,13 +969,10 @@ def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
     if ck is None:
         raise TrainingError(f"{run.checkpoints}: no checkpoint to resume from")
     trained = _run_record(ck / STATE_FILE, dict).get("timesteps", 0)
-    if isinstance(trained, bool) or not isinstance(trained, int) or trained < 0:
+    if type(trained) is not int or trained < 0:  # a bool is not a count
         raise TrainingError(f"{ck / STATE_FILE}: timesteps must be a whole number, got {trained!r}")
-    try:
-        rounds = len(expert_rounds(run.root))
-        history = run.load_history()
-    except ValueError as err:  # expert_iteration.json, evaluations.json
-        raise TrainingError(f"{err}: the run directory is damaged") from None
+    rounds = len(_run_record(run.root / EXPERT_FILE, dict).get("rounds", []))
+    history = list(_run_record(run.eval_json, dict).get("evaluations", []))
     if steps_to_train(cfg, trained) == 0:
         if trained < load_config(run.config).training.total_timesteps:  # RL not done
             raise TrainingError(
@@ -1078,9 +1030,7 @@ def _reopen(cfg: Config, run: RunDir, log: Callable[[str], None]) -> Run:
 def check_recipe(cfg: Config, run: RunDir, recipe: dict[str, Any] | None) -> None:
     """Refuse a config that differs from the one ``run`` began with (``recipe``) beyond
     :data:`RESUME_MAY_CHANGE`: its config.yaml would no longer describe it. A run without a
-    recipe this version reads is not checked."""
-    if recipe is None:
-        return
+    recipe this version reads (none, or of an older layout) is not checked."""
     try:  # fields added since the run began take their defaults, as config.yaml's do
         recipe = config_from_dict(recipe).to_dict()
     except ValueError:
@@ -1150,10 +1100,5 @@ def _clear_unstarted(run: RunDir) -> None:
 def _stopped_before_training(run: RunDir) -> bool:
     """A run directory left by a stop before learning began: no checkpoint yet (the first
     is written before the status becomes ``running``; a hard kill can land in between)."""
-    if latest_checkpoint(run) is not None or not run.meta.is_file():
-        return False
-    try:
-        status = json.loads(run.meta.read_text(encoding="utf-8")).get("status")
-    except (OSError, ValueError, AttributeError):
-        return False
-    return status in (STATUS_STARTING, STATUS_RUNNING)
+    started = run_status(run.root) in (STATUS_STARTING, STATUS_RUNNING)
+    return started and latest_checkpoint(run) is None

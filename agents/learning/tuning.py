@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 from agents.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 from agents.evaluation.plots import pyplot
 from agents.learning.config import config_changes, config_from_dict, describe_changes, dump_config
-from agents.learning.provenance import META_FILE, TrainingError
+from agents.learning.provenance import META_FILE
 from agents.learning.search_space import (
     InvalidSample,
     PrunerSpec,
@@ -118,13 +118,11 @@ def build_sampler(spec: SamplerSpec, nonce: int | None = None) -> optuna.sampler
         seed = int(np.random.SeedSequence([seed, nonce]).generate_state(1)[0])
     if spec.kind == "random":
         return optuna.samplers.RandomSampler(seed=seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        # constant_liar: running trials count as bad guesses, so parallel workers do not all
-        # sample the same promising point
-        return optuna.samplers.TPESampler(
-            seed=seed, n_startup_trials=spec.n_startup_trials, constant_liar=True
-        )
+    # constant_liar: running trials count as bad guesses, so parallel workers do not all
+    # sample the same promising point
+    return optuna.samplers.TPESampler(
+        seed=seed, n_startup_trials=spec.n_startup_trials, constant_liar=True
+    )
 
 
 PRUNERS: Final[dict[str, Callable[..., optuna.pruners.BasePruner]]] = {
@@ -256,8 +254,6 @@ class Objective:
             atomic_write_json(run_dir / META_FILE, meta)
             trial.set_user_attr("pruned_at", pruned_at[0])
             raise optuna.TrialPruned(f"win rate below the pruner's bar at {pruned_at[0]} timesteps")
-        if not result.history:
-            raise TrainingError(f"{run_dir}: training ended without an evaluation")
         return float(result.history[-1]["win_rate"])
 
 
@@ -267,13 +263,12 @@ def open_study(
 ) -> tuple[optuna.Study, bool]:
     """Load or create the study: ``(study, created)``; one of another config, or not
     maximising one objective, is refused. ``create=False``: a missing study is an error."""
-    storage = make_storage(storage_url)
     sampler, pruner = build_sampler(tcfg.search.sampler), build_pruner(tcfg.search.pruner)
+    where: dict[str, Any] = {"study_name": study_name, "storage": make_storage(storage_url),
+                             "sampler": sampler, "pruner": pruner}  # fmt: skip
     created = False
     try:
-        study = optuna.load_study(
-            study_name=study_name, storage=storage, sampler=sampler, pruner=pruner
-        )
+        study = optuna.load_study(**where)
     except KeyError:
         if not create:
             raise TuneError(
@@ -281,13 +276,9 @@ def open_study(
                 f"was made for it ({STUDY_FILE}); give its --storage, or use another --out"
             ) from None
         try:
-            study = optuna.create_study(study_name=study_name, storage=storage, sampler=sampler,
-                                        pruner=pruner, direction="maximize")  # fmt: skip
-            created = True
+            study, created = optuna.create_study(**where, direction="maximize"), True
         except optuna.exceptions.DuplicatedStudyError:  # another machine created it just now
-            study = optuna.load_study(
-                study_name=study_name, storage=storage, sampler=sampler, pruner=pruner
-            )
+            study = optuna.load_study(**where)
     if study.directions != [optuna.study.StudyDirection.MAXIMIZE]:
         raise TuneError(
             f"study {study_name!r} in {redact(storage_url)} has {len(study.directions)} "
@@ -296,30 +287,29 @@ def open_study(
         )
     fingerprint = tcfg.fingerprint()
     stored = study.user_attrs.get(FINGERPRINT_ATTR)
-    if STUDY_ID_ATTR not in study.user_attrs:
-        study.set_user_attr(STUDY_ID_ATTR, os.urandom(NONCE_BYTES).hex())
     plain = json.loads(json.dumps(tcfg.base_data, default=str))  # as the storage keeps it
-    if stored is None:
-        study.set_user_attr(FINGERPRINT_ATTR, fingerprint)
-        study.set_user_attr(SEARCH_ATTR, tcfg.search.to_dict())
-        study.set_user_attr(BASE_ATTR, plain)
-        study.set_user_attr("config_name", tcfg.name)
-    elif BASE_ATTR not in study.user_attrs and stored == fingerprint:
-        study.set_user_attr(BASE_ATTR, plain)  # a study made before the config was kept
     if stored is not None and stored != fingerprint:
-        had = {
-            "config": study.user_attrs.get(BASE_ATTR),
+        had = {  # a study made before the config was kept: its search's changes alone
+            "config": study.user_attrs.get(BASE_ATTR, plain),
             "search": study.user_attrs.get(SEARCH_ATTR),
         }
-        changes = config_changes(had, {"config": plain, "search": tcfg.search.to_dict()})
-        if BASE_ATTR not in study.user_attrs:  # a study made before the config was kept
-            changes = {k: v for k, v in changes.items() if not k.startswith("config")}
+        changes = config_changes(had, {"config": plain, "search": tcfg.search.model_dump()})
         what = f": {describe_changes(changes)}" if changes else ""
         raise TuneError(
             f"study {study_name!r} in {redact(storage_url)} was made with another config or "
             f"search space (fingerprint {stored}, {tcfg.file} gives {fingerprint}){what}; "
             "use --study NEW_NAME (or restore the config)"
         )
+    kept = {
+        STUDY_ID_ATTR: os.urandom(NONCE_BYTES).hex(),
+        FINGERPRINT_ATTR: fingerprint,
+        SEARCH_ATTR: tcfg.search.model_dump(),
+        BASE_ATTR: plain,
+        "config_name": tcfg.name,
+    }
+    for key, value in kept.items():  # a new study's; an older one's missing (BASE_ATTR)
+        if key not in study.user_attrs:
+            study.set_user_attr(key, value)
     return study, created
 
 

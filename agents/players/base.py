@@ -15,15 +15,12 @@ An agent may keep memory within an episode; :meth:`Agent.reset` is called before
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from coldiron_env.knowledge import Knowledge
 from coldiron_env.options import RuleOptions
-
-MASK_BATCH_NDIM: Final = 2
-"""A batch of action masks: one row a game, one column an action."""
 
 
 class Agent(ABC):
@@ -78,10 +75,8 @@ class KnowledgePlayer(Agent):
     ``recall=True`` observation; with neither it knows only its hand and plays worse.
     """
 
-    def __init__(self, rules: RuleOptions | None = None) -> None:
+    def __init__(self) -> None:
         self.knowledge = Knowledge()
-        if rules is not None:
-            self.set_rules(rules)
 
     def set_rules(self, rules: RuleOptions) -> None:
         """Play a game with these rules (the default is the game)."""
@@ -114,6 +109,6 @@ def legal_rows(masks: Any) -> np.ndarray:
     """A batch of action masks as booleans, one row a game; ``ValueError`` when it is not a
     batch or a row has no legal action (what every batched policy's ``act`` refuses)."""
     legal = np.asarray(masks, dtype=bool)
-    if legal.ndim != MASK_BATCH_NDIM or not legal.any(axis=1).all():
+    if legal.ndim != 2 or not legal.any(axis=1).all():
         raise ValueError("an action mask has no legal action (or is not a batch of masks)")
     return legal

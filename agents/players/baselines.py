@@ -1,8 +1,7 @@
 """Baseline players: ``random`` (uniform over legal actions) and ``threaten``.
 
-Both also implement ``act_knowledge(kn)``, which picks the same action from a
-:class:`~coldiron_env.knowledge.Knowledge` (same legal set, same random
-stream), so the evaluator can drive them on the rules engine; a test checks
+Both also pick the same action from a :class:`~coldiron_env.knowledge.Knowledge` (``act_knowledge``:
+same legal set, same random stream), so the evaluator drives them on the rules engine; a test checks
 that both ways give identical games.
 """
 
@@ -50,8 +49,7 @@ class RandomAgent(Agent):
 class ThreatenAgent(Agent):
     """Always Threaten; always take a Joker's bonus.
 
-    It never applies the Iron, so it never reaches the ``iron`` phase; were it
-    there, it would Stop.
+    It never applies the Iron, so it never reaches the ``iron`` phase; were it there, it would Stop.
     """
 
     name = "threaten"

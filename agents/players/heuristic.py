@@ -1,28 +1,20 @@
 """The ``heuristic`` player: collect cards cheaply, then rack precisely for what is missing.
 
-It decides from what a player may know (:class:`~coldiron_env.knowledge.Knowledge`: the hand,
-every card seen, hence the exact contents of the deck, and the counters) through
-:func:`decide`, a pure function of that knowledge. Its pieces (:func:`rack_scores`,
-:func:`turn_choice`, :func:`iron_ok`) are public so that the planner plays exactly this
-policy in its rollouts; the card counting (run windows, rack odds, bonus risk) is
-:mod:`coldiron_env.analysis`.
+It decides through :func:`decide`, a pure function of what a player may know (a
+:class:`~coldiron_env.knowledge.Knowledge`); its pieces are public so that the planner plays
+exactly this policy in its rollouts; the card counting is :mod:`coldiron_env.analysis`.
 
-**Analysis.** A suit's run window (A-2-3 .. 8-9-10) is *live* while every card of it not held
-is unseen (in the deck). The suit's *need* is the fewest missing cards over its live windows
-(0 once the run is complete), its *useful* cards the missing cards of the windows achieving
-it; the game's need sums the smallest ``suits_required`` suits' needs. A suit with no live
-window means the game cannot be won: the player then simply Threatens.
+**Analysis.** The game's *need* is the fewest cards still missing from live run windows (all
+their missing cards unseen) over the ``suits_required`` best suits, its *useful* cards those
+missing cards; with a suit that has no live window the game is lost: it simply Threatens.
 
-**Racks.** For every rack (10 ranks, 4 suits) with a useful unseen target it computes exactly,
-from the unseen cards: ``p_ok``, the chance that the first target comes before any Joker and
-before enough courts to slay the Changeling (only the order of ``k`` targets, Jokers and
-courts matters), and the courts expected on the way; the chance ``useful / k`` that the first
-target is useful; the useful cards of other racks destroyed on the way (each unseen
-non-target precedes the first target with chance ``1 / (k + 1)``). Its score is
-``p_ok * useful / k - waste_weight * destroyed - hurt_weight * expected_courts``. It racks
-with the best rack when time is short (need + ``rack_slack`` >= turns left, this one
-counted: every turn must now bring a useful card) or when the score reaches
-``rack_min_score`` (a near-certain, cheap hit).
+**Racks.** For every rack with ``k`` unseen targets, ``useful`` of them useful, its score is
+``p_ok * useful / k - waste_weight * destroyed - hurt_weight * expected_courts``: ``p_ok`` the
+exact chance that the first target comes before a Joker or enough courts to slay
+(:func:`~coldiron_env.analysis.rack_odds`), ``destroyed`` the useful cards of other racks
+expected on the way (each unseen non-target comes first with chance ``1 / (k + 1)``). It racks
+with the best rack when time is short (need + ``rack_slack`` >= turns left, this one counted:
+every turn must now bring a useful card) or when the score reaches ``rack_min_score``.
 
 **Otherwise, draw more cards** (win chances climb steeply with the numbered cards
 collected): apply the Iron, again within the turn, while the Hurt after it stays at most
@@ -34,8 +26,8 @@ Rests to buy room for the racks; otherwise it Threatens.
 Iron each court in the bonus hurts: it takes the bonus unless the chance of drawing enough
 courts in three draws to slay exceeds ``bonus_max_risk`` (hypergeometric).
 
-:class:`HeuristicParams` were tuned by hand, one at a time, on the first 10,000 deals of seed
-0 (``scripts/evaluate.py --seed 0``); seed 1 is a held-out check.
+:class:`HeuristicParams` were tuned by hand, one at a time, on the first 10,000 deals of seed 0
+(``scripts/evaluate.py --seed 0``); seed 1 is a held-out check.
 """
 
 from __future__ import annotations
@@ -60,29 +52,21 @@ from coldiron_env.actions import (
 )
 from coldiron_env.analysis import IMPOSSIBLE, analyse, bonus_risk, rack_odds
 from coldiron_env.knowledge import Knowledge
-from coldiron_env.options import MAX_HURT, RuleOptions
+from coldiron_env.options import MAX_HURT
 
 
 @dataclass(frozen=True)
 class HeuristicParams:
-    """Tunable thresholds of :func:`decide` (defaults tuned by simulation)."""
+    """Tunable thresholds of :func:`decide` (each one's part: the module doc)."""
 
     iron_limit: int = 3
-    """Apply the Iron while the Hurt after the application would be at most this."""
     rack_slack: int = 1
-    """Rack every turn once need + rack_slack >= turns left (this one included)."""
     rack_min_score: float = 0.8
-    """Rack anyway when the best rack's score reaches this."""
     waste_weight: float = 0.5
-    """Score penalty per useful card a rack is expected to destroy."""
     hurt_weight: float = 0.05
-    """Score penalty per court a rack is expected to draw."""
     bonus_max_risk: float = 0.05
-    """Decline an Iron bonus whose chance of slaying exceeds this."""
     rest_at: int = 4
-    """Rest (when there is time) with Hurt at least this."""
     rest_margin: int = 2
-    """Rest only when turns left > need + rest_margin."""
 
 
 DEFAULT_PARAMS: Final = HeuristicParams()
@@ -160,11 +144,5 @@ class HeuristicAgent(KnowledgePlayer):
 
     name = "heuristic"
 
-    def __init__(
-        self, params: HeuristicParams = DEFAULT_PARAMS, rules: RuleOptions | None = None
-    ) -> None:
-        self.params = params
-        super().__init__(rules)
-
     def act_knowledge(self, kn: Knowledge) -> int:
-        return decide(kn, self.params)
+        return decide(kn)

@@ -26,23 +26,21 @@ It does not plan with one legal action, in a position that can no longer be won
 the best alternative's gain averaged 0.1-0.5 points a decision before turn 19 (undetectable at
 any affordable budget) against 2-10 points at turns 20-23, where rollouts are also short.
 
-Rollouts run compiled with numba (:mod:`agents.players.rollouts`, about 16 times faster, the
-same results), else in Python (:class:`Roller`, memoising the heuristic's decisions); either
-way a rollout stops, lost, once the position is :func:`hopeless`. Budgets (:data:`BUDGETS`):
-``planner-small`` (256 orders a decision from turn 18), ``planner`` (1,024 from turn 18),
-``planner-large`` (4,096 from turn 16); a ``time_limit`` makes play depend on the machine.
-Evaluation figures: ``lab/docs/ladder.md``.
+The heuristic's rollouts (:class:`Roller`) run compiled with numba (about 16 times faster), else in
+Python; a network's are :class:`~agents.players.policy_net.NetRoller`'s. A rollout stops, lost, once
+the position is :func:`hopeless`. Budgets: :data:`BUDGETS`; evaluation figures:
+``lab/docs/ladder.md``.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, NoReturn
 
 import numpy as np
+import numpy.typing as npt
 
 from agents.players.base import KnowledgeActor, KnowledgePlayer
 from agents.players.heuristic import (
@@ -54,7 +52,15 @@ from agents.players.heuristic import (
     turn_choice,
 )
 from agents.players.policy_net import NetRoller, PolicyNet
-from agents.players.rollouts import COMPILED, HOPELESS, Estimate, pack_params, rollout_wins
+from agents.players.rollouts import (
+    COMPILED,
+    HOPELESS,
+    BatchRoller,
+    Estimate,
+    pack_params,
+    play_out,
+    tables,
+)
 from coldiron_env.actions import (
     IRON,
     LEGAL_ACTIONS,
@@ -65,63 +71,44 @@ from coldiron_env.actions import (
     THREATEN,
 )
 from coldiron_env.analysis import IMPOSSIBLE, max_keeps
-from coldiron_env.cards import DECK_SIZE
-from coldiron_env.game import WON, Game
+from coldiron_env.batched import pack_rules
+from coldiron_env.game import I64, WON, Game, Games
 from coldiron_env.knowledge import Knowledge
 from coldiron_env.options import MAX_HURT, RuleOptions
 
-DEFAULT_SEED: Final = 0
-"""Seed of the planner's own sampling when it is reset without one."""
-CACHE_LIMIT: Final = 400_000
-"""Memoised heuristic decisions kept before the cache is cleared."""
-RACKS_CONSIDERED: Final = 2
-"""Best-scoring racks (by the heuristic's own score) offered as alternatives by default."""
+DEFAULT_SEED: Final = 0  # seed of the planner's own sampling when it is reset without one
+CACHE_LIMIT: Final = 400_000  # memoised heuristic decisions kept before the cache is cleared
+RACKS_CONSIDERED: Final = 2  # best-scoring racks (by the heuristic's score) offered by default
 
 
 @dataclass(frozen=True)
 class PlannerConfig:
-    """The planner's budget and test thresholds."""
+    """The planner's budget and test thresholds (the module doc's steps)."""
 
-    samples: int = 1024
-    """Most sampled orders of the unseen cards per decision."""
-    batch: int = 64
-    """Orders sampled between two looks at the statistics."""
-    min_samples: int = 64
-    """Orders sampled before the search may stop because nothing differs."""
-    z: float = 2.0
-    """Switch from the heuristic's action only when the paired mean exceeds z standard errors."""
-    stop_z: float = 3.0
-    """Stop sampling early once an alternative's paired mean exceeds this many standard errors."""
-    drop_z: float = 1.0
-    """Drop an alternative whose paired mean is below zero by this many standard errors."""
-    min_discordant: int = 3
-    """...and when at least this many more orders favour the alternative than the heuristic."""
-    plan_from_turn: int = 18
-    """Plan only from this turn on; before it the heuristic plays (see the module doc)."""
-    racks: int = RACKS_CONSIDERED
-    """Best-scoring racks offered as alternatives (by the heuristic's score)."""
-    time_limit: float | None = None
-    """Optional wall-clock seconds per decision (stops sampling early; not reproducible)."""
-    params: HeuristicParams = DEFAULT_PARAMS
-    """The heuristic used as base policy and rollout policy."""
+    samples: int = 1024  # the most orders of the unseen cards sampled per decision
+    batch: int = 64  # orders sampled between two looks at the statistics
+    min_samples: int = 64  # orders sampled before it may stop because nothing differs
+    z: float = 2.0  # switch when an alternative's paired mean exceeds z standard errors
+    stop_z: float = 3.0  # stop sampling once one exceeds stop_z standard errors
+    drop_z: float = 1.0  # drop an alternative below zero by drop_z standard errors
+    min_discordant: int = 3  # switch or stop only with this many more orders in its favour
+    plan_from_turn: int = 18  # the base policy plays alone before this turn
+    racks: int = RACKS_CONSIDERED  # best-scoring racks offered as alternatives
+    params: HeuristicParams = DEFAULT_PARAMS  # the heuristic (base and rollout policy)
 
     def __post_init__(self) -> None:
         def refuse(name: str, rule: str) -> NoReturn:
             raise ValueError(f"PlannerConfig.{name} must be {rule}, got {getattr(self, name)!r}")
 
-        for name in ("samples", "batch", "min_samples", "racks"):
+        least = {"samples": 1, "batch": 1, "min_samples": 1, "racks": 1, "min_discordant": 0}
+        for name in (*least, "plan_from_turn"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                refuse(name, "a positive integer")
+            whole = isinstance(value, int) and not isinstance(value, bool)
+            if not whole or value < least.get(name, value):
+                refuse(name, f"an integer >= {least[name]}" if name in least else "an integer")
         for name in ("z", "stop_z", "drop_z"):
             if not getattr(self, name) > 0:
                 refuse(name, "positive")
-        if isinstance(self.plan_from_turn, bool) or not isinstance(self.plan_from_turn, int):
-            refuse("plan_from_turn", "an integer")
-        if self.min_discordant < 0:
-            refuse("min_discordant", ">= 0")
-        if self.time_limit is not None and not self.time_limit > 0:
-            refuse("time_limit", "positive")
 
 
 PLANNER_DEFAULT: Final = PlannerConfig()
@@ -131,12 +118,9 @@ BUDGETS: Final[dict[str, PlannerConfig]] = {
     "planner-large": PlannerConfig(samples=4096, batch=128, min_samples=128, plan_from_turn=16),
 }
 """Registered planner names and their budgets."""
-BEST_DRAWS: Final = 4096
-"""Draws of :meth:`DecisionRecord.chance_best` when more than one alternative is left."""
-BEST_SEED: Final = 0
-"""The fixed seed of those draws."""
-HINT_SAMPLES: Final = 200
-"""Orders sampled by :func:`action_win_chances` (every legal action is rolled out on each)."""
+BEST_DRAWS: Final = 4096  # DecisionRecord.chance_best's draws with several alternatives left
+BEST_SEED: Final = 0  # the fixed seed of those draws
+HINT_SAMPLES: Final = 200  # orders action_win_chances samples (every legal action on each)
 
 
 def hopeless(kn: Knowledge) -> bool:
@@ -206,14 +190,6 @@ def candidate_actions(
     return out
 
 
-@dataclass
-class PlannerStats:
-    """Counters over a planner's decisions: those it planned, those where it switched."""
-
-    planned: int = 0
-    switched: int = 0
-
-
 @dataclass(frozen=True)
 class DecisionRecord:
     """One planned decision: the heuristic's action, the choice, and the estimates."""
@@ -224,8 +200,7 @@ class DecisionRecord:
     base: int
     choice: int
     samples: int
-    win_chances: dict[int, float]
-    """Estimated win chance of each candidate still compared at the end."""
+    win_chances: dict[int, float]  # of each candidate still compared at the end
     advantages: dict[int, tuple[float, float]] = field(default_factory=dict)
     """Each alternative still compared at the end: the paired mean of its wins less the base
     action's over the sampled orders, and that mean's standard error (:func:`paired`)."""
@@ -256,19 +231,17 @@ class DecisionRecord:
             chances[self.base] = 1.0 - chances[action]
         else:
             actions = list(spread)
-            means = np.array([spread[a][0] for a in actions])
-            ses = np.array([spread[a][1] for a in actions])
+            means, ses = np.array([spread[a] for a in actions]).T
             noise = np.random.default_rng(BEST_SEED).standard_normal((draws, len(actions)))
             drawn = means + ses * noise
             top = drawn.argmax(axis=1)
             wins = np.bincount(top[drawn.max(axis=1) > 0], minlength=len(actions))
-            for action, count in zip(actions, wins, strict=True):
-                chances[action] = float(count) / draws
+            chances.update(zip(actions, (wins / draws).tolist(), strict=True))
             chances[self.base] = 1.0 - float(wins.sum()) / draws
         return chances
 
 
-class Roller:
+class Roller(BatchRoller):
     """Plays the heuristic to the end of sampled games: compiled (:mod:`agents.players.rollouts`)
     with numba, else in Python here, memoising its decisions; the same results (tested)."""
 
@@ -277,41 +250,33 @@ class Roller:
         self.compiled = compiled and COMPILED  # without numba: the Python rollouts
         self.packed = pack_params(params)
         self.cache: dict[tuple[int, int, int, int, int, int], int] = {}
-        self.kn = Knowledge()
 
     def clear(self) -> None:
         self.cache.clear()
 
+    def play(self, first: I64, games: Games, kn: Knowledge) -> npt.NDArray[np.bool_]:
+        won: npt.NDArray[np.bool_]
+        won = play_out(first, games, pack_rules(kn.rules), tables(), self.packed)
+        return won
+
     def rollout(self, game: Game) -> bool:
         """Play ``game`` (modified in place) to its end with the heuristic; True if won.
         The memo holds the decisions of one set of rules: :meth:`clear` it when they change."""
-        kn = self.kn
-        kn.rules = game.rules
-        cache = self.cache
-        params = self.params
-        while True:
-            phase = game.phase
-            if phase == PHASE_OVER:
-                return game.outcome == WON
-            hand = game.hand
-            seen = hand | game.discarded
-            key = (hand, seen, game.hurt, game.turn, phase, game.iron_count)
+        cache, params = self.cache, self.params
+        while game.phase != PHASE_OVER:
+            key = (game.hand, game.hand | game.discarded, game.hurt, game.turn, game.phase,
+                   game.iron_count)  # fmt: skip
             action = cache.get(key)
             if action is None:
-                kn.hand = hand
-                kn.seen = seen
-                kn.hurt = game.hurt
-                kn.turn = game.turn
-                kn.deck_count = DECK_SIZE - game.pos
-                kn.phase = phase
-                kn.iron_count = game.iron_count
-                action = turn_decision(kn, params) if phase == PHASE_TURN else decide(kn, params)
+                kn = Knowledge.from_game(game)
+                action = turn_decision(kn, params) if kn.phase == PHASE_TURN else decide(kn, params)
                 if len(cache) >= CACHE_LIMIT:
                     cache.clear()
                 cache[key] = action
             if action == HOPELESS:
                 return False
             game.step(action)
+        return game.outcome == WON
 
     def estimate(
         self,
@@ -321,15 +286,10 @@ class Roller:
         samples: int,
         estimate: Estimate | None = None,
     ) -> Estimate:
-        """Roll every candidate out on ``samples`` more games resampled from ``kn`` (the
-        same games for each candidate)."""
-        if estimate is None:
-            estimate = Estimate.start(candidates)
         if self.compiled:
-            orders = kn.sample_order_array(rng, samples)
-            estimate.add(rollout_wins(kn, orders, candidates, self.packed))
-            return estimate
-        for sampled in kn.resample(rng, samples):
+            return super().estimate(kn, candidates, rng, samples, estimate)
+        estimate = estimate or Estimate.start(candidates)
+        for sampled in kn.resample(rng, samples):  # the same orders as the compiled rollouts
             for action in candidates:
                 game = sampled.clone()
                 game.step(action)
@@ -349,14 +309,10 @@ def paired(base: list[int], other: list[int]) -> tuple[float, float, int]:
 
 
 class PlannerAgent(KnowledgePlayer):
-    """Rollout planner over a base policy (see the module doc); deterministic given the seed.
-
-    The ``base`` policy (by default the heuristic; any
-    :class:`~agents.players.base.KnowledgeActor`, a trained network for one) proposes the
-    action kept unless an alternative's rollouts are significantly better. ``compiled``: the
-    rollouts compiled or in Python (the same results); ``rollout_policy``: a network that
-    plays the rollouts instead of the heuristic.
-    """
+    """Rollout planner (the module doc) over a ``base`` policy, by default the heuristic (any
+    :class:`~agents.players.base.KnowledgeActor`: a network for one), its rollouts compiled or
+    not (the same results) or played by a ``rollout_policy`` network; deterministic given the
+    seed."""
 
     name = "planner"
     searches = True
@@ -364,7 +320,6 @@ class PlannerAgent(KnowledgePlayer):
     def __init__(
         self,
         config: PlannerConfig = PLANNER_DEFAULT,
-        rules: RuleOptions | None = None,
         name: str | None = None,
         base: KnowledgeActor | None = None,
         compiled: bool = COMPILED,
@@ -374,15 +329,16 @@ class PlannerAgent(KnowledgePlayer):
         self.base = base
         if name is not None:
             self.name = name
-        self.stats = PlannerStats()
+        self.planned = self.switched = 0
+        """Decisions planned, and those where it switched from the base action."""
         self._rng = np.random.default_rng(DEFAULT_SEED)
         self.decisions: list[DecisionRecord] | None = None
         """Set to a list to record every planned decision (analysis, tests)."""
         self.rollout_policy = rollout_policy
-        self._roller: Roller | NetRoller = (
+        self._roller: BatchRoller = (
             Roller(config.params, compiled) if rollout_policy is None else NetRoller(rollout_policy)
         )
-        super().__init__(rules)
+        super().__init__()
 
     def set_rules(self, rules: RuleOptions) -> None:
         super().set_rules(rules)
@@ -394,11 +350,7 @@ class PlannerAgent(KnowledgePlayer):
         self._roller.clear()
 
     def act_knowledge(self, kn: Knowledge) -> int:
-        return self.choose(kn)
-
-    def choose(self, kn: Knowledge) -> int:
         """The planner's action for knowledge ``kn``."""
-        start = time.perf_counter()
         config = self.config
         base = decide(kn, config.params) if self.base is None else self.base.act_knowledge(kn)
         if len(LEGAL_ACTIONS[kn.phase]) == 1 or kn.turn < config.plan_from_turn:
@@ -408,14 +360,11 @@ class PlannerAgent(KnowledgePlayer):
         candidates = candidate_actions(kn, base, config.params, config.racks)
         if len(candidates) == 1:
             return base
-        self.stats.planned += 1
-        roller = self._roller
-        estimate: Estimate | None = None
-        alive = candidates
-        done = 0
+        self.planned += 1
+        estimate, alive, done = Estimate.start(candidates), candidates, 0
         while done < config.samples:
             batch = min(config.batch, config.samples - done)
-            estimate = roller.estimate(kn, alive, self._rng, batch, estimate)
+            estimate = self._roller.estimate(kn, alive, self._rng, batch, estimate)
             done += batch
             base_wins = estimate.wins[base]
             keep = [base]
@@ -432,30 +381,19 @@ class PlannerAgent(KnowledgePlayer):
                 estimate = Estimate(alive, {a: estimate.wins[a] for a in alive})
             if len(alive) == 1 or settled:
                 break
-            if config.time_limit is not None and time.perf_counter() - start > config.time_limit:
-                break
-        assert estimate is not None
-        choice = base
-        best = 0.0
-        for action in alive[1:]:
-            mean, se, net = paired(estimate.wins[base], estimate.wins[action])
-            if mean > config.z * se and net >= config.min_discordant and mean > best:
-                choice, best = action, mean
-        if choice != base:
-            self.stats.switched += 1
+        tests = {a: paired(estimate.wins[base], estimate.wins[a]) for a in alive[1:]}
+        better = [a for a, (mean, se, net) in tests.items()
+                  if mean > config.z * se and net >= config.min_discordant]  # fmt: skip
+        choice = max(better, key=lambda a: tests[a][0], default=base)  # the first on a tie
+        self.switched += choice != base
         if self.decisions is not None:
             chances = {a: estimate.win_chance(a) for a in alive}
-            advantages = {a: paired(estimate.wins[base], estimate.wins[a])[:2] for a in alive[1:]}
+            advantages = {a: (mean, se) for a, (mean, se, _) in tests.items()}
             record = (kn.turn, kn.phase, kn.hurt, base, choice, estimate.samples)
             self.decisions.append(DecisionRecord(*record, chances, advantages))
         return choice
 
-
-def make_planner(name: str) -> PlannerAgent:
-    """The registered planner ``name`` (one of :data:`BUDGETS`)."""
-    if name not in BUDGETS:
-        raise ValueError(f"unknown planner {name!r}; expected one of {', '.join(BUDGETS)}")
-    return PlannerAgent(BUDGETS[name], name=name)
+    choose = act_knowledge
 
 
 def action_win_chances(

@@ -1,15 +1,11 @@
 """A trained policy network in NumPy, and rollouts it plays (batched across sampled orders).
 
 The better the policy that plays the planner's rollouts, the better its estimates.
-:class:`PolicyNet` is a trained multilayer perceptron (a MaskablePPO actor: flat observation
--> hidden layers -> 19 logits) held as NumPy arrays, so players need neither torch nor SB3,
-and it picks the best-scoring legal action as the trained agent does
-(:func:`agents.learning.sb3_agent.policy_net` reads it out of a model). :class:`NetRoller`
-plays it in every sampled game at once: one observation batch (the vector env's encoder), one
-matrix product per layer and one step of the batched rules core per decision. In a rollout a
-game's observation is built from its hand, discards and counters, exactly what the env would
-show (never the sampled order). A game that can no longer be won stops there, lost. The
-rollouts run with one BLAS thread (:mod:`agents.players.threads`): their products are small.
+:class:`PolicyNet` is a trained MaskablePPO actor held as NumPy arrays, so players need neither
+torch nor SB3 (:func:`agents.learning.sb3_agent.policy_net` reads it out of a model).
+:class:`NetRoller` plays it in every sampled game at once: one observation batch (what the env would
+show, never the sampled order), one matrix product per layer and one step of the batched rules core
+per decision, with one BLAS thread (:mod:`agents.players.threads`).
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from agents.players.rollouts import Estimate, candidate_games, hopeless_games, tables
+from agents.players.rollouts import BatchRoller, hopeless_games, tables
 from agents.players.threads import one_blas_thread
 from coldiron_env.actions import LEGAL_MASKS
 from coldiron_env.batched import CODE_WON, PLAYING, SKIP, pack_rules, step_games
@@ -38,20 +34,15 @@ I64 = npt.NDArray[np.int64]
 ACTIVATIONS: Final[dict[str, Callable[[F32], F32]]] = {
     "tanh": np.tanh,
     "relu": lambda x: np.maximum(x, 0.0),
-}
-"""Hidden-layer activations a :class:`PolicyNet` can run (the configs' names)."""
+}  # the hidden-layer activations a PolicyNet can run (the configs' names)
 
 
 def mlp(obs: F32, weights: Sequence[F32], biases: Sequence[F32], activation: str) -> F32:
     """``W_k(... act(W_1 obs + b_1) ...) + b_k``: a trained MLP's output for a batch."""
     act = ACTIVATIONS[activation]
-    h = obs
-    last = len(weights) - 1
-    for i, (w, b) in enumerate(zip(weights, biases, strict=True)):
-        h = h @ w + b
-        if i < last:
-            h = act(h)
-    return h
+    for w, b in zip(weights[:-1], biases[:-1], strict=True):
+        obs = act(obs @ w + b)
+    return obs @ weights[-1] + biases[-1]
 
 
 @dataclass(frozen=True)
@@ -136,33 +127,12 @@ def play_network(
         actions[index] = net.act(net.observe(games, rules, index), games.phase[index])
 
 
-class NetRoller:
-    """The planner's rollouts played by a :class:`PolicyNet` (the interface of
-    :class:`agents.players.planner.Roller`): every candidate on the same sampled orders."""
-
-    compiled: Final = True
+class NetRoller(BatchRoller):
+    """The planner's rollouts played by a :class:`PolicyNet`."""
 
     def __init__(self, net: PolicyNet) -> None:
         self.net = net
 
-    def clear(self) -> None:
-        """Nothing is cached between decisions."""
-
-    def estimate(
-        self,
-        kn: Knowledge,
-        candidates: Sequence[int],
-        rng: np.random.Generator,
-        samples: int,
-        estimate: Estimate | None = None,
-    ) -> Estimate:
-        """Roll every candidate out on ``samples`` more orders of the unseen cards (the
-        rules ``kn`` carries)."""
-        if estimate is None:
-            estimate = Estimate.start(candidates)
-        orders = kn.sample_order_array(rng, samples)
-        first, games = candidate_games(kn, orders, candidates)
+    def play(self, first: I64, games: Games, kn: Knowledge) -> npt.NDArray[np.bool_]:
         with one_blas_thread():
-            won = play_network(self.net, first, games, kn.rules)
-        estimate.add(won.reshape(samples, len(candidates)))
-        return estimate
+            return play_network(self.net, first, games, kn.rules)

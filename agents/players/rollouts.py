@@ -1,13 +1,13 @@
 """The planner's rollouts, compiled: the heuristic played to the end of many games at once.
 
-:class:`agents.players.planner.Roller` plays each sampled game to its end in Python (about
-22 µs a rollout: the planner's hot path). Here the same rollouts run in one numba-compiled
-loop: the rules are the batched rules core's (:func:`coldiron_env.batched.step_games`), the
-heuristic is :func:`agents.players.heuristic.decide` transcribed over plain integers
-(:func:`heuristic_action`), reading the tables the Python heuristic reads, so every decision
-and every rollout's result is the same (tests/test_rollouts.py). Without numba the planner
-keeps its Python rollouts (these would run as plain Python, slower). :func:`play_out` is
-compiled at each process's first use, not cached on disk (it calls another module's rules).
+:class:`agents.players.planner.Roller` plays each sampled game to its end in Python (about 22 µs a
+rollout: the planner's hot path). Here the same rollouts run in one numba-compiled loop: the rules
+are the batched rules core's (:func:`coldiron_env.batched.step_games`), the heuristic is
+:func:`agents.players.heuristic.decide` transcribed over plain integers (:func:`heuristic_action`),
+reading the tables the Python heuristic reads, so every decision and every rollout's result is the
+same (tests/test_rollouts.py). Without numba the planner keeps its Python rollouts (these would run
+as plain Python, slower). :func:`play_out` is compiled at each process's first use, not cached on
+disk (it calls another module's rules).
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ from coldiron_env.batched import (
     SKIP,
     compiled,
     compiled_uncached,
-    pack_rules,
     step_games,
 )
 from coldiron_env.cards import DECK_SIZE, NUM_RANKS, NUM_SUITS, SUIT_FIELD_MASK
@@ -66,8 +65,7 @@ if TYPE_CHECKING:
 
 F64 = npt.NDArray[np.float64]
 
-COMPILED: Final = NUMBA_AVAILABLE
-"""True when the rollouts here are compiled (else the planner uses its Python ones)."""
+COMPILED: Final = NUMBA_AVAILABLE  # else the planner rolls out in Python
 HOPELESS: Final = -1
 """What :func:`heuristic_action` (and the planner's ``turn_decision``) returns for a turn
 that can no longer lead to a win."""
@@ -164,10 +162,8 @@ def heuristic_action(games: Games, i: int, rules: I64, tables: Tables, params: F
     """The heuristic's action in game ``i`` (``HeuristicParams`` in ``params``,
     :func:`pack_params`' order); in the ``turn`` phase :data:`HOPELESS` when the game can
     no longer be won (as the planner's ``turn_decision``)."""
-    iron_limit, rack_slack, rack_min_score, waste, hurt_weight = (
-        params[0], params[1], params[2], params[3], params[4],
-    )  # fmt: skip
-    bonus_max_risk, rest_at, rest_margin = params[5], params[6], params[7]
+    (iron_limit, rack_slack, rack_min_score, waste, hurt_weight, bonus_max_risk, rest_at,
+     rest_margin) = params  # fmt: skip
     hand, hurt, turn, phase = games.hand[i], games.hurt[i], games.turn[i], games.phase[i]
     turns, deck_count = games.turns[i], DECK_SIZE - games.pos[i]
     unseen = FULL_DECK_MASK & ~(hand | games.discarded[i])
@@ -286,16 +282,6 @@ def candidate_games(kn: Knowledge, orders: I64, candidates: Sequence[int]) -> tu
     return first, games
 
 
-def rollout_wins(
-    kn: Knowledge, orders: I64, candidates: Sequence[int], params: F64
-) -> npt.NDArray[np.bool_]:
-    """``(orders, candidates)`` booleans: won, from the position ``kn`` describes with the
-    unseen cards in each order (rows of ``orders``), the candidate then the heuristic played?"""
-    first, games = candidate_games(kn, orders, candidates)
-    won = play_out(first, games, pack_rules(kn.rules), tables(), params)
-    return np.asarray(won).reshape(orders.shape[0], len(candidates))
-
-
 @dataclass
 class Estimate:
     """Per-candidate results of one decision's rollouts (wins per sampled order)."""
@@ -320,3 +306,31 @@ class Estimate:
     def win_chance(self, action: int) -> float:
         results = self.wins[action]
         return sum(results) / len(results) if results else math.nan
+
+
+class BatchRoller:
+    """What the planner rolls out with: every candidate on the same sampled orders of the
+    unseen cards, all the games at once, played out by :meth:`play` (the heuristic compiled,
+    a network, or a lab experiment's rollouts)."""
+
+    def clear(self) -> None:
+        """Forget what was cached for the rules before (nothing here)."""
+
+    def play(self, first: I64, games: Games, kn: Knowledge) -> npt.NDArray[np.bool_]:
+        """Game ``i`` plays ``first[i]``, then the rollout policy to its end: which were won."""
+        raise NotImplementedError
+
+    def estimate(
+        self,
+        kn: Knowledge,
+        candidates: Sequence[int],
+        rng: np.random.Generator,
+        samples: int,
+        estimate: Estimate | None = None,
+    ) -> Estimate:
+        """Roll every candidate out on ``samples`` more orders (the same for each); the rules
+        are those ``kn`` carries."""
+        estimate = estimate or Estimate.start(candidates)
+        first, games = candidate_games(kn, kn.sample_order_array(rng, samples), candidates)
+        estimate.add(np.asarray(self.play(first, games, kn)).reshape(samples, len(candidates)))
+        return estimate

@@ -1,8 +1,7 @@
 """The built-in players by name: ``make_player("heuristic")``.
 
-To add a built-in player, add one entry to :data:`BUILTIN_AGENTS`. Trained models, and
-players other code registers (OpenSpiel's ``mcts``), are made by name through
-:func:`agents.registry.make_agent`.
+To add a built-in player, add one entry to :data:`BUILTIN_AGENTS`. Trained models, and players other
+code registers (OpenSpiel's ``mcts``), are made by name through :func:`agents.registry.make_agent`.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from typing import Final
 from agents.players.base import Agent
 from agents.players.baselines import RandomAgent, ThreatenAgent
 from agents.players.heuristic import HeuristicAgent
-from agents.players.planner import BUDGETS, make_planner
+from agents.players.planner import BUDGETS, PlannerAgent
 
 AgentFactory = Callable[[], Agent]
 
@@ -24,9 +23,8 @@ BUILTIN_AGENTS: Final[dict[str, AgentFactory]] = {
     "threaten": ThreatenAgent,
     "heuristic": HeuristicAgent,
     # The rollout planner at its budgets: planner-small, planner, planner-large.
-    **{name: partial(make_planner, name) for name in BUDGETS},
-}
-"""Built-in player names -> factories (each call makes a fresh agent)."""
+    **{name: partial(PlannerAgent, config, name=name) for name, config in BUDGETS.items()},
+}  # built-in player names -> factories (each call makes a fresh agent)
 
 
 def make_player(name: str) -> Agent:

@@ -16,12 +16,13 @@ into a loss) and read the card counting of :mod:`coldiron_env.analysis`:
   lost.
 * **Rack deduplication.** Racks that stop at the same card give the same state: one is tried.
 
-Actions are tried in order of promise: a win, then the most useful cards kept, then the least
-Hurt.
+Actions are tried in order of promise: a win, then the most useful cards kept, then the least Hurt.
 """
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -55,8 +56,7 @@ UNWINNABLE: Final = "unwinnable"
 UNKNOWN: Final = "unknown"  # the node budget ran out first
 
 DONE_FIELD: Final = SUIT_FIELD_MASK  # canonical field of a suit whose run is complete
-DRAW_ACTIONS: Final = (IRON, THREATEN, REST)
-"""The non-rack actions of the ``turn`` phase, in the order they are tried."""
+DRAW_ACTIONS: Final = (IRON, THREATEN, REST)  # the turn's other actions, in the order tried
 
 
 @dataclass(frozen=True)
@@ -101,47 +101,35 @@ class ClairvoyantSolver:
                 if m < DECK_SIZE and m not in stops:
                     stops[m] = action
             self._racks.append(tuple(action for _, action in sorted(stops.items())))
-        self._analysis: dict[tuple[int, int], tuple[int, int, int] | None] = {}
+        self._analysed = functools.cache(self._analyse)  # by (hand, seen)
         self._lost: dict[Key, list[tuple[int, int]]] = {}
         self.nodes = 0
         self._budget = 0
 
     def _analyse(self, hand: int, seen: int) -> tuple[int, int, int] | None:
         """``(canonical hand, need, useful)``, or None when the phrase is out of reach."""
-        key = (hand, seen)
-        if key in self._analysis:
-            return self._analysis[key]
         unseen = FULL_DECK_MASK & ~seen
         need, useful = analyse(hand, unseen, self.rules.suits_required)
-        result: tuple[int, int, int] | None = None
-        if need < IMPOSSIBLE:
-            _, _, live_t = suit_tables()
-            canon = 0
-            for suit in range(NUM_SUITS):
-                shift = suit * NUM_RANKS
-                held = (hand >> shift) & SUIT_FIELD_MASK
-                if HAS_RUN[held]:
-                    canon |= DONE_FIELD << shift
-                else:
-                    live = int(live_t[held, (unseen >> shift) & SUIT_FIELD_MASK])
-                    canon |= (held & live) << shift
-            result = (canon, need, useful)
-        self._analysis[key] = result
-        return result
+        if need >= IMPOSSIBLE:
+            return None
+        _, _, live_t = suit_tables()
+        canon = 0
+        for suit in range(NUM_SUITS):
+            shift = suit * NUM_RANKS
+            held = (hand >> shift) & SUIT_FIELD_MASK
+            if HAS_RUN[held]:
+                canon |= DONE_FIELD << shift
+            else:
+                canon |= (held & int(live_t[held, (unseen >> shift) & SUIT_FIELD_MASK])) << shift
+        return canon, need, useful
 
     def _keep_bound(self, game: Game, seen: int) -> int:
         """:func:`~coldiron_env.analysis.max_keeps` of ``game``'s position."""
-        jokers = (JOKER_MASK & ~seen).bit_count()
-        mid_turn = game.phase != PHASE_TURN
-        return max_keeps(
-            game.rules.turns - game.turn + 1,
-            game.hurt,
-            jokers,
-            game.deck_count,
-            game.rules,
-            iron_left=IRON_APPLICATIONS_PER_TURN - game.iron_count if mid_turn else None,
-            bonus_pending=game.phase == PHASE_BONUS,
-        )
+        turns_left, jokers = game.rules.turns - game.turn + 1, (JOKER_MASK & ~seen).bit_count()
+        iron_left = IRON_APPLICATIONS_PER_TURN - game.iron_count
+        return max_keeps(turns_left, game.hurt, jokers, game.deck_count, game.rules,
+                         iron_left=iron_left if game.phase != PHASE_TURN else None,
+                         bonus_pending=game.phase == PHASE_BONUS)  # fmt: skip
 
     def solve(self, max_nodes: int = 0) -> Solution:
         """Decide the deal from the start. ``max_nodes`` > 0 caps the search
@@ -169,7 +157,7 @@ class ClairvoyantSolver:
             raise SearchBudgetExceeded
         hand = game.hand
         seen = hand | game.discarded
-        analysis = self._analyse(hand, seen)
+        analysis = self._analysed(hand, seen)
         if analysis is None:
             return False
         canon, need, useful = analysis
@@ -213,19 +201,30 @@ def replay(deck: Sequence[int], actions: Sequence[int], rules: RuleOptions = DEF
     return game
 
 
+Solved = tuple[str, int, float]  # a deal's verdict, search nodes and seconds
+
+
+def solve_decks(
+    decks: Sequence[Sequence[int]], max_nodes: int = 0, rules: RuleOptions = DEFAULT_RULES
+) -> list[Solved]:
+    """:func:`solve_deck` on each deal, timed (the worker task of the solve and ladder scripts)."""
+    out: list[Solved] = []
+    for deck in decks:
+        start = time.perf_counter()
+        solution = solve_deck(deck, rules, max_nodes)
+        out.append((solution.verdict, solution.nodes, time.perf_counter() - start))
+    return out
+
+
 def solve_deck(
     deck: Sequence[int], rules: RuleOptions = DEFAULT_RULES, max_nodes: int = 0
 ) -> Solution:
-    """Solve one deal and verify a found win by replaying it on a fresh Game.
-
-    Raises ``RuntimeError`` if the replay does not win (that would be a solver bug).
-    """
+    """Solve one deal, a found win verified on a fresh Game (``RuntimeError``, a solver bug,
+    if it does not win there)."""
     solution = ClairvoyantSolver(deck, rules).solve(max_nodes)
-    if solution.winnable:
-        game = replay(deck, solution.actions, rules)
-        if not game.won:
-            raise RuntimeError(
-                f"solver bug: the found line {list(solution.actions)} does not win on replay "
-                f"(outcome {game.outcome!r})"
-            )
+    if solution.winnable and not (game := replay(deck, solution.actions, rules)).won:
+        raise RuntimeError(
+            f"solver bug: the found line {list(solution.actions)} does not win on replay "
+            f"(outcome {game.outcome!r})"
+        )
     return solution

@@ -32,8 +32,9 @@ slays, a Joker on a Threaten grants bonus draws). ``W`` reads the hand only thro
 live run windows, and neither ``W`` nor ``psi`` reads the turn or the Hurt: see below.
 
 **The clairvoyant's problem** (:func:`relaxed_max`) is solved per deal by a memoised depth-
-first search over the player's decisions, card by card, with two relaxations that can only
-raise its maximum (so the bound stays valid): the clairvoyant may quit at any decision (a
+first search over the player's decisions, card by card (the rules of :mod:`lab.relaxed`,
+cards kept or lost as in Cold Iron: :data:`lab.relaxed.REAL`), with two relaxations that
+can only raise its maximum (so the bound stays valid): the clairvoyant may quit at any decision (a
 loss, no further penalties), and a state's value is bounded by that of a state with the
 same position, canonical hand and phase but an earlier-or-equal turn and lower-or-equal
 Hurt. That bound holds because the penalties do not depend on the turn or the Hurt: the
@@ -55,7 +56,7 @@ from typing import Any, Final, TypeVar, cast
 import numpy as np
 import numpy.typing as npt
 
-from coldiron_env.actions import RACK_ACTIONS, RACK_TARGETS
+from coldiron_env.actions import IRON, REST, STOP, THREATEN
 from coldiron_env.analysis import IMPOSSIBLE, NUM_COURTS, suit_tables
 from coldiron_env.batched import compiled
 from coldiron_env.cards import (
@@ -67,11 +68,30 @@ from coldiron_env.cards import (
     NUM_SUITS,
     SUIT_FIELD_MASK,
 )
-from coldiron_env.judge import HAS_RUN, NUM_FIELDS
-from coldiron_env.options import IRON_APPLICATIONS_PER_TURN, MAX_HURT, STANDARD_TURNS
+from coldiron_env.judge import NUM_FIELDS
+from coldiron_env.options import BONUS_DRAWS, IRON_APPLICATIONS_PER_TURN, STANDARD_TURNS
+from lab.relaxed import (
+    ACTIONS_AT,
+    CTX_TURN,
+    DRAW_ON,
+    END_TURN,
+    HAS_RUN_ARRAY,
+    RACK_FIRST,
+    RACK_MASKS,
+    REAL,
+    SLAIN,
+    after_stop,
+    card_lost,
+    card_step,
+    complete,
+    draw_of,
+)
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
+HTables = tuple[F64, F64, F64, F64, F64]
+"""The penalty function's tables as the kernels take them: ``per_suit``, ``expect``,
+``counts``, ``psi_court``, ``psi_joker`` (:meth:`Compiled.h_tables`)."""
 
 # --------------------------------------------------------------------------- features
 DONE: Final = 0
@@ -100,14 +120,6 @@ DRAW_RACK: Final = 4
 DRAW_REST: Final = 5
 NUM_DRAW_KINDS: Final = 6
 
-# decision points of the clairvoyant's search (the context of a state)
-CTX_TURN: Final = 0
-"""Start of a turn. ``CTX_TURN + n`` (n = 1, 2): after n Iron applications this turn."""
-CTX_BONUS: Final = 3
-"""A Joker's bonus on offer: ``CTX_BONUS`` after a Threaten, ``CTX_BONUS + n`` after the
-n-th Iron application."""
-
-RACK_MASKS: Final = np.array([RACK_TARGETS[a] for a in RACK_ACTIONS], dtype=np.int64)
 NUM_COURT_CARDS: Final = NUM_COURTS
 NEGATIVE: Final = -1.0
 
@@ -226,6 +238,10 @@ class Compiled:
     psi_joker: F64
     zero: bool
 
+    def h_tables(self) -> HTables:
+        """The tables as the kernels take them."""
+        return self.per_suit, self.expect, self.counts, self.psi_court, self.psi_joker
+
 
 # --------------------------------------------------------------------------- penalties
 @compiled
@@ -262,14 +278,11 @@ def expected_h(
     jokers: int,
     kind: int,
     rack_index: int,
-    per_suit: F64,
-    expect: F64,
-    counts: F64,
-    psi_court: F64,
-    psi_joker: F64,
+    h_tables: HTables,
 ) -> float:
     """``E[h(after the next card)]`` over the unseen cards (``deck`` of them: ``unseen``
     numbered, ``courts`` courts, ``jokers`` Jokers), for a draw of ``kind``."""
+    per_suit, expect, counts, psi_court, psi_joker = h_tables
     factors = np.empty(NUM_SUITS)
     sums = np.empty(NUM_SUITS)
     for s in range(NUM_SUITS):
@@ -309,12 +322,10 @@ def realized_h(
     courts: int,
     jokers: int,
     kind: int,
-    per_suit: F64,
-    counts: F64,
-    psi_court: F64,
-    psi_joker: F64,
+    h_tables: HTables,
 ) -> float:
     """``h`` after ``card`` is drawn (``hand``/``unseen``/counts are *before* the draw)."""
+    per_suit, _, counts, psi_court, psi_joker = h_tables
     w_now = value_w(hand, unseen, deck, courts, jokers, per_suit, counts)
     if card < FIRST_COURT:
         after = hand | (1 << card) if kept else hand
@@ -346,9 +357,6 @@ def _slot(keys: I64, key: int) -> int:
     return int(i)
 
 
-HAS_RUN_ARRAY: Final = np.array(HAS_RUN, dtype=np.bool_)
-
-
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
@@ -377,15 +385,6 @@ def _canonical(hand: int, unseen: int, has_run: Any, live: I64, need: I64) -> in
 
 
 @compiled
-def _suits_complete(hand: int, has_run: Any) -> int:
-    n = 0
-    for s in range(NUM_SUITS):
-        if has_run[(hand >> (s * NUM_RANKS)) & SUIT_FIELD_MASK]:
-            n += 1
-    return n
-
-
-@compiled
 def _draw_penalty(
     card: int,
     kept: bool,
@@ -396,11 +395,7 @@ def _draw_penalty(
     unseen_t: I64,
     courts_t: I64,
     jokers_t: I64,
-    per_suit: F64,
-    expect: F64,
-    counts: F64,
-    psi_court: F64,
-    psi_joker: F64,
+    h_tables: HTables,
     zero: bool,
 ) -> float:
     """``z`` of drawing ``card`` (the deck's card at ``pos``) in a draw of ``kind``."""
@@ -408,139 +403,77 @@ def _draw_penalty(
         return 0.0
     deck = DECK_SIZE - pos
     unseen, courts, jokers = unseen_t[pos], courts_t[pos], jokers_t[pos]
-    h: float = realized_h(card, kept, hand, unseen, deck, courts, jokers, kind, per_suit, counts,
-                          psi_court, psi_joker)  # fmt: skip
-    e: float = expected_h(hand, unseen, deck, courts, jokers, kind, rack_index, per_suit, expect,
-                          counts, psi_court, psi_joker)  # fmt: skip
+    h: float = realized_h(card, kept, hand, unseen, deck, courts, jokers, kind, h_tables)
+    e: float = expected_h(hand, unseen, deck, courts, jokers, kind, rack_index, h_tables)
     return h - e
 
 
 @compiled
 def _draw(pos: int, hand: int, kept: bool, kind: int, rack_index: int, A: Any) -> float:
     """``z`` of the deck's card at ``pos`` drawn in a draw of ``kind`` (``A``: the tables)."""
-    (deck, unseen_t, courts_t, jokers_t, per_suit, expect, counts, psi_c, psi_j, zero) = A[:10]
+    deck, unseen_t, courts_t, jokers_t, h_tables, zero = A[:6]
     return float(_draw_penalty(deck[pos], kept, hand, pos, kind, rack_index, unseen_t, courts_t,
-                               jokers_t, per_suit, expect, counts, psi_c, psi_j, zero))  # fmt: skip
+                               jokers_t, h_tables, zero))  # fmt: skip
+
+
+KINDS: Final = np.array(
+    [DRAW_THREATEN, DRAW_REST]
+    + [DRAW_IRON] * IRON_APPLICATIONS_PER_TURN
+    + [DRAW_BONUS] * BONUS_DRAWS
+    + [DRAW_IRON_BONUS] * (IRON_APPLICATIONS_PER_TURN * BONUS_DRAWS)
+    + [DRAW_RACK],
+    dtype=np.int64,
+)
+"""``KINDS[xk]``: the kind of the draw ``xk`` (:data:`lab.relaxed.XK_RACK` and the others),
+for the ``psi`` weights."""
+REAL_GAME: Final = REAL.packed()
+"""Cold Iron's own keeping: a Rest's card and a rack's unmatched cards are lost."""
 
 
 @_recursive
-def _end_turn(pos: int, hand: int, hurt: int, turn: int, A: Any) -> float:
+def _next(pos: int, hand: int, hurt: int, turn: int, follows: int, A: Any) -> float:
+    """The best from the decision point ``follows`` (or the next turn's start) of this turn."""
+    if follows != END_TURN:
+        return _solve(pos, hand, hurt, turn, follows, A)
     if turn >= STANDARD_TURNS:
         return 0.0  # midnight: lost
     return _solve(pos, hand, hurt, turn + 1, CTX_TURN, A)
 
 
 @_recursive
-def _after_iron(pos: int, hand: int, hurt: int, turn: int, apps: int, A: Any) -> float:
-    if apps >= IRON_APPLICATIONS_PER_TURN:
-        return _end_turn(pos, hand, hurt, turn, A)
-    return _solve(pos, hand, hurt, turn, CTX_TURN + apps, A)
-
-
-@_recursive
-def _threaten(pos: int, hand: int, hurt: int, turn: int, A: Any) -> float:
-    deck, has_run = A[0], A[14]
-    card = deck[pos]
-    z: float = _draw(pos, hand, card < FIRST_COURT, DRAW_THREATEN, 0, A)
-    if card < FIRST_COURT:
-        hand = hand | (1 << card)
-        if _suits_complete(hand, has_run) == NUM_SUITS:
-            return 1.0 - z
-    if pos + 1 >= DECK_SIZE:
-        return -z
-    if card >= FIRST_JOKER:
-        return -z + _solve(pos + 1, hand, hurt, turn, CTX_BONUS, A)
-    return -z + _end_turn(pos + 1, hand, hurt, turn, A)
-
-
-@_recursive
-def _iron(pos: int, hand: int, hurt: int, turn: int, apps: int, A: Any) -> float:
-    deck, has_run = A[0], A[14]
-    card = deck[pos]
-    z: float = _draw(pos, hand, card < FIRST_COURT, DRAW_IRON, 0, A)
-    if card < FIRST_COURT:
-        hand = hand | (1 << card)
-        if _suits_complete(hand, has_run) == NUM_SUITS:
-            return 1.0 - z
-    if pos + 1 >= DECK_SIZE or hurt + 1 >= MAX_HURT:
-        return -z
-    if card >= FIRST_JOKER:
-        return -z + _solve(pos + 1, hand, hurt + 1, turn, CTX_BONUS + apps, A)
-    return -z + _after_iron(pos + 1, hand, hurt + 1, turn, apps, A)
-
-
-@_recursive
-def _bonus(pos: int, hand: int, hurt: int, turn: int, ctx: int, A: Any) -> float:
-    deck, has_run = A[0], A[14]
-    hurting = ctx > CTX_BONUS
-    kind = DRAW_IRON_BONUS if hurting else DRAW_BONUS
+def _act(pos: int, hand: int, hurt: int, turn: int, ctx: int, action: int, A: Any) -> float:
+    """``R - Z`` of ``action`` at a decision point, the best play after it: the cards drawn
+    by the rules of :mod:`lab.relaxed`, kept or lost as in Cold Iron, each penalised."""
+    if action == STOP:
+        return _next(pos, hand, hurt, turn, after_stop(ctx), A)
+    deck = A[0]
+    rack_index = action - RACK_FIRST if RACK_FIRST <= action < REST else 0
     total: float = 0.0
-    for _ in range(3):
-        card = deck[pos]
-        total -= _draw(pos, hand, card < FIRST_COURT, kind, 0, A)
-        pos += 1
-        if card < FIRST_COURT:
-            hand = hand | (1 << card)
-            if _suits_complete(hand, has_run) == NUM_SUITS:
-                return total + 1.0
-        if pos >= DECK_SIZE:
-            return total
-        if hurting and FIRST_COURT <= card < FIRST_JOKER:
-            hurt += 1
-            if hurt >= MAX_HURT:
-                return total
-    if not hurting:
-        return total + _end_turn(pos, hand, hurt, turn, A)
-    return total + _after_iron(pos, hand, hurt, turn, ctx - CTX_BONUS, A)
-
-
-@_recursive
-def _rest(pos: int, hand: int, hurt: int, turn: int, A: Any) -> float:
-    z: float = _draw(pos, hand, False, DRAW_REST, 0, A)
-    if pos + 1 >= DECK_SIZE:
-        return -z
-    return -z + _end_turn(pos + 1, hand, max(hurt - 1, 0), turn, A)
-
-
-@_recursive
-def _rack(pos: int, hand: int, hurt: int, turn: int, index: int, A: Any) -> float:
-    deck, has_run = A[0], A[14]
-    targets = RACK_MASKS[index]
-    total: float = 0.0
+    drawn = 0
     while True:
         card = deck[pos]
-        target = card < FIRST_COURT and (targets >> card) & 1 == 1
-        total -= _draw(pos, hand, target, DRAW_RACK, index, A)
+        kept = card < FIRST_COURT and not card_lost(action, card, 0, REAL_GAME)
+        total -= _draw(pos, hand, kept, KINDS[draw_of(action, ctx, drawn)], rack_index, A)
         pos += 1
-        if target:
+        if kept:
             hand = hand | (1 << card)
-            if _suits_complete(hand, has_run) == NUM_SUITS:
+            if complete(hand):
                 return total + 1.0
-            if pos >= DECK_SIZE:
-                return total
-            return total + _end_turn(pos, hand, hurt, turn, A)
-        if pos >= DECK_SIZE or card >= FIRST_JOKER:
-            return total  # deck exhausted, or slain by a Joker
-        if card >= FIRST_COURT:
-            hurt += 1
-            if hurt >= MAX_HURT:
-                return total
+        if pos >= DECK_SIZE:
+            return total  # deck exhausted
+        hurt, follows = card_step(action, ctx, drawn, card, hurt)
+        if follows == SLAIN:
+            return total
+        if follows != DRAW_ON:
+            return total + _next(pos, hand, hurt, turn, follows, A)
+        drawn += 1
 
 
 @_recursive
 def _solve(pos: int, hand: int, hurt: int, turn: int, ctx: int, A: Any) -> float:
     """The relaxed maximum of ``R - Z`` from a decision point (quitting is allowed)."""
-    unseen_t, zero, keys, kturn, vals, stats, has_run, live, need = (
-        A[1],
-        A[9],
-        A[10],
-        A[11],
-        A[12],
-        A[13],
-        A[14],
-        A[15],
-        A[16],
-    )
+    unseen_t, zero = A[1], A[5]
+    keys, kturn, vals, stats, has_run, live, need = A[6:13]
     canon = _canonical(hand, unseen_t[pos], has_run, live, need)
     if canon < 0:
         return 0.0  # out of reach: W = 0 here and after, so no penalty and no win
@@ -562,24 +495,17 @@ def _solve(pos: int, hand: int, hurt: int, turn: int, ctx: int, A: Any) -> float
     if ctx == CTX_TURN:
         # the racks that draw the most cards first: the search then meets most states first
         # at their earliest turn, and a later meeting at a later turn reuses the value
-        order = A[17][pos]
+        order = A[13][pos]
         for j in range(order.shape[0]):
-            best = max(best, _rack(pos, hand, hurt, turn, order[j], A))
+            best = max(best, _act(pos, hand, hurt, turn, ctx, RACK_FIRST + order[j], A))
             if zero and best >= 1.0:
                 break
         if not (zero and best >= 1.0):
-            best = max(best, _iron(pos, hand, hurt, turn, 1, A))
-            best = max(best, _threaten(pos, hand, hurt, turn, A))
-            best = max(best, _rest(pos, hand, hurt, turn, A))
-    elif ctx < CTX_BONUS:  # after ctx Iron applications: again, or end the turn
-        best = max(best, _iron(pos, hand, hurt, turn, ctx + 1, A))
-        best = max(best, _end_turn(pos, hand, hurt, turn, A))
-    else:  # a Joker's bonus on offer: take it or decline it
-        if ctx == CTX_BONUS:
-            best = max(best, _end_turn(pos, hand, hurt, turn, A))
-        else:
-            best = max(best, _after_iron(pos, hand, hurt, turn, ctx - CTX_BONUS, A))
-        best = max(best, _bonus(pos, hand, hurt, turn, ctx, A))
+            for action in (IRON, THREATEN, REST):
+                best = max(best, _act(pos, hand, hurt, turn, ctx, action, A))
+    else:  # after an Iron application (again, or end the turn), or a bonus on offer
+        for i in range(2):
+            best = max(best, _act(pos, hand, hurt, turn, ctx, ACTIONS_AT[ctx, i], A))
     key = ((base | hurt) << 40) | canon
     slot = _slot(keys, key)
     if keys[slot] != key:
@@ -660,9 +586,8 @@ def relaxed_max(
         vals = np.zeros(size, dtype=np.float64)
         stats = np.zeros(5, dtype=np.int64)
         stats[4] = budget
-        A = (cards, unseen, courts, jokers, tables.per_suit, tables.expect, tables.counts,
-             tables.psi_court, tables.psi_joker, tables.zero, keys, kturn, vals, stats,
-             HAS_RUN_ARRAY, live_t.astype(np.int64), need_t.astype(np.int64),
+        A = (cards, unseen, courts, jokers, tables.h_tables(), tables.zero, keys, kturn, vals,
+             stats, HAS_RUN_ARRAY, live_t.astype(np.int64), need_t.astype(np.int64),
              rack_orders(cards))  # fmt: skip
         value = _solve(0, 0, 0, 1, CTX_TURN, A)
         if stats[3] == 2:

@@ -8,6 +8,10 @@ The start network plays two sets of SEARCH deals and the planner over it labels 
 network; then on set B: the share of the planner's changes the clone now makes (switch
 recall), the share of the decisions the planner kept that it now changes (collateral), and
 the win rate on validation deals. No evaluation deal is played.
+
+The variants beyond the recipe clone with :func:`weighted_clone`: the product's cloning
+(``agents.learning.imitation.behaviour_clone``) for a flat actor-critic network, with two
+options the product does not offer (the recipe won: ``lab/docs/experiments.md``).
 """
 
 from __future__ import annotations
@@ -21,12 +25,23 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from agents.atomic import atomic_write_json
 from agents.evaluation.arena import evaluate
 from agents.gitinfo import git_commit, utc_now
 from agents.learning.expert_iteration import Labellers
-from agents.learning.imitation import Demonstrations, behaviour_clone
+from agents.learning.imitation import (
+    FORWARD_CHUNK,
+    VALUE_LOSS_WEIGHT,
+    Demonstrations,
+    _Cloner,
+    _descend,
+    _masked,
+    _rows,
+    accuracy,
+    behaviour_clone,
+)
 from agents.learning.sb3_agent import MaskedPolicy, load_sb3_agent
 from coldiron_env.dealer import DealStream, stream_seed
 
@@ -43,6 +58,68 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "anchor 3, changes x10, lr 2e-4": _variant(2e-4, anchor=3.0, changed=10.0),
     "changes x10, lr 2e-4 (no anchor)": _variant(2e-4, changed=10.0),
 }
+
+
+def weighted_clone(
+    model: Any,
+    demos: Demonstrations,
+    *,
+    epochs: int,
+    batch_size: int,
+    learning_rate: float,
+    value_pretrain: bool = True,
+    seed: int = 0,
+    anchor: float = 0.0,
+    changed_weight: float = 1.0,
+) -> dict[str, Any]:
+    """``behaviour_clone`` (the same batches, loss and value regression) with two options.
+
+    ``anchor`` > 0 adds ``anchor`` times the KL divergence from the network's masked policy
+    before this call, on every decision: labels that agree with the network then move its
+    logits little, so teaching those that differ changes fewer other decisions.
+    ``changed_weight`` weighs the labels that differ from the network's choice (1: all
+    alike). Without either it is ``behaviour_clone`` itself. Hard labels on a flat
+    actor-critic network only.
+    """
+    if not anchor and changed_weight == 1.0:
+        return behaviour_clone(model, demos, epochs=epochs, batch_size=batch_size,
+                               learning_rate=learning_rate, value_pretrain=value_pretrain,
+                               seed=seed)  # fmt: skip
+    cloner = _Cloner(model)
+    if cloner.spec.recurrent or cloner.spec.family == "q_value":
+        raise ValueError("anchor and changed_weight are for flat actor-critic networks")
+    device = cloner.policy.device
+    with torch.no_grad():  # the network's masked logits on every decision, before cloning
+        reference = torch.cat([
+            _masked(cloner.scores_values(_rows(demos.obs, idx))[0],
+                    torch.as_tensor(demos.masks[idx], device=device))
+            for idx in (np.arange(s, min(s + FORWARD_CHUNK, len(demos)))
+                        for s in range(0, len(demos), FORWARD_CHUNK))
+        ])  # fmt: skip
+    optimizer = torch.optim.Adam(model.policy.parameters(), lr=learning_rate)
+    rng = np.random.default_rng(seed)
+    before = accuracy(model, demos)
+    model.policy.set_training_mode(True)
+    for _ in range(epochs):
+        order = rng.permutation(len(demos))
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            masks = torch.as_tensor(demos.masks[idx], device=device)
+            actions = torch.as_tensor(demos.actions[idx], device=device)
+            scores, values = cloner.scores_values(_rows(demos.obs, idx))
+            logits = _masked(scores, masks) if cloner.spec.supports_masks else scores
+            old = reference[torch.as_tensor(idx, device=device)]
+            weights = 1.0 + (changed_weight - 1.0) * (old.argmax(dim=1) != actions).float()
+            loss = (weights * F.cross_entropy(logits, actions, reduction="none")).mean()
+            if anchor:
+                old_logp, new_logp = F.log_softmax(old, dim=1), F.log_softmax(logits, dim=1)
+                loss = loss + anchor * (old_logp.exp() * (old_logp - new_logp)).sum(dim=1).mean()
+            if value_pretrain and values is not None:
+                returns = torch.as_tensor(demos.returns[idx], device=device)
+                loss = loss + VALUE_LOSS_WEIGHT * F.mse_loss(values, returns)
+            _descend(optimizer, loss)
+    model.policy.set_training_mode(False)
+    return {"accuracy_before": before, "accuracy_after": accuracy(model, demos)}
 
 
 def choices(model: Any, demos: Demonstrations) -> np.ndarray:
@@ -92,8 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.variant and name not in args.variant:
             continue
         agent = load_sb3_agent(args.start)
-        stats = behaviour_clone(agent.model, train_set, batch_size=512, value_pretrain=True,
-                                seed=0, **settings)  # fmt: skip
+        stats = weighted_clone(agent.model, train_set, batch_size=512, value_pretrain=True,
+                               seed=0, **settings)  # fmt: skip
         agent.reset()
         after = choices(agent.model, test_set)
         (played,) = evaluate([(name, agent)], args.validation_episodes, args.validation_seed,

@@ -19,85 +19,68 @@ import numpy as np
 from agents.atomic import atomic_write_json
 from agents.evaluation.arena import validation_decks
 from agents.evaluation.stats import wilson_interval
-from coldiron_env.cards import FIRST_COURT, FIRST_JOKER, NUM_NUMBERED, NUM_RANKS, NUM_SUITS
-from coldiron_env.judge import HAS_RUN
-from coldiron_env.options import MAX_HURT, STANDARD_TURNS
+from coldiron_env.actions import BONUS, IRON, RACK_RANK_FIRST, RACK_SUIT_FIRST, REST, STOP, THREATEN
+from coldiron_env.cards import NUM_NUMBERED, NUM_RANKS
+from lab.relaxed import (
+    CTX_BONUS,
+    CTX_TURN,
+    P_CTX,
+    P_HURT,
+    P_TURN,
+    P_UNSEEN,
+    PLAYING,
+    RELAXED,
+    STRICT,
+    WON,
+    advance,
+    start_position,
+)
 
 Policy = Callable[[int, int], str]
 IRON_STOP_HURT = 4
+ACTIONS = {"threaten": THREATEN, "iron": IRON, "rest": REST}
 
 
-def complete(seen: int) -> bool:
-    return all(HAS_RUN[(seen >> (NUM_RANKS * s)) & 1023] for s in range(NUM_SUITS))
+def rack_action(unseen: int, rack_by: str) -> int:
+    """The rack of the suit (or rank) with the fewest unseen numbered cards (the first such
+    group met going up the unseen cards)."""
+    key: Callable[[int], int] = (
+        (lambda c: c // NUM_RANKS) if rack_by == "suit" else (lambda c: c % NUM_RANKS)
+    )
+    groups: dict[int, list[int]] = {}
+    for c in range(NUM_NUMBERED):
+        if (unseen >> c) & 1:
+            groups.setdefault(key(c), []).append(c)
+    if not groups:  # every numbered card drawn: a rack that never ends
+        return RACK_SUIT_FIRST
+    group = min(groups, key=lambda g: len(groups[g]))
+    return (RACK_SUIT_FIRST if rack_by == "suit" else RACK_RANK_FIRST) + group
 
 
 def play(deck: np.ndarray, policy: Policy, rack_by: str, rest_keeps: bool = True) -> bool:
-    """One relaxed game: ``policy(hurt, turn)`` says threaten, iron, rest or rack; a rack
-    names the suit (or rank) with the fewest unseen numbered cards, so it draws far. Every
-    Joker's bonus is taken. ``rest_keeps=False``: a Rest's card is lost (the strict game)."""
-    pos, hurt, seen, drawn = 0, 0, 0, 0
-
-    def draw(keep: bool = True) -> int:
-        nonlocal pos, seen, drawn
-        card = int(deck[pos])
-        pos += 1
-        drawn |= 1 << card
-        if card < FIRST_COURT and keep:
-            seen |= 1 << card
-        return card
-
-    for turn in range(1, STANDARD_TURNS + 1):
-        action = policy(hurt, turn)
-        if action == "rack":
-            unseen = [c for c in range(NUM_NUMBERED) if not (drawn >> c) & 1]
-            key: Callable[[int], int] = (
-                (lambda c: c // NUM_RANKS) if rack_by == "suit" else (lambda c: c % NUM_RANKS)
-            )
-            groups: dict[int, list[int]] = {}
-            for c in unseen:
-                groups.setdefault(key(c), []).append(c)
-            fewest: list[int] = min(groups.values(), key=len) if groups else []
-            targets = set(fewest)
-            while True:
-                card = draw()
-                if complete(seen):
-                    return True
-                if pos >= len(deck) or card >= FIRST_JOKER:
-                    return False
-                if card in targets:
-                    break
-                if card >= FIRST_COURT:
-                    hurt += 1
-                    if hurt >= MAX_HURT:
-                        return False
-            continue
-        applications = 3 if action == "iron" else 1
-        for _ in range(applications):
-            card = draw(action != "rest" or rest_keeps)
-            if complete(seen):
-                return True
-            if pos >= len(deck):
-                return False
-            if action == "iron":
-                hurt += 1
-                if hurt >= MAX_HURT:
-                    return False
-            if card >= FIRST_JOKER and action != "rest":
-                for _ in range(3):
-                    bonus = draw()
-                    if complete(seen):
-                        return True
-                    if pos >= len(deck):
-                        return False
-                    if action == "iron" and FIRST_COURT <= bonus < FIRST_JOKER:
-                        hurt += 1
-                        if hurt >= MAX_HURT:
-                            return False
-            if action == "iron" and hurt >= IRON_STOP_HURT:
-                break
-        if action == "rest":
-            hurt = max(hurt - 1, 0)
-    return False
+    """One relaxed game (the rules of :mod:`lab.relaxed`): ``policy(hurt, turn)`` says
+    threaten, iron, rest or rack; a rack names the suit (or rank) with the fewest unseen
+    numbered cards, so it draws far; the Iron is applied again until Hurt
+    ``IRON_STOP_HURT``. Every Joker's bonus is taken. ``rest_keeps=False``: a Rest's card
+    is lost (the strict game)."""
+    cards = np.asarray(deck, dtype=np.int64)
+    keeping = (RELAXED if rest_keeps else STRICT).packed()
+    position = start_position(cards)
+    pos, outcome = 0, PLAYING
+    while outcome == PLAYING:
+        ctx = int(position[P_CTX])
+        if ctx >= CTX_BONUS:
+            action = BONUS
+        elif ctx > CTX_TURN:  # after an Iron application
+            action = STOP if position[P_HURT] >= IRON_STOP_HURT else IRON
+        else:
+            choice = policy(int(position[P_HURT]), int(position[P_TURN]))
+            action = ACTIONS.get(choice, -1)
+            if choice == "rack":
+                action = rack_action(int(position[P_UNSEEN]), rack_by)
+        outcome, drawn = advance(cards, pos, position, action, keeping)
+        pos += int(drawn)
+    return bool(outcome == WON)
 
 
 def main(argv: list[str] | None = None) -> int:

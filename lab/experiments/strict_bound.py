@@ -11,11 +11,13 @@ Here only a Rest discards (a rack still keeps every numbered card it draws, so a
 player's twin still holds the real hand and more): the **strict relaxed game**.
 
 Its hand is no longer fixed by how many cards were drawn: it is the numbered cards drawn
-less those a Rest drew (``gone``), so the clairvoyant's search is memoised on
-``(position, turn, Hurt, decision point, gone)`` in hash maps, and that search does not
-end: one deal filled 15 GB in 14 minutes. So the game solved is between the two: **the
-first ``--lost`` numbered cards a Rest draws are lost, later ones kept** (a relaxation of
-the real game still: the hand holds the real one). ``--lost 0`` is the relaxed game.
+less those a Rest drew (``gone``), so the clairvoyant's search (:mod:`lab.bound`'s, the
+relaxed game's rules of :mod:`lab.relaxed` with a :class:`~lab.relaxed.Keeping` that loses
+cards) is memoised on ``(position, turn, Hurt, decision point, gone)`` in hash maps, and
+that search does not end: one deal filled 15 GB in 14 minutes. So the game solved is
+between the two: **the first ``--lost`` numbered cards a Rest draws are lost, later ones
+kept** (a relaxation of the real game still: the hand holds the real one). ``--lost 0`` is
+the relaxed game.
 
 ``W`` is the need-known game's value (:mod:`lab.need_game`) averaged over
 what a player knows of the need, now given the hand *and* the unseen numbered cards (a
@@ -42,512 +44,29 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import sys
 import time
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, cast
 
 import numpy as np
-import numpy.typing as npt
-from numba import types
-from numba.typed import Dict
 
-from coldiron_env.batched import compiled
-from coldiron_env.cards import (
-    DECK_SIZE,
-    FIRST_COURT,
-    FIRST_JOKER,
-    NUM_JOKERS,
-    NUM_NUMBERED,
-    NUM_RANKS,
-    NUM_SUITS,
-    SUIT_FIELD_MASK,
-)
-from coldiron_env.judge import HAS_RUN, NUM_FIELDS
-from coldiron_env.options import BONUS_DRAWS, IRON_APPLICATIONS_PER_TURN, MAX_HURT, STANDARD_TURNS
-from lab.bound import (
-    ACTION_REST,
-    ACTIONS_AT_TURN,
-    CTX_BONUS,
-    CTX_TURN,
-    RACK_ACTION_FIRST,
-    RACK_MASKS,
-    DealFacts,
-)
-from lab.need_game import (
-    BINOMIAL,
-    CAPACITY_M,
-    CARD_COURT,
-    CARD_JOKER,
-    CARD_NUMBERED,
-    NUM_COURTS,
-    OFFSET,
-    PH_IRON,
-    PH_IRON_BONUS_OFFER,
-    PH_THREATEN_BONUS_OFFER,
-    PH_TURN,
-    XK_IRON,
-    XK_IRON_BONUS,
-    XK_RACK,
-    XK_REST,
-    XK_THREATEN,
-    XK_THREATEN_BONUS,
-    after_value,
-    need_game_values,
-)
+from coldiron_env.cards import NUM_NUMBERED
+from lab import bound
+from lab.bound import ABORTED, NO_BUDGET, NO_CUT, ValueModel, search_state, solve, states
+from lab.need_game import start_value
+from lab.relaxed import DealFacts, Keeping
 
-F32 = npt.NDArray[np.float32]
-F64 = npt.NDArray[np.float64]
-
-HAS_RUN_ARRAY: Final = np.array(HAS_RUN, dtype=np.bool_)
-UPPER_SLACK: Final = 1e-5
+UPPER_SLACK: Final = bound.UPPER_SLACK
 """Room for the need-known table's single-precision rounding in the cut's upper bound."""
-ABORTED: Final = 1e9
-"""What a search over its state budget returns (a valid, useless upper bound)."""
-FORBIDDEN: Final = -1e9
-"""What a game the ``--forbid`` estimate leaves out scores (below every real result)."""
 WINDOWS: Final = (0.01, 0.03, 0.08, 0.2, 1.0)
 """``--prune``: the cut's windows above the warm start, tried in turn until a search fits
 its state budget (the last cuts at the root: ``W`` at the start)."""
 STATE_BUDGET: Final = 4_000_000
-EXPECTED_PER_STATE: Final = 8
-"""The penalties' cache may hold this many entries per state of the budget (memory)."""
-POSTERIORS_PER_STATE: Final = 1
-"""The posteriors' cache (an array of :data:`CAPACITY_M` floats an entry) may hold this
-many entries per state of the budget: it grows with the cards lost, as a real rack's are."""
 WARM_SLACK: Final = 1e-9
 """The warm start's cut sits this far below a value known to be reached."""
-KEY_SLOTS: Final = 32
-"""Room for a decision point or a draw's kind in a packed memo key."""
-RACK_SLOTS: Final = 16
-"""Room for a rack's index + 1 (0: not a rack) in the penalties' cache key."""
-S_EXPECTED: Final = 8
-"""The search state's cache of the penalties' expectations."""
-S_POSTERIORS: Final = 11
-"""The search state's cache of ``P(r | hand, unseen)`` by (position, cards lost)."""
-S_CAP: Final = 12
-"""The search state's count of the first numbered cards a Rest draws that are lost."""
-S_FORBID: Final = 13
-"""The search state's flag: every Rest card is lost, and the clairvoyant may lose at most
-:data:`S_CAP` numbered cards (a lower estimate)."""
-S_BUDGET: Final = 16
-"""The search state's budget of decision points (``--prune``)."""
-S_REAL: Final = 17
-"""The search state's flag: a rack loses its non-matching numbered cards (the real game)."""
-Memo = MutableMapping[tuple[int, int], float]
-"""A numba typed ``Dict`` of :data:`KEY` to float64 (the searches' memos and caches)."""
-
-
-@compiled
-def _fill_completions(has_run: Any, out: F32) -> None:
-    for held in range(NUM_FIELDS):
-        free = SUIT_FIELD_MASK & ~held
-        unseen = free
-        while True:  # every subset of the ranks not held, as the unseen set
-            sub = unseen
-            while True:  # every subset of the unseen ranks, the empty one last
-                if has_run[held | sub]:
-                    count = 0
-                    s = sub
-                    while s:
-                        s &= s - 1
-                        count += 1
-                    out[held, unseen, count] += 1.0
-                if sub == 0:
-                    break
-                sub = (sub - 1) & unseen
-            if unseen == 0:
-                break
-            unseen = (unseen - 1) & free
-
-
-@functools.cache
-def completions_with_unseen() -> F32:
-    """``C[held, unseen, j]``: how many ``j``-card subsets of a suit's ``unseen`` ranks
-    complete a run with ``held`` (about 46 MB, built once per process)."""
-    out = np.zeros((NUM_FIELDS, NUM_FIELDS, NUM_RANKS + 1), dtype=np.float32)
-    _fill_completions(HAS_RUN_ARRAY, out)
-    return out
-
-
-@compiled
-def need_posterior(hand: int, unseen: int, C: F32, binomial: F64, out: F64) -> None:
-    """``out[r]``: the chance that exactly ``r`` more numbered cards, drawn at random from
-    ``unseen``, complete the phrase with ``hand``."""
-    poly = np.zeros(CAPACITY_M)
-    poly[0] = 1.0
-    degree = 0
-    for s in range(NUM_SUITS):
-        held = (hand >> (s * NUM_RANKS)) & SUIT_FIELD_MASK
-        un = (unseen >> (s * NUM_RANKS)) & SUIT_FIELD_MASK
-        free = 0
-        u = un
-        while u:
-            u &= u - 1
-            free += 1
-        new = np.zeros(CAPACITY_M)
-        for a in range(degree + 1):
-            if poly[a] == 0.0:
-                continue
-            for b in range(free + 1):
-                new[a + b] += poly[a] * C[held, un, b]
-        poly = new
-        degree += free
-    previous = 0.0
-    for m in range(CAPACITY_M):
-        top = min(m, degree)
-        now = poly[top] / binomial[degree, top]
-        out[m] = now - previous
-        previous = now
-
-
-@compiled
-def complete(hand: int) -> bool:
-    done = True
-    for s in range(NUM_SUITS):
-        done = done and HAS_RUN_ARRAY[(hand >> (s * NUM_RANKS)) & SUIT_FIELD_MASK]
-    return done
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _recursive(fn: _F) -> _F:
-    """``fn`` compiled without numba's disk cache, typed as ``fn`` (its Python signature)."""
-    return cast(_F, compiled(fn, cache=False))
-
-
-@_recursive
-def _posterior(pos: int, gone: int, S: Any) -> F64:
-    """``P(r | hand, unseen)`` at ``pos`` with the Rest-discarded cards ``gone`` (cached)."""
-    posts: MutableMapping[tuple[int, int], F64]
-    hands, unseen_t, C, binomial, posts = S[1], S[2], S[9], S[10], S[S_POSTERIORS]
-    key = (pos, gone)
-    if key in posts:
-        return posts[key]
-    out = np.zeros(CAPACITY_M)
-    need_posterior(hands[pos] & ~gone, unseen_t[pos], C, binomial, out)
-    posts[key] = out
-    return out
-
-
-@_recursive
-def _z(pos: int, turn: int, hurt: int, xk: int, gone: int, rack: int, S: Any) -> float:
-    """The penalty of the card at ``pos`` drawn in a draw ``xk``; a Rest's card is lost,
-    and with :data:`S_REAL` a rack's numbered card that does not match it (``rack``: the
-    rack's index + 1, 0 outside a rack)."""
-    cards, unseen_t, courts_t, jokers_t, V, off = S[0], S[2], S[3], S[4], S[5], S[6]
-    expected_cache: Memo = S[S_EXPECTED]
-    m = NUM_NUMBERED - _count(unseen_t[pos])
-    c = NUM_COURTS - courts_t[pos]
-    j = NUM_JOKERS - jokers_t[pos]
-    slot = (((pos * (STANDARD_TURNS + 2)) + turn) * MAX_HURT + hurt) * KEY_SLOTS + xk
-    key = (slot * RACK_SLOTS + rack, gone)
-    if key in expected_cache:
-        expected = expected_cache[key]
-    else:
-        expected = _expected(pos, turn, hurt, xk, gone, rack, m, c, j, S)
-        expected_cache[key] = expected
-    card = cards[pos]
-    if card >= FIRST_JOKER:
-        card_type = CARD_JOKER
-    elif card >= FIRST_COURT:
-        card_type = CARD_COURT
-    else:
-        card_type = CARD_NUMBERED
-    loses = xk == XK_REST and (S[S_FORBID] or _count(gone) < S[S_CAP])
-    if rack > 0 and S[S_REAL] and card < FIRST_COURT and (RACK_MASKS[rack - 1] >> card) & 1 == 0:
-        loses = True
-    after_gone = gone | (1 << card) if (loses and card < FIRST_COURT) else gone
-    post = _posterior(pos + 1, after_gone, S)
-    realized = 0.0
-    for r in range(CAPACITY_M):
-        if post[r] > 0.0:
-            realized += post[r] * after_value(V, off, card_type, r, m, c, j, turn, hurt, xk)
-    return realized - expected
-
-
-@_recursive
-def _expected(
-    pos: int, turn: int, hurt: int, xk: int, gone: int, rack: int, m: int, c: int, j: int, S: Any
-) -> float:
-    """``E[W(after the next card)]``. A kept numbered card lowers the need by one on
-    average over the cards; a Rest's lost card needs the sum over the unseen cards, and so
-    does a rack's card in the real game (kept if it matches the rack, lost if not)."""
-    hands, unseen_t, V, off, C, binomial = S[1], S[2], S[5], S[6], S[9], S[10]
-    deck = DECK_SIZE - m - c - j
-    post = _posterior(pos, gone, S)
-    loses = xk == XK_REST and (S[S_FORBID] or _count(gone) < S[S_CAP])
-    sorts = rack > 0 and S[S_REAL]  # some numbered cards kept, the others lost
-    courts = NUM_COURTS - c
-    jokers = NUM_JOKERS - j
-    total = 0.0
-    for r in range(CAPACITY_M):
-        p = post[r]
-        if p > 0.0:
-            if not loses and not sorts and r >= 1:
-                total += (
-                    (NUM_NUMBERED - m)
-                    * p
-                    * after_value(V, off, CARD_NUMBERED, r - 1, m, c, j, turn, hurt, xk)
-                )
-            if courts > 0:
-                total += courts * p * after_value(V, off, CARD_COURT, r, m, c, j, turn, hurt, xk)
-            if jokers > 0:
-                total += jokers * p * after_value(V, off, CARD_JOKER, r, m, c, j, turn, hurt, xk)
-    if loses or sorts:
-        hand = hands[pos] & ~gone
-        unseen = unseen_t[pos]
-        targets = RACK_MASKS[rack - 1] if sorts else 0
-        lost = np.zeros(CAPACITY_M)
-        out = np.zeros(CAPACITY_M)
-        rest = unseen
-        while rest:
-            low = rest & -rest
-            if targets & low:
-                need_posterior(hand | low, unseen & ~low, C, binomial, out)  # kept
-            else:
-                need_posterior(hand, unseen & ~low, C, binomial, out)  # lost
-            lost += out
-            rest ^= low
-        for r in range(CAPACITY_M):
-            if lost[r] > 0.0:
-                total += lost[r] * after_value(V, off, CARD_NUMBERED, r, m, c, j, turn, hurt, xk)
-    return total / deck
-
-
-@compiled
-def _count(x: int) -> int:
-    n = 0
-    while x:
-        x &= x - 1
-        n += 1
-    return n
-
-
-@_recursive
-def _end_turn(pos: int, turn: int, hurt: int, gone: int, alpha: float, S: Any) -> float:
-    if turn >= STANDARD_TURNS:
-        return 0.0  # midnight
-    return _solve(pos, turn + 1, hurt, CTX_TURN, gone, alpha, S)
-
-
-@_recursive
-def _after_iron(
-    pos: int, turn: int, hurt: int, apps: int, gone: int, alpha: float, S: Any
-) -> float:
-    if apps >= IRON_APPLICATIONS_PER_TURN:
-        return _end_turn(pos, turn, hurt, gone, alpha, S)
-    return _solve(pos, turn, hurt, CTX_TURN + apps, gone, alpha, S)
-
-
-@_recursive
-def _single(pos: int, turn: int, hurt: int, action: int, gone: int, alpha: float, S: Any) -> float:
-    """Threaten (0), Rest (1) or the ``action - 1``-th Iron application (2..4)."""
-    cards, hands = S[0], S[1]
-    card = cards[pos]
-    iron = action >= 2
-    xk = XK_THREATEN if action == 0 else (XK_REST if action == 1 else XK_IRON + action - 1)
-    if S[S_FORBID] and action == 1 and card < FIRST_COURT and _count(gone) >= S[S_CAP]:
-        return FORBIDDEN  # --forbid: a lower estimate of the strict game's bound, not a bound
-    value_now = -_z(pos, turn, hurt, xk, gone, 0, S)
-    loses = action == 1 and (S[S_FORBID] or _count(gone) < S[S_CAP])
-    if loses and card < FIRST_COURT:
-        gone |= 1 << card
-    pos += 1
-    if not loses and complete(hands[pos] & ~gone):
-        return value_now + 1.0
-    if pos >= DECK_SIZE:
-        return value_now  # deck exhausted
-    if iron:
-        hurt += 1
-        if hurt >= MAX_HURT:
-            return value_now
-        if card >= FIRST_JOKER:
-            return value_now + _solve(
-                pos, turn, hurt, CTX_BONUS + action - 1, gone, alpha - value_now, S
-            )
-        return value_now + _after_iron(pos, turn, hurt, action - 1, gone, alpha - value_now, S)
-    if action == 1:  # Rest
-        return value_now + _end_turn(pos, turn, max(hurt - 1, 0), gone, alpha - value_now, S)
-    if card >= FIRST_JOKER:
-        return value_now + _solve(pos, turn, hurt, CTX_BONUS, gone, alpha - value_now, S)
-    return value_now + _end_turn(pos, turn, hurt, gone, alpha - value_now, S)
-
-
-@_recursive
-def _bonus(pos: int, turn: int, hurt: int, ctx: int, gone: int, alpha: float, S: Any) -> float:
-    cards, hands = S[0], S[1]
-    hurting = ctx > CTX_BONUS
-    total = 0.0
-    for drawn in range(BONUS_DRAWS):
-        left = BONUS_DRAWS - drawn
-        if hurting:
-            xk = XK_IRON_BONUS + (ctx - CTX_BONUS - 1) * BONUS_DRAWS + left - 1
-        else:
-            xk = XK_THREATEN_BONUS + left - 1
-        card = cards[pos]
-        total -= _z(pos, turn, hurt, xk, gone, 0, S)
-        pos += 1
-        if complete(hands[pos] & ~gone):
-            return total + 1.0
-        if pos >= DECK_SIZE:
-            return total
-        if hurting and FIRST_COURT <= card < FIRST_JOKER:
-            hurt += 1
-            if hurt >= MAX_HURT:
-                return total
-    if not hurting:
-        return total + _end_turn(pos, turn, hurt, gone, alpha - total, S)
-    return total + _after_iron(pos, turn, hurt, ctx - CTX_BONUS, gone, alpha - total, S)
-
-
-@_recursive
-def _rack(pos: int, turn: int, hurt: int, index: int, gone: int, alpha: float, S: Any) -> float:
-    cards, hands = S[0], S[1]
-    targets = RACK_MASKS[index]
-    total = 0.0
-    while True:
-        card = cards[pos]
-        # the rack's identity matters to the penalty only where it decides what is lost
-        total -= _z(pos, turn, hurt, XK_RACK, gone, index + 1 if S[S_REAL] else 0, S)
-        pos += 1
-        matches = card < FIRST_COURT and (targets >> card) & 1 == 1
-        if S[S_REAL] and card < FIRST_COURT and not matches:
-            if S[S_FORBID] and _count(gone) >= S[S_CAP]:
-                return FORBIDDEN  # --forbid: a lower estimate, as for a Rest
-            gone |= 1 << card  # the real game's rack discards it
-        if complete(hands[pos] & ~gone):
-            return total + 1.0
-        if pos >= DECK_SIZE:
-            return total
-        if matches:
-            return total + _end_turn(pos, turn, hurt, gone, alpha - total, S)
-        if card >= FIRST_JOKER:
-            return total  # slain
-        if card >= FIRST_COURT:
-            hurt += 1
-            if hurt >= MAX_HURT:
-                return total
-
-
-@_recursive
-def _upper(pos: int, turn: int, hurt: int, ctx: int, gone: int, S: Any) -> float:
-    """``W`` at a decision point: no game from here scores more (a supersolution)."""
-    unseen_t, courts_t, jokers_t, V, off = S[2], S[3], S[4], S[5], S[6]
-    post = _posterior(pos, gone, S)
-    m = NUM_NUMBERED - _count(unseen_t[pos])
-    c = NUM_COURTS - courts_t[pos]
-    j = NUM_JOKERS - jokers_t[pos]
-    if ctx == CTX_TURN:
-        phase = PH_TURN
-    elif ctx < CTX_BONUS:
-        phase = PH_IRON + ctx
-    elif ctx == CTX_BONUS:
-        phase = PH_THREATEN_BONUS_OFFER
-    else:
-        phase = PH_IRON_BONUS_OFFER + ctx - CTX_BONUS - 1
-    total: float = post[0]
-    for r in range(1, CAPACITY_M):
-        if post[r] > 0.0:
-            total += post[r] * V[turn, off[m] + r, c, j, hurt, phase]
-    return total + UPPER_SLACK
-
-
-@_recursive
-def _solve(pos: int, turn: int, hurt: int, ctx: int, gone: int, alpha: float, S: Any) -> float:
-    """The clairvoyant's maximum of ``R - Z`` from a decision point of the strict game,
-    fail-soft: exact when above ``alpha``, else an upper bound (at most ``alpha``).
-    Subtrees whose ``W`` (an upper bound on their value) is at most ``alpha`` are cut."""
-    memo: Memo
-    bounds: Memo
-    memo, bounds = S[7], S[14]
-    key = ((((pos * (STANDARD_TURNS + 2)) + turn) * MAX_HURT + hurt) * KEY_SLOTS + ctx, gone)
-    if key in memo:
-        return memo[key]
-    if key in bounds:
-        upper = bounds[key]
-    else:
-        upper = _upper(pos, turn, hurt, ctx, gone, S) if S[15] else 1e9
-    if upper <= alpha:
-        return upper
-    budget = S[S_BUDGET]
-    if (
-        len(memo) + len(bounds) > budget
-        or len(S[S_EXPECTED]) // EXPECTED_PER_STATE > budget
-        or len(S[S_POSTERIORS]) // POSTERIORS_PER_STATE > budget
-    ):
-        return ABORTED  # over the state budget: an upper bound that says nothing
-    best = -1e9
-    a = alpha
-    if ctx == CTX_TURN:
-        for action in range(ACTIONS_AT_TURN):
-            if action == 0:
-                v = _single(pos, turn, hurt, 0, gone, a, S)  # Threaten
-            elif action == 1:
-                v = _single(pos, turn, hurt, 2, gone, a, S)  # the first Iron application
-            elif action == ACTION_REST:
-                v = _single(pos, turn, hurt, 1, gone, a, S)  # Rest
-            else:
-                v = _rack(pos, turn, hurt, action - RACK_ACTION_FIRST, gone, a, S)
-            best = max(best, v)
-            a = max(a, v)
-    elif ctx < CTX_BONUS:
-        best = _single(pos, turn, hurt, ctx + 2, gone, a, S)
-        a = max(a, best)
-        best = max(best, _end_turn(pos, turn, hurt, gone, a, S))
-    else:
-        if ctx == CTX_BONUS:
-            best = _end_turn(pos, turn, hurt, gone, a, S)  # decline
-        else:
-            best = _after_iron(pos, turn, hurt, ctx - CTX_BONUS, gone, a, S)
-        a = max(a, best)
-        best = max(best, _bonus(pos, turn, hurt, ctx, gone, a, S))
-    if best > alpha:
-        memo[key] = best
-    else:
-        bounds[key] = min(upper, best)
-    return best
-
-
-KEY = types.UniTuple(types.int64, 2)  # type: ignore[no-untyped-call]  # numba's UniTuple is unannotated
-
-
-def _state(
-    facts: DealFacts,
-    cap: int = NUM_NUMBERED,
-    forbid: bool = False,
-    prune: bool = False,
-    budget: int = 1 << 62,
-    real: bool = False,
-) -> tuple[Any, ...]:
-    memo = Dict.empty(key_type=KEY, value_type=types.float64)
-    bounds = Dict.empty(key_type=KEY, value_type=types.float64)
-    expected = Dict.empty(key_type=KEY, value_type=types.float64)
-    posts = Dict.empty(key_type=KEY, value_type=types.float64[:])
-    return (
-        facts.cards,
-        facts.hands,
-        facts.unseen,
-        facts.courts,
-        facts.jokers,
-        need_game_values(),
-        OFFSET,
-        memo,
-        expected,
-        completions_with_unseen(),
-        BINOMIAL,
-        posts,
-        cap,
-        forbid,
-        bounds,
-        prune,
-        budget,
-        real,
-    )
 
 
 def strict_deal_bound(
@@ -556,7 +75,7 @@ def strict_deal_bound(
     forbid: bool = False,
     prune: bool = False,
     window: float = 0.0,
-    budget: int = 1 << 62,
+    budget: int = NO_BUDGET,
     real: bool = False,
     warm: float | None = None,
 ) -> tuple[float, int]:
@@ -576,14 +95,13 @@ def strict_deal_bound(
     ``real``: a rack also loses every numbered card it draws that does not match it, as in
     the real game (with every Rest card lost too: ``cap`` = 40 and ``forbid`` False, the
     search is of Cold Iron itself, penalised)."""
-    facts = DealFacts.of(deck)
-    alpha = -1e18
+    alpha = NO_CUT
     if prune and not forbid:
         start = warm_start(deck, 0, real) if warm is None else warm
         alpha = start - WARM_SLACK + window
-    state = _state(facts, cap, forbid, prune, budget, real)
-    value = float(_solve(0, 1, 0, CTX_TURN, 0, alpha, state))
-    return value, len(state[7]) + len(state[14])
+    keeping = Keeping(cap, forbid, real)
+    S = search_state(DealFacts.of(deck), ValueModel.need_game(), keeping, prune, budget)
+    return solve(S, alpha), states(S)
 
 
 def warm_start(deck: Any, lost: int, real: bool) -> float:
@@ -608,12 +126,9 @@ def pruned_bound(deck: Any, real: bool = False, warm_lost: int = 0) -> tuple[flo
 
 
 def strict_start_value() -> float:
-    """``W`` at the start of a deal (the bound can only be lower, on average)."""
-    post = np.zeros(CAPACITY_M)
-    full = (1 << NUM_NUMBERED) - 1
-    need_posterior(0, full, completions_with_unseen(), BINOMIAL, post)
-    V = need_game_values()
-    return float(sum(post[r] * V[1, OFFSET[0] + r, 0, 0, 0, 0] for r in range(1, CAPACITY_M)))
+    """``W`` at the start of a deal (the bound can only be lower, on average): nothing is
+    lost yet, so it is the need-known game's start value."""
+    return start_value()
 
 
 DealResult = tuple[float, int, float, float]

@@ -25,6 +25,9 @@ from lab.bound import (
 from lab.bound_fit import FitSettings, fit_value_model
 from lab.need_game import completion_curve
 
+SAFE_SHARE = 0.35
+"""The rules' check plays Threaten, and Rest, this often: games reach midnight, not only death."""
+
 
 def play(agent_name: str, deck: np.ndarray, seed: int) -> list[int]:
     """The actions a built-in player takes on ``deck`` (deciding from its Knowledge)."""
@@ -131,11 +134,11 @@ def reference_bound(deck: np.ndarray, w: ValueModel) -> float:
     drawn, the penalties of each draw as :func:`twin_result` charges them."""
     from coldiron_env.actions import LEGAL_ACTIONS
     from coldiron_env.cards import FIRST_COURT, FIRST_JOKER
-    from coldiron_env.game import BONUS_FROM_IRON
-    from lab.bound import DRAW_SAFE, DealFacts, _arrays, card_penalty, draw_kind
+    from lab.bound import penalties, search_state
+    from lab.relaxed import DRAW_KINDS, DRAW_SAFE, DealFacts, ctx_of, draw_of
 
     facts = DealFacts.of(deck)
-    arrays = _arrays(facts, w)
+    z = penalties(search_state(facts, w))
     memo: dict[tuple[int, ...], float] = {}
 
     def value(game: Game) -> float:
@@ -145,18 +148,17 @@ def reference_bound(deck: np.ndarray, w: ValueModel) -> float:
         best = -np.inf
         for action in LEGAL_ACTIONS[game.phase]:
             child = game.clone()
-            pos, turn, hurt, apps = child.pos, child.turn, child.hurt, child.iron_count
-            iron_bonus = child.bonus_source == BONUS_FROM_IRON
+            pos, turn, hurt, ctx = child.pos, child.turn, child.hurt, ctx_of(child)
             child.step(action)
             total, won = 0.0, False
             for drawn, card in enumerate(child.drawn):
-                kind, xk = draw_kind(action, iron_bonus, apps, drawn)
-                total -= card_penalty(arrays, pos, turn, hurt, kind, xk)
+                xk = draw_of(action, ctx, drawn)
+                total -= z(pos, turn, hurt, action, xk)
                 pos += 1
                 if facts.won[pos]:
                     won = True
                     break
-                if kind != DRAW_SAFE and FIRST_COURT <= card < FIRST_JOKER:
+                if DRAW_KINDS[xk] != DRAW_SAFE and FIRST_COURT <= card < FIRST_JOKER:
                     hurt += 1
             if won:
                 best = max(best, total + 1.0)
@@ -188,29 +190,18 @@ def test_w_after_each_kind_of_card_counts_its_hurt_its_joker_and_its_keep() -> N
     other Joker is spent, a numbered card is kept. Independent of the bound's own search."""
     from coldiron_env.cards import FIRST_COURT, FIRST_JOKER
     from coldiron_env.options import MAX_HURT
-    from lab.bound import (
-        DRAW_HURTING,
-        DRAW_RACK,
-        DRAW_SAFE,
-        FEATURES_PER_STATE,
-        _tables,
-        after_card,
-        value,
-    )
+    from lab.bound import after_card, value, w_args
+    from lab.relaxed import DRAW_HURTING, DRAW_RACK, DRAW_SAFE
 
-    theta = ValueModel(np.random.default_rng(1).normal(0, 1, NUM_PARAMS)).theta
-    phi, need_t = _tables()
-    scratch = np.zeros(FEATURES_PER_STATE, dtype=np.int64)
+    model = w_args(ValueModel(np.random.default_rng(1).normal(0, 1, NUM_PARAMS)))
     hand, unseen, deck, courts, jokers, turns = 0b101, (1 << FIRST_COURT) - 1 - 0b101, 40, 9, 2, 9
 
     def w(hand: int, unseen: int, deck: int, courts: int, jokers: int, hurt: int) -> float:
-        return float(
-            value(hand, unseen, deck, courts, jokers, turns, hurt, theta, phi, need_t, scratch)
-        )
+        return float(value((hand, unseen, deck, courts, jokers, turns, hurt), model))
 
     def after(card: int, hurt: int, kind: int) -> float:
-        return float(after_card(card, hand, unseen, deck, courts, jokers, turns, hurt, kind,
-                                theta, phi, need_t, scratch))  # fmt: skip
+        at = (hand, unseen, deck, courts, jokers, turns, hurt)
+        return float(after_card(card, at, kind, model))
 
     assert w(hand, unseen, deck - 1, courts - 1, jokers, 3) != w(
         hand, unseen, deck - 1, courts - 1, jokers, 2
@@ -225,3 +216,52 @@ def test_w_after_each_kind_of_card_counts_its_hurt_its_joker_and_its_keep() -> N
     assert after(card, 2, DRAW_RACK) == w(
         hand | 1 << card, unseen & ~(1 << card), deck - 1, courts, jokers, 2
     )
+
+
+def test_the_relaxed_rules_with_cold_irons_keeping_are_the_reference_engine() -> None:
+    """The rules every search plays (lab/relaxed.py), with Cold Iron's own keeping (a Rest's
+    card and a rack's unmatched cards lost), are the reference engine's: random legal
+    actions, played by both on the same deals, leave the same hand, position, Hurt, turn
+    and decision point, and end the same way. (The relaxed and strict games differ from it
+    only by the cards they keep.)"""
+    from coldiron_env.actions import REST, THREATEN
+    from lab.relaxed import (
+        P_CTX,
+        P_HAND,
+        P_HURT,
+        P_TURN,
+        PLAYING,
+        REAL,
+        WON,
+        advance,
+        ctx_of,
+        start_position,
+    )
+
+    rng = np.random.default_rng(8)
+    keeping = REAL.packed()
+    ends = set()
+    for deck in validation_decks(919, 300):
+        cards = np.asarray(deck, dtype=np.int64)
+        game, position, pos = Game([int(c) for c in deck]), start_position(cards), 0
+        while game.outcome is None:
+            legal, u = game.legal_actions(), rng.random()
+            if u < SAFE_SHARE and THREATEN in legal:
+                action = THREATEN
+            elif u < 2 * SAFE_SHARE and REST in legal:
+                action = REST
+            else:
+                action = int(rng.choice(legal))
+            game.step(action)
+            outcome, drawn = advance(cards, pos, position, action, keeping)
+            pos += int(drawn)
+            assert pos == game.pos, (action, pos, game.pos)
+            if game.outcome is None:
+                assert outcome == PLAYING
+                assert int(position[P_HAND]) == game.hand
+                assert (position[P_HURT], position[P_TURN]) == (game.hurt, game.turn)
+                assert position[P_CTX] == ctx_of(game)
+            else:
+                assert (outcome == WON) == game.won, game.outcome
+                ends.add(str(game.outcome))
+    assert {"slain", "midnight"} <= ends, ends

@@ -8,26 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_scripts import _runs_main  # the product's check of its scripts, reused
 
 from lab import ROOT
 
 COMMANDS = sorted(p for p in (ROOT / "lab").rglob("*.py") if "tests" not in p.parts)
-
-
-def _runs_main(tree: ast.Module) -> bool:
-    """Whether the module ends its ``if __name__ == "__main__":`` block by calling main()."""
-    for node in tree.body:
-        if (
-            isinstance(node, ast.If)
-            and isinstance(node.test, ast.Compare)
-            and isinstance(node.test.left, ast.Name)
-            and node.test.left.id == "__name__"
-        ):
-            return any(
-                isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "main"
-                for n in ast.walk(node)
-            )
-    return False
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda p: str(p.relative_to(ROOT)))

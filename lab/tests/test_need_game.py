@@ -17,11 +17,7 @@ from coldiron_env.cards import DECK_SIZE, FIRST_COURT, FIRST_JOKER, NUM_JOKERS, 
 from coldiron_env.game import BONUS_FROM_IRON, Game
 from coldiron_env.knowledge import Knowledge
 from coldiron_env.options import MAX_HURT
-from lab.bound import (
-    ValueModel,
-    deal_bound,
-    draw_kind,
-)
+from lab.bound import ValueModel, deal_bound
 from lab.need_game import (
     CAPACITY_M,
     CARD_COURT,
@@ -40,6 +36,7 @@ from lab.need_game import (
     need_game_values,
     start_value,
 )
+from lab.relaxed import ctx_of, draw_of
 
 
 def posterior(hand: int) -> np.ndarray:
@@ -120,27 +117,25 @@ def test_no_action_is_expected_to_raise_w() -> None:
         for action in LEGAL_ACTIONS[game.phase]:
             if action == STOP:
                 continue  # ending the turn or declining a bonus draws no card
-            iron_bonus = game.bonus_source == BONUS_FROM_IRON
-            _, xk = draw_kind(action, iron_bonus, game.iron_count, 0)
+            xk = draw_of(action, ctx_of(game), 0)
             total = 0.0
             for x in range(NUM_NUMBERED):
                 if (hand >> x) & 1 or x in drawn:
                     continue
                 after = posterior(hand | (1 << x))
                 total += sum(
-                    after[r]
-                    * after_value(V, OFFSET, CARD_NUMBERED, r, m, c, j, game.turn, game.hurt, xk)
+                    after[r] * after_value(V, CARD_NUMBERED, r, m, c, j, game.turn, game.hurt, xk)
                     for r in range(CAPACITY_M)
                     if after[r] > 0
                 )
             for kind, left in ((CARD_COURT, NUM_COURTS - c), (CARD_JOKER, NUM_JOKERS - j)):
                 total += left * sum(
-                    post[r] * after_value(V, OFFSET, kind, r, m, c, j, game.turn, game.hurt, xk)
+                    post[r] * after_value(V, kind, r, m, c, j, game.turn, game.hurt, xk)
                     for r in range(CAPACITY_M)
                     if post[r] > 0
                 )
             explicit = total / deck
-            shortcut = expected_after_need(V, OFFSET, post, m, c, j, game.turn, game.hurt, xk)
+            shortcut = expected_after_need(V, post, m, c, j, game.turn, game.hurt, xk)
             assert explicit == pytest.approx(shortcut, abs=1e-9), (action, xk)
             assert explicit <= here + 1e-5, (action, game.turn, game.hurt, explicit, here)
             checked += 1

@@ -1,7 +1,7 @@
-"""The experiment's search of the strict relaxed game (lab/experiments/strict_bound.py):
-with no Rest card lost it is the relaxed game, so it must give the bound's own search's
-result deal by deal (two searches written apart: hash maps and a lost-card set against
-arrays); with one card lost the search carries it, so it visits more states; the pruned
+"""The strict relaxed game's search (lab/bound.py's, with a ``Keeping`` that loses cards, as
+lab/experiments/strict_bound.py runs it): with no Rest card lost it is the relaxed game, so
+it must give the bound's own result deal by deal; with one card lost the search carries
+it, so it visits more states; the pruned
 search (``W`` a supersolution cuts subtrees) finds the same maximum, and a window above
 the warm start gives a bound within the window. ``--real``: a rack's penalty has mean zero
 and never expects more than the strict game's (so the cuts stay valid); a higher warm start
@@ -21,11 +21,31 @@ from helpers import load_file
 from agents.atomic import atomic_write_json
 from agents.evaluation.arena import validation_decks
 from coldiron_env.actions import PHASE_TURN, RACK_RANK_FIRST, RACK_SUIT_FIRST, is_rack
-from coldiron_env.cards import DECK_SIZE, FIRST_COURT, NUM_NUMBERED
+from coldiron_env.cards import DECK_SIZE, FIRST_COURT, NUM_JOKERS, NUM_NUMBERED
 from coldiron_env.game import Game
 from coldiron_env.options import BONUS_DRAWS, MAX_HURT, STANDARD_TURNS
-from lab import RECORDS, ROOT  # noqa: F401
-from lab.bound import NUM_CTX, RACK_MASKS, DealFacts, ValueModel, deal_bound
+from lab import RECORDS, ROOT, bound  # noqa: F401
+from lab.bound import ValueModel, deal_bound, search_state
+from lab.need_game import NUM_COURTS
+from lab.relaxed import (
+    CTX_BONUS,
+    CTX_TURN,
+    DRAW_KINDS,
+    DRAW_SAFE,
+    DRAWS,
+    NUM_CTX,
+    NUM_XK,
+    RACK_FIRST,
+    RACK_MASKS,
+    RELAXED,
+    XK_RACK,
+    DealFacts,
+    Keeping,
+    complete,
+    count,
+    ctx_of,
+    draw_of,
+)
 
 pytestmark = pytest.mark.slow
 WINDOW = 0.05
@@ -58,16 +78,19 @@ mostly safe draws, so that games reach the late turns (the searches rack from th
 PREFIX_REST = 0.85
 
 
-def _rack_id(action: int) -> int:
-    """The search's rack identity: the rack's index + 1 (0: not a rack)."""
-    return action - RACK_RANK_FIRST + 1
-
-
 RACKS_DRAWN = (  # (position of the card drawn, rack): an Ace, a nine and a suit rack
-    (6, _rack_id(RACK_RANK_FIRST)),
-    (15, _rack_id(RACK_RANK_FIRST + 8)),
-    (10, _rack_id(RACK_SUIT_FIRST + 3)),
+    (6, RACK_RANK_FIRST),
+    (15, RACK_RANK_FIRST + 8),
+    (10, RACK_SUIT_FIRST + 3),
 )
+
+
+def _state(facts: DealFacts, keeping: Keeping = RELAXED, prune: bool = False) -> Any:
+    """The search's state on a deal, with the need-known ``W``."""
+    return search_state(facts, ValueModel.need_game(), keeping, prune)
+
+
+STRICT = Keeping(cap=NUM_NUMBERED)
 
 
 def test_the_strict_search_against_the_bounds_and_itself() -> None:
@@ -81,8 +104,8 @@ def test_the_strict_search_against_the_bounds_and_itself() -> None:
         pruned, fewer = strict.strict_deal_bound(deck, 1, prune=True)
         assert pruned == pytest.approx(exact, abs=1e-9)  # the cuts keep the maximum
         assert fewer < more
-        bound, _ = strict.strict_deal_bound(deck, 1, prune=True, window=WINDOW)
-        assert exact - 1e-9 <= bound <= exact + WINDOW + 1e-9
+        within, _ = strict.strict_deal_bound(deck, 1, prune=True, window=WINDOW)
+        assert exact - 1e-9 <= within <= exact + WINDOW + 1e-9
 
 
 def _strict_module() -> Any:
@@ -101,10 +124,8 @@ def test_every_draws_penalty_has_mean_zero_with_rest_cards_lost() -> None:
     swapping the card at ``pos`` with each later card draws every unseen card once with the
     same past: the penalties' mean is zero. (A reviewer's mutation, the lost card's term
     halved in a Rest's expectation, left the other tests green; it fails this one.)"""
-    from lab.need_game import NUM_XK
-
-    strict = _strict_module()
     rng = np.random.default_rng(ZMEAN_SEED)
+    draws = {draw_of(action, ctx, drawn): action for action, ctx, drawn in reversed(DRAWS)}
     checked = 0
     for dealt in validation_decks(916, 2):
         deck = np.asarray(dealt)
@@ -115,13 +136,14 @@ def test_every_draws_penalty_has_mean_zero_with_rest_cards_lost() -> None:
             gone = sum(
                 1 << int(c) for c in deck[:pos] if c < FIRST_COURT and rng.random() < LOST_SHARE
             )
-            if strict.complete(int(facts.hands[pos]) & ~gone):
+            if complete(int(facts.hands[pos]) & ~gone):
                 continue
             states = [
-                strict._state(DealFacts.of(_swapped(deck, pos, q))) for q in range(pos, DECK_SIZE)
+                _state(DealFacts.of(_swapped(deck, pos, q)), STRICT) for q in range(pos, DECK_SIZE)
             ]
-            for xk in range(NUM_XK):
-                z = [strict._z(pos, turn, hurt, xk, gone, 0, state) for state in states]
+            zs = [bound.penalties(S) for S in states]
+            for xk, action in draws.items():
+                z = [penalty(pos, turn, hurt, action, xk, gone) for penalty in zs]
                 assert np.mean(z) == pytest.approx(0.0, abs=1e-12), (pos, turn, hurt, xk)
                 checked += 1
     assert checked >= NUM_XK * ZMEAN_STATES  # the draws were checked, lost cards and all
@@ -131,7 +153,6 @@ def test_the_cut_search_is_exact_above_its_cut_and_a_bound_below_it_at_late_poin
     """What ``--prune`` rests on, at late decision points of every kind, with cards lost to
     Rests: the exhaustive maximum is at most ``W`` there (a supersolution), and the cut search
     returns it exactly when it is above the cut, and at least it (a valid bound) below."""
-    strict = _strict_module()
     rng = np.random.default_rng(ZMEAN_SEED)
     cut = exact_seen = 0
     for dealt in validation_decks(917, 2):
@@ -147,15 +168,13 @@ def test_the_cut_search_is_exact_above_its_cut_and_a_bound_below_it_at_late_poin
             gone = sum(
                 1 << int(c) for c in deck[:pos] if c < FIRST_COURT and rng.random() < LOST_SHARE / 2
             )
-            if strict.complete(int(facts.hands[pos]) & ~gone):
+            if complete(int(facts.hands[pos]) & ~gone):
                 continue
-            exact = strict._solve(pos, turn, hurt, ctx, gone, -1e18, strict._state(facts))
-            upper = strict._upper(pos, turn, hurt, ctx, gone, strict._state(facts, prune=True))
-            assert exact <= upper + strict.UPPER_SLACK, (pos, turn, hurt, ctx)
+            exact = bound._solve(pos, turn, hurt, ctx, gone, bound.NO_CUT, _state(facts, STRICT))
+            upper = bound._upper(pos, turn, hurt, ctx, gone, _state(facts, STRICT, prune=True))
+            assert exact <= upper + bound.UPPER_SLACK, (pos, turn, hurt, ctx)
             for alpha in (exact - 0.05, exact - 1e-6, exact + 1e-6, exact + 0.05):
-                got = strict._solve(
-                    pos, turn, hurt, ctx, gone, alpha, strict._state(facts, prune=True)
-                )
+                got = bound._solve(pos, turn, hurt, ctx, gone, alpha, _state(facts, STRICT, True))
                 if got > alpha:
                     assert got == pytest.approx(exact, abs=1e-9), (pos, ctx, alpha)
                     exact_seen += 1
@@ -170,14 +189,13 @@ def test_a_real_racks_penalty_has_mean_zero_over_the_next_card() -> None:
     expectation must follow. Swapping the card at ``pos`` with each later card draws every
     unseen card once, with the same past, so the penalties' mean is exactly zero (checked
     by hand: a rack whose expectation keeps the wrong cards, or ignores the rack, fails it)."""
-    strict = load_file(ROOT / "lab" / "experiments" / "strict_bound.py", "strict_bound")
     deck = np.asarray(validation_decks(915, 1)[0])
     distinct = False
     for pos, rack in RACKS_DRAWN:
         gone = next(  # a numbered card an earlier rack lost
             1 << int(card)
             for card in deck[:pos]
-            if card < FIRST_COURT and not (RACK_MASKS[rack - 1] >> int(card)) & 1
+            if card < FIRST_COURT and not (RACK_MASKS[rack - RACK_FIRST] >> int(card)) & 1
         )
         penalties = {}
         for real in (True, False):
@@ -185,8 +203,8 @@ def test_a_real_racks_penalty_has_mean_zero_over_the_next_card() -> None:
             for q in range(pos, DECK_SIZE):
                 swapped = deck.copy()
                 swapped[pos], swapped[q] = swapped[q], swapped[pos]
-                state = strict._state(DealFacts.of(swapped), NUM_NUMBERED, False, real=real)
-                z.append(strict._z(pos, RACK_TURN, RACK_HURT, strict.XK_RACK, gone, rack, state))
+                S = _state(DealFacts.of(swapped), Keeping(NUM_NUMBERED, real=real))
+                z.append(bound._z(pos, RACK_TURN, RACK_HURT, rack, XK_RACK, gone, S))
             assert np.mean(z) == pytest.approx(0.0, abs=1e-12)
             penalties[real] = z
         distinct = distinct or not np.allclose(penalties[True], penalties[False])
@@ -199,33 +217,32 @@ def test_a_real_rack_expects_no_more_than_a_strict_one() -> None:
     whatever cards earlier racks lost, the expectation of ``W`` after the card is at most
     the strict game's, whose ``W`` the pruned search above is tested against (a lost card
     leaves the need at least the kept one, and the need-known value falls as it rises)."""
-    strict = load_file(ROOT / "lab" / "experiments" / "strict_bound.py", "strict_bound")
     rng = np.random.default_rng(SUPERSOLUTION_SEED)
     compared = lower = 0
     for dealt in validation_decks(916, 2):
         deck = np.asarray(dealt)
         facts = DealFacts.of(deck)
-        real = strict._state(facts, NUM_NUMBERED, False, real=True)
-        strict_game = strict._state(facts, NUM_NUMBERED, False, real=False)
+        real = _state(facts, Keeping(NUM_NUMBERED, real=True))
+        strict_game = _state(facts, STRICT)
         for pos in rng.integers(1, DECK_SIZE - 1, size=STATES_PER_DEAL):
             gone = sum(
                 1 << int(card)
                 for card in deck[:pos]
                 if card < FIRST_COURT and rng.random() < LOST_SHARE
             )
-            if strict.complete(int(facts.hands[pos]) & ~gone):
+            if complete(int(facts.hands[pos]) & ~gone):
                 continue  # won: no card is drawn
             turn = int(rng.integers(1, STANDARD_TURNS + 1))
             hurt = int(rng.integers(0, MAX_HURT))
             seen = (
-                NUM_NUMBERED - strict._count(int(facts.unseen[pos])),
-                strict.NUM_COURTS - int(facts.courts[pos]),
-                strict.NUM_JOKERS - int(facts.jokers[pos]),
+                NUM_NUMBERED - count(int(facts.unseen[pos])),
+                NUM_COURTS - int(facts.courts[pos]),
+                NUM_JOKERS - int(facts.jokers[pos]),
             )
-            for rack in range(1, len(RACK_MASKS) + 1):
-                args = (int(pos), turn, hurt, strict.XK_RACK, gone, rack, *seen)
-                in_real = strict._expected(*args, real)
-                in_strict = strict._expected(*args, strict_game)
+            for rack in range(RACK_FIRST, RACK_FIRST + len(RACK_MASKS)):
+                args = (int(pos), turn, hurt, rack, XK_RACK, gone, *seen)
+                in_real = bound._expected_need(*args, real)
+                in_strict = bound._expected_need(*args, strict_game)
                 assert in_real <= in_strict + 1e-12
                 lower += in_real < in_strict - 1e-6
                 compared += 1
@@ -298,34 +315,33 @@ def test_a_run_resumes_from_its_checkpoint_or_a_shorter_record(tmp_path: Path) -
             assert run(4, name)["per_deal"] == [marked, *whole["per_deal"][1:]]
 
 
-def _twin(strict: Any, deck: np.ndarray, actions: list[int], S: Any) -> tuple[int, int, float]:
+def _twin(deck: np.ndarray, actions: list[int], S: Any) -> tuple[int, int, float]:
     """A real game's twin in the strict game: ``actions`` replayed on the reference engine, the
     twin keeping every numbered card drawn but a Rest's (lost, as ``W`` is told), with the
     strict search's penalties. ``(position the twin won at or 0, the real game's, Z)``."""
     from coldiron_env.actions import REST
     from coldiron_env.cards import FIRST_JOKER
-    from coldiron_env.game import BONUS_FROM_IRON, WON, Game
-    from lab.bound import DRAW_SAFE, draw_kind
+    from coldiron_env.game import WON, Game
 
     game = Game([int(c) for c in deck])
     hand = gone = twin_at = 0
     total = 0.0
+    z = bound.penalties(S)
     for action in actions:
-        pos, turn, hurt, apps = game.pos, game.turn, game.hurt, game.iron_count
-        iron_bonus = game.bonus_source == BONUS_FROM_IRON
+        pos, turn, hurt, ctx = game.pos, game.turn, game.hurt, ctx_of(game)
         game.step(action)
         for drawn, card in enumerate(game.drawn):
             if twin_at:
                 break
-            kind, xk = draw_kind(action, iron_bonus, apps, drawn)
-            total += strict._z(pos, turn, hurt, xk, gone, 0, S)
+            xk = draw_of(action, ctx, drawn)
+            total += z(pos, turn, hurt, action, xk, gone)
             pos += 1
             if card < FIRST_COURT and action == REST:
                 gone |= 1 << int(card)
             elif card < FIRST_COURT:
                 hand |= 1 << int(card)
-                twin_at = pos if strict.complete(hand) else 0
-            elif kind != DRAW_SAFE and card < FIRST_JOKER:
+                twin_at = pos if complete(hand) else 0
+            elif DRAW_KINDS[xk] != DRAW_SAFE and card < FIRST_JOKER:
                 hurt += 1
         if game.outcome is not None:
             break
@@ -365,37 +381,22 @@ def test_real_games_have_strict_twins_that_win_no_later_and_score_below_the_boun
     real_wins = 0
     for dealt in validation_decks(TWIN_SEED, 2):
         deck = np.asarray(dealt)
-        bound, _, _ = strict.pruned_bound(deck)
-        state = strict._state(DealFacts.of(deck))
+        ceiling, _, _ = strict.pruned_bound(deck)
+        state = _state(DealFacts.of(deck), STRICT)
         for name, choose in players.items():
             for _ in range(4 if name == "random" else 1):
                 game, actions = Game([int(c) for c in deck]), []
                 while game.outcome is None:
                     actions.append(choose(game))
                     game.step(actions[-1])
-                twin_at, real_at, z = _twin(strict, deck, actions, state)
+                twin_at, real_at, z = _twin(deck, actions, state)
                 real_wins += bool(real_at)
                 assert not real_at or 0 < twin_at <= real_at, (name, twin_at, real_at)
-                assert float(twin_at > 0) - z <= bound + 1e-9, (name, z, bound)
+                assert float(twin_at > 0) - z <= ceiling + 1e-9, (name, z, ceiling)
     assert real_wins  # the twin's check was met by a won game
 
 
-def _ctx(game: Game) -> int:
-    """The strict search's decision point (``CTX_*``) of ``game``'s phase."""
-    from coldiron_env.actions import PHASE_BONUS, PHASE_IRON
-    from coldiron_env.game import BONUS_FROM_IRON
-    from lab.bound import CTX_BONUS, CTX_TURN
-
-    if game.phase == PHASE_IRON:
-        return int(CTX_TURN + game.iron_count)
-    if game.phase == PHASE_BONUS:
-        return int(CTX_BONUS + (game.iron_count if game.bonus_source == BONUS_FROM_IRON else 0))
-    return int(CTX_TURN)
-
-
-def _strict_reference(
-    strict: Any, facts: DealFacts, start: Game, start_gone: int, S: Any
-) -> dict[int, float]:
+def _strict_reference(facts: DealFacts, start: Game, start_gone: int, S: Any) -> dict[int, float]:
     """Each legal action's value at ``start`` in the strict game (``R - Z`` of the best game
     that begins with it), independently of the search's moves: every legal action of the
     reference engine (``Game``: what each action draws, the Hurt, the turns, the phases), the
@@ -403,10 +404,9 @@ def _strict_reference(
     completes, with the search's penalties."""
     from coldiron_env.actions import LEGAL_ACTIONS, REST
     from coldiron_env.cards import FIRST_JOKER
-    from coldiron_env.game import BONUS_FROM_IRON
-    from lab.bound import DRAW_SAFE, draw_kind
 
     memo: dict[tuple[int, ...], float] = {}
+    z = bound.penalties(S)
 
     def value(game: Game, gone: int) -> float:
         key = (game.pos, game.turn, game.hurt, game.phase, game.iron_count, game.bonus_source, gone)
@@ -418,20 +418,19 @@ def _strict_reference(
         out: dict[int, float] = {}
         for action in LEGAL_ACTIONS[game.phase]:
             child = game.clone()
-            pos, turn, hurt, apps = child.pos, child.turn, child.hurt, child.iron_count
-            iron_bonus = child.bonus_source == BONUS_FROM_IRON
+            pos, turn, hurt, ctx = child.pos, child.turn, child.hurt, ctx_of(child)
             child.step(action)
             total, lost, won = 0.0, gone, False
             for drawn, card in enumerate(child.drawn):
-                kind, xk = draw_kind(action, iron_bonus, apps, drawn)
-                total -= strict._z(pos, turn, hurt, xk, lost, 0, S)
+                xk = draw_of(action, ctx, drawn)
+                total -= z(pos, turn, hurt, action, xk, lost)
                 pos += 1
                 if card < FIRST_COURT and action == REST:
                     lost |= 1 << int(card)
-                elif card < FIRST_COURT and strict.complete(int(facts.hands[pos]) & ~lost):
+                elif card < FIRST_COURT and complete(int(facts.hands[pos]) & ~lost):
                     won = True
                     break
-                elif kind != DRAW_SAFE and FIRST_COURT <= card < FIRST_JOKER:
+                elif DRAW_KINDS[xk] != DRAW_SAFE and FIRST_COURT <= card < FIRST_JOKER:
                     hurt += 1
             if won:
                 out[action] = total + 1.0
@@ -444,34 +443,14 @@ def _strict_reference(
     return action_values(start, start_gone)
 
 
-def _search_action_values(strict: Any, game: Game, gone: int, S: Any) -> dict[int, float]:
-    """Each legal action's value at ``game``'s decision point by the strict search's own
-    moves (the calls its ``_solve`` makes for them), exact (no cut)."""
-    from coldiron_env.actions import BONUS, IRON, PHASE_BONUS, PHASE_IRON, REST, STOP, THREATEN
-    from lab.bound import CTX_BONUS, RACK_ACTION_FIRST
-
-    pos, turn, hurt, ctx, low = game.pos, game.turn, game.hurt, _ctx(game), -1e18
-    if game.phase == PHASE_IRON:
-        return {
-            IRON: strict._single(pos, turn, hurt, ctx + 2, gone, low, S),
-            STOP: strict._end_turn(pos, turn, hurt, gone, low, S),
-        }
-    if game.phase == PHASE_BONUS:
-        decline = (
-            strict._end_turn(pos, turn, hurt, gone, low, S)
-            if ctx == CTX_BONUS
-            else strict._after_iron(pos, turn, hurt, ctx - CTX_BONUS, gone, low, S)
-        )
-        return {STOP: decline, BONUS: strict._bonus(pos, turn, hurt, ctx, gone, low, S)}
-    out = {
-        THREATEN: strict._single(pos, turn, hurt, 0, gone, low, S),
-        IRON: strict._single(pos, turn, hurt, 2, gone, low, S),
-        REST: strict._single(pos, turn, hurt, 1, gone, low, S),
+def _search_action_values(game: Game, gone: int, S: Any) -> dict[int, float]:
+    """Each legal action's value at ``game``'s decision point by the search's own moves
+    (the calls its ``_solve`` makes for them), exact (no cut)."""
+    pos, turn, hurt, ctx = game.pos, game.turn, game.hurt, ctx_of(game)
+    return {
+        action: bound._act(pos, turn, hurt, ctx, action, gone, bound.NO_CUT, S)
+        for action in game.legal_actions()
     }
-    for action in game.legal_actions():
-        if is_rack(action):
-            out[action] = strict._rack(pos, turn, hurt, action - RACK_ACTION_FIRST, gone, low, S)
-    return out
 
 
 def _late_point(
@@ -535,7 +514,6 @@ def test_the_strict_search_is_the_reference_engines_maximum_at_late_points() -> 
     action's value, and so the exhaustive search's maximum, equals the reference's.
     (Mutations the other tests of this file let through fail it: a Rest that loses its card
     healing no Hurt; a Threaten's bonus whose court cards hurt.)"""
-    strict = _strict_module()
     rng = np.random.default_rng(REFERENCE_SEED)
     contexts: set[int] = set()
     lost_seen = 0
@@ -546,21 +524,19 @@ def test_the_strict_search_is_the_reference_engines_maximum_at_late_points() -> 
                 continue
             deck, game, gone = point
             facts = DealFacts.of(deck)
-            if strict.complete(int(facts.hands[game.pos]) & ~gone):
+            if complete(int(facts.hands[game.pos]) & ~gone):
                 continue
-            ctx = _ctx(game)
-            want = _strict_reference(strict, facts, game, gone, strict._state(facts))
-            got = _search_action_values(strict, game, gone, strict._state(facts))
+            ctx = ctx_of(game)
+            want = _strict_reference(facts, game, gone, _state(facts, STRICT))
+            got = _search_action_values(game, gone, _state(facts, STRICT))
             assert got.keys() == want.keys()
             for action, value in want.items():
                 assert got[action] == pytest.approx(value, abs=1e-9), (game.pos, ctx, action)
-            exact = strict._solve(
-                game.pos, game.turn, game.hurt, ctx, gone, -1e18, strict._state(facts)
+            exact = bound._solve(
+                game.pos, game.turn, game.hurt, ctx, gone, bound.NO_CUT, _state(facts, STRICT)
             )
             assert exact == pytest.approx(max(want.values()), abs=1e-9)
             contexts.add(ctx)
             lost_seen += gone != 0
-    from lab.bound import CTX_BONUS, CTX_TURN
-
     assert {CTX_TURN, CTX_TURN + 1, CTX_BONUS, CTX_BONUS + 1} <= contexts, contexts
     assert lost_seen >= REFERENCE_DEALS, lost_seen  # cards lost to Rests in the past

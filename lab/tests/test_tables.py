@@ -46,7 +46,7 @@ def test_the_headline_follows_the_ceiling_records(
 ) -> None:
     """The README's answer names the bound's record and its levels: a changed level is a
     drifted answer."""
-    path, doc = tables._ceilings()[0]
+    _, doc = tables._ceilings()[0]
     assert doc["deals"] == "evaluation" and doc["episodes"] >= 200
     assert not doc.get("lower_estimate")
     levels = tmp_path / "levels.json"
