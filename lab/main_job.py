@@ -14,8 +14,10 @@ first (:mod:`lab.looks`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import platform
 import resource
 import shlex
 import subprocess
@@ -33,6 +35,15 @@ from lab.looks import REPORT_SEED, command_deals, record_look
 
 MAIN: Final = ROOT / "scripts" / "main.py"
 BASELINE = "heuristic"
+
+
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), or the platform's word for it."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    return platform.processor() or "an unnamed CPU"
 
 
 def results_of(run_dir: Path) -> list[AgentResult]:
@@ -77,8 +88,8 @@ def main_job_record(
         "commit": git_commit(),
         "dirty": git_dirty(),
         "time": utc_now(),
-        "machine": f"{os.cpu_count()} cores, load average {load[0]:.2f} before and "
-        f"{load[1]:.2f} after; {note or 'no note'}",
+        "machine": f"{cpu_name()}, {os.cpu_count()} cores, load average {load[0]:.2f} before "
+        f"and {load[1]:.2f} after; {note or 'no note'}",
         "wall_seconds": round(wall, 1),
         "training_seconds": meta.get("wall_seconds"),
         "timesteps": meta.get("timesteps"),

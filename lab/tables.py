@@ -395,8 +395,9 @@ def seeds_2026() -> str:
     return markdown_table(header, rows) + f"\n{doc['episodes']:,} deals of seed {doc['seed']}.\n"
 
 
-def main_job() -> str:
-    doc = _load(MAIN_JOB_JSON)
+def main_job(path: str | None = None) -> str:
+    """A record of ``lab/main_job.py``: the README's main job, or ``job:PATH``'s."""
+    doc = _load(MAIN_JOB_JSON if path is None else ROOT / path)
     header = ["what", "measured"]
     rows = [[k, str(v)] for k, v in doc["summary"].items()]
     return markdown_table(header, rows) + f"\n`{doc['command']}` ({doc['machine']})\n"
@@ -852,6 +853,7 @@ def calibration(path: str) -> str:
 
 
 RENDERERS: Final[dict[str, Callable[[str], str]]] = {
+    "job": main_job,
     "probes": probes,
     "calibration": calibration,
     "history": history,

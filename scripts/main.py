@@ -1,10 +1,11 @@
 """The main job: train the default agent, then evaluate it against the built-in players.
 
-    .venv/bin/python scripts/main.py                      # configs/maskable_ppo.yaml, 10,000 deals
-    .venv/bin/python scripts/main.py --timesteps 20000 --episodes 2000    # a quicker look
+    .venv/bin/python scripts/main.py --out runs/main      # configs/maskable_ppo.yaml, 10,000 deals
+    .venv/bin/python scripts/main.py --config configs/maskable_ppo_quick.yaml --out runs/quick \\
+        --episodes 2000                                   # a quick try: about a minute
 
 1. Trains ``--config`` (default ``configs/maskable_ppo.yaml``) into ``--out``
-   (default ``runs/<config name>-<time>``), exactly as ``scripts/train.py`` would.
+   (a new or empty folder), exactly as ``scripts/train.py`` would.
    Ctrl-C saves a resumable checkpoint; ``--resume DIR`` continues it and then
    evaluates.
 2. Evaluates the trained agent, ``random``, ``threaten`` and ``heuristic`` on the
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         "--config", default=None, help=f"default {DEFAULT_CONFIG} (not with --resume)"
     )
     parser.add_argument(
-        "--out", type=Path, help="run directory (default runs/<config name>-<time>)"
+        "--out", type=Path, help="run directory to write (a new or empty folder; not with --resume)"
     )
     parser.add_argument("--resume", type=Path, metavar="DIR", help="continue an interrupted run")
     parser.add_argument("--timesteps", type=int, help="override training.total_timesteps")
@@ -57,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         check_evaluation_seed(args.seed)
     except ValueError as err:
         parser.error(f"--seed: {err}")
+    if args.resume is None and args.out is None:
+        parser.error("--out DIR: the run directory to write (the main job writes nowhere else)")
     if args.resume is not None and args.config is not None:
         parser.error(
             "--config with --resume: a resumed run keeps its own config.yaml "

@@ -32,7 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", help="YAML run description (configs/*.yaml)")
     parser.add_argument("--timesteps", type=int, help="override training.total_timesteps")
     parser.add_argument("--seed", type=int, help="override the top-level seed")
-    parser.add_argument("--out", type=Path, help="run directory (default runs/<name>-<time>)")
+    parser.add_argument(
+        "--out", type=Path, help="run directory to write (a new or empty folder; not with --resume)"
+    )
     parser.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR")
     parser.add_argument(
         "--seeds",
@@ -45,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.resume is None and args.config is None:
         parser.error("give --config FILE (or --resume DIR)")
+    if args.resume is None and args.out is None:
+        parser.error("--out DIR: the run directory to write (training writes nowhere else)")
     if args.resume is not None and (args.config or args.out or args.seed is not None):
         parser.error("--resume DIR uses the run's own config.yaml, seed and directory")
     seeds: list[int] | None = None

@@ -1,7 +1,8 @@
 """Search hyperparameters with Optuna over the ``search:`` section of a config.
 
-    .venv/bin/python scripts/tune.py --config configs/tune_maskable_ppo.yaml --trials 40
-    .venv/bin/python scripts/tune.py --config FILE --trials 40 --workers 2   # 2 processes here
+    .venv/bin/python scripts/tune.py --config configs/tune_maskable_ppo.yaml --trials 40 \\
+        --out runs/tune
+    .venv/bin/python scripts/tune.py --config FILE --trials 40 --workers 2 --out runs/tune
     .venv/bin/python scripts/tune.py --config FILE --trials 40 --workers 2 \\
         --storage postgresql://USER:PASSWORD@HOST/DB --study NAME --out runs/tune-NAME
 
@@ -9,8 +10,7 @@
 (K workers may finish up to K - 1 more): rerunning the same command after Ctrl-C continues
 the study. ``--workers K`` runs K copies of this command, one worker each; another machine
 joins by running the command with the same ``--storage`` URL and ``--study`` name. Default
-storage: ``OUT/study.db`` (SQLite); default ``OUT``: ``runs/tune-<study>``; default study:
-the config's ``name``. See docs/tuning.md.
+storage: ``OUT/study.db`` (SQLite); default study: the config's ``name``. See docs/tuning.md.
 
 Exit status: 0 done, 2 bad config or arguments or a failed search, 130 interrupted.
 """
@@ -40,7 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workers", type=int, default=1, help="worker processes on this machine (default 1)"
     )
-    parser.add_argument("--out", type=Path, help="output folder (default runs/tune-<study>)")
+    parser.add_argument(
+        "--out", type=Path, required=True, help="output folder: the trials' runs, the reports"
+    )
     parser.add_argument(
         "--no-reports",
         action="store_true",
@@ -55,8 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
     sigterm_as_ctrl_c()  # SIGTERM stops the workers and keeps every finished trial, as Ctrl-C
     try:
-        if args.out is not None:
-            check_writable(args.out, "--out", folder=True)
+        check_writable(args.out, "--out", folder=True)
         result = tune(
             args.config,
             args.trials,

@@ -347,7 +347,7 @@ def test_train_script_exits_nonzero_without_traceback(tmp_path: Path) -> None:
     data["algorithm"]["hyperparameters"]["learning_rate"] = -1.0
     path = write(tmp_path, data, "bad.yaml")
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "train.py"), "--config", str(path)],
+        [sys.executable, str(ROOT / "scripts" / "train.py"), "--config", str(path), "--out", "run"],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -357,6 +357,18 @@ def test_train_script_exits_nonzero_without_traceback(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert str(path) in proc.stderr and "algorithm.hyperparameters.learning_rate" in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_train_script_needs_its_run_directory(tmp_path: Path) -> None:
+    """Training writes only where its user says: no default folder under the working one."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "train.py"), "--config",
+         str(ROOT / "configs" / "ppo.yaml")],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "--out DIR" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
     assert not (tmp_path / "runs").exists(), "nothing may run before validation passes"
 
 

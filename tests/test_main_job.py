@@ -42,7 +42,7 @@ def test_main_job_refuses_a_bad_config(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text((ROOT / "configs" / "maskable_ppo.yaml").read_text() + "\nbogus_key: 1\n")
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "main.py"), "--config", str(bad)],
+        [sys.executable, str(ROOT / "scripts" / "main.py"), "--config", str(bad), "--out", "r"],
         capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 2

@@ -167,3 +167,24 @@ def test_a_changed_shipped_file_is_refused_by_name(changed: str, tmp_path: Path)
     (folder / changed).unlink()
     with pytest.raises(ModelLoadError, match=rf"{changed}: (missing|run directory has no model)"):
         load_sb3_agent(folder)
+
+
+@pytest.mark.slow
+def test_a_loaded_shipped_model_learns_without_writing_anywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shipped zip records the TensorBoard folder of the run that made it
+    (runs/maskable_ppo-...): a learn() after loading wrote there, in the user's working
+    folder. Loaded, it logs nowhere unless told."""
+    from agents.learning.training import build_vec_env
+
+    monkeypatch.chdir(tmp_path)
+    agent = load_sb3_agent(SHIPPED_MODELS["trained"])
+    assert agent.model.tensorboard_log is None
+    venv = build_vec_env("native", agent.model.n_envs, agent.env_kwargs)
+    try:
+        agent.model.set_env(venv)
+        agent.model.learn(total_timesteps=1)  # one rollout
+    finally:
+        venv.close()
+    assert list(tmp_path.iterdir()) == []

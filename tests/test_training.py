@@ -30,6 +30,7 @@ from agents.learning.training import (
     evaluate_model,
     latest_checkpoint,
     make_training_env,
+    rollout_size,
     set_vec_env_kwargs,
     train,
 )
@@ -240,6 +241,12 @@ def test_interrupt_then_resume_continues_the_run(name: str, tmp_path: Path) -> N
         capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
+    said = next(line for line in proc.stdout.splitlines() if line.startswith("training "))
+    left, size = 512 - stopped, rollout_size(cfg)
+    if left % size:  # what is left, not the whole budget, is rounded up to whole rollouts
+        assert said.startswith(f"training {-(-left // size) * size:,} steps: the {left:,} left")
+    else:
+        assert said == f"training {left:,} steps"
     after = json.loads((out / "evaluations.json").read_text())["evaluations"]
     assert after[: len(before)] == before, "the evaluation history is appended to"
     steps = [h["timesteps"] for h in after]

@@ -302,6 +302,7 @@ def load_sb3_agent(
         raise ModelLoadError(
             f"{zip_path}: cannot load as {spec.class_name}: {type(exc).__name__}: {exc}"
         ) from None
+    model.tensorboard_log = None  # the run's folder it was saved in: a learn() would write there
     kwargs = recorded if recorded is not None else env_kwargs
     inferred = kwargs is None
     if kwargs is None:  # the observation options whose space the model was built on

@@ -26,7 +26,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, get_args
 from zipfile import BadZipFile
@@ -618,14 +617,12 @@ def _load_for_resume(cfg: Config, venv: VecEnv, run: RunDir, ck: Path) -> BaseAl
 
 
 def prepare_run_dir(cfg: Config, out: Path | None, config_file: str | None) -> RunDir:
-    """A fresh run directory (``out`` or ``runs/<name>-<time>``) holding the resolved config."""
-    flag = "--out"
+    """A fresh run directory ``out`` holding the resolved config (a run writes only where its
+    user says: there is no default folder)."""
     if out is None:
-        stem = cfg.name or (Path(config_file).stem if config_file else cfg.algorithm.name)
-        out = Path("runs") / f"{stem}-{datetime.now():%Y%m%d-%H%M%S}"
-        flag = "the run directory"
+        raise TrainingError("a new run needs its directory: --out DIR (a new or empty folder)")
     try:
-        check_writable(out, flag, folder=True)
+        check_writable(out, "--out", folder=True)
     except ValueError as err:
         raise TrainingError(str(err)) from None
     if out.exists() and any(out.iterdir()):
@@ -697,11 +694,13 @@ def reinforcement_learning(run: Run) -> bool:
         return False  # the checkpoint holds the end of RL, model.zip the rounds since
     callback = RunCallback(run)
     remaining = steps_to_train(cfg, model.num_timesteps)
+    left = cfg.training.total_timesteps - model.num_timesteps
     if remaining > 0:
         log(
-            f"training {remaining:,} steps: {cfg.training.total_timesteps:,} rounded up to whole "
-            f"rollouts of {rollout_size(cfg):,} steps (the algorithm's unit of collection)"
-            if model.num_timesteps + remaining != cfg.training.total_timesteps
+            f"training {remaining:,} steps: the {left:,} left of {cfg.training.total_timesteps:,}"
+            f" rounded up to whole rollouts of {rollout_size(cfg):,} steps (the algorithm's unit "
+            "of collection)"
+            if remaining != left
             else f"training {remaining:,} steps"
         )
     stopped = False

@@ -441,7 +441,8 @@ def tune(
     file = str(config_file)
     tcfg = load_tuning_config(file)
     name = study_name or tcfg.name
-    out = out if out is not None else Path("runs") / f"tune-{name}"
+    if out is None:
+        raise TuneError("a search needs its output folder: --out DIR")
     made_out = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     url = storage or default_storage_url(out)
@@ -661,7 +662,7 @@ def export_best(study: optuna.Study, tcfg: TuningConfig, path: Path) -> FrozenTr
         f"# One training seed ({cfg.seed}) and the tuning budget ({cfg.training.total_timesteps} "
         "timesteps, name from the tuning config):\n"
         "# raise training.total_timesteps for a real run, and compare seeds before trusting it:\n"
-        f"# .venv/bin/python scripts/train.py --config {path} --seeds 0-2\n"
+        f"# .venv/bin/python scripts/train.py --config {path} --seeds 0-2 --out runs/best-seeds\n"
     )
     atomic_write_text(path, header + dump_config(cfg))
     return best
