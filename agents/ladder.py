@@ -1,4 +1,4 @@
-"""The strength ladder: every player of Cold Iron on the same deals, up to the clairvoyant bound.
+"""The strength ladder: every player of Cold Iron on the same deals.
 
     nice -n 10 .venv/bin/python scripts/ladder.py --episodes 10000 --planner-episodes 10000 \\
         --workers 2 --out-dir runs/ladder
@@ -11,9 +11,11 @@ Rows, all on the deals of ``agents.evaluation.arena.deal_decks(SEED, EPISODES)``
   loaded with ``agents.registry.make_agent``; a run that cannot be loaded is skipped with a note;
 * the planners (``--planner NAME``, default ``planner-small`` and ``planner``) on the **first**
   ``PLANNER_EPISODES`` deals, with ``heuristic`` again on those deals for a paired comparison
-  (McNemar: deals won by one and lost by the other);
-* the clairvoyant bound (``agents.players.solver``: the share of deals that can be won at all
-  with the deck order known) on the first ``SOLVER_EPISODES`` deals (default: all).
+  (McNemar: deals won by one and lost by the other).
+
+The lab adds rows of bounds (the clairvoyant's, the information-relaxation bound's) to a
+ladder written here (``lab/ladder_rows.py``): a row of ``kind`` ``bound`` tallies its own
+verdicts.
 
 Each agent is reset with the evaluation's per-deal seed (``agent_seeds``), so a row is the same
 whether played by one process or split over ``--workers``. "s/game" is the processing time per
@@ -45,9 +47,8 @@ from agents.evaluation.arena import (
     markdown_table,
 )
 from agents.evaluation.plots import plot_win_rates
-from agents.evaluation.stats import DISAGREEMENT, Z_95, disagreement, mcnemar
+from agents.evaluation.stats import DISAGREEMENT, Z_95, disagreement, mcnemar, p_text
 from agents.learning.multiseed import run_label
-from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, Solved, solve_decks
 from agents.registry import make_agent, set_torch_threads
 from coldiron_env.game import OUTCOMES
 
@@ -58,7 +59,6 @@ RUNS_DIR: Final = Path("runs")
 MODEL_FILE: Final = "model.zip"  # sb3_agent.MODEL_FILE (not imported: SB3 is heavy)
 CHUNK: Final = 25  # deals per task of a planner (slow per deal: small tasks balance)
 FAST_CHUNK: Final = 1000  # deals per task of the others (a model is loaded once a task)
-SOLVER_LABEL: Final = "clairvoyant bound"
 PERCENT: Final = 100.0
 OUTPUT_FILES: Final = ("ladder.md", "ladder.json", "ladder.png")
 DEFAULT_EPISODES: Final = 10_000
@@ -68,17 +68,15 @@ DEFAULT_WORKERS: Final = 2
 
 @dataclass(frozen=True)
 class LadderSettings:
-    """What a ladder plays: the deals, the planners and runs, the solver's share, workers."""
+    """What a ladder plays: the deals, the planners and runs, workers."""
 
     seed: int = 0
     episodes: int = DEFAULT_EPISODES
     validation: bool = False  # the seed's validation deals instead of its evaluation deals
     planner_episodes: int = DEFAULT_PLANNER_EPISODES
-    solver_episodes: int = DEFAULT_EPISODES
     planners: tuple[str, ...] = DEFAULT_PLANNERS
     runs: tuple[str, ...] = ()  # trained runs; none: every folder under runs/ holding a model
     workers: int = DEFAULT_WORKERS
-    solver_max_nodes: int = 0  # the solver's search-node cap per deal (0: none)
 
 
 @dataclass
@@ -97,12 +95,6 @@ def _agent_chunk(task: tuple[str, int, int, bool, int, int]) -> AgentResult:
     decks = decks_of(seed, episodes, validation)[start:stop]
     seeds = agent_seeds(seed, episodes)[start:stop]
     return evaluate_agent(make_agent(spec), decks, seeds)
-
-
-def _solver_chunk(task: tuple[int, int, bool, int, int, int]) -> list[Solved]:
-    """The solver on deals ``start:stop`` of (seed, episodes, validation)."""
-    seed, episodes, validation, start, stop, max_nodes = task
-    return solve_decks(decks_of(seed, episodes, validation)[start:stop].tolist(), max_nodes)
 
 
 def _in_order(pool: Pool | None, func: Callable[[Any], Any], tasks: list[Any]) -> Iterator[Any]:
@@ -132,21 +124,6 @@ def play_row(
     for part in _in_order(pool, _agent_chunk, tasks):
         row.extend(part)
     return row
-
-
-def solver_row(
-    pool: Any, seed: int, episodes: int, count: int, max_nodes: int, validation: bool = False
-) -> AgentResult:
-    """The clairvoyant bound on the first ``count`` deals (its ``outcomes`` tally verdicts)."""
-    tasks = [(seed, episodes, validation, a, b, max_nodes) for a, b in _chunks(count)]
-    solved = [deal for part in _in_order(pool, _solver_chunk, tasks) for deal in part]
-    verdicts, seconds = [v for v, _, _ in solved], sum(t for _, _, t in solved)
-    tally = {v: verdicts.count(v) for v in (WINNABLE, UNWINNABLE, UNKNOWN)}
-    # A deal the search could not settle counts as won: the figure stays an upper bound.
-    won = [v != UNWINNABLE for v in verdicts]
-    return AgentResult(
-        SOLVER_LABEL, episodes=count, outcomes=tally, seconds=seconds, kind="bound", won=won
-    )
 
 
 def deals_for_disjoint(p_base: float, p_other: float) -> float:
@@ -228,9 +205,6 @@ def run_ladder(
         for name in settings.planners:
             row = add(play_row(pool, name, name, "planner", seed, n, m, val))
             ladder.comparisons[name] = compare(base, row)
-        if settings.solver_episodes:
-            count, nodes = settings.solver_episodes, settings.solver_max_nodes
-            add(solver_row(pool, seed, n, count, nodes, val))
     except KeyboardInterrupt:
         ladder.interrupted = True
         print("interrupted: writing the rows finished so far", file=sys.stderr)
@@ -260,7 +234,7 @@ def table_markdown(
     body = []
     for r in rows:
         bound = r.kind == "bound"  # its verdicts, named, then blank cells
-        kinds = (WINNABLE, UNWINNABLE, UNKNOWN) if bound else OUTCOMES
+        kinds = tuple(r.outcomes) if bound else OUTCOMES
         breakdown = [f"{k} {r.outcomes[k]}" if bound else str(r.outcomes[k]) for k in kinds]
         breakdown += [""] * (len(OUTCOMES) - len(kinds))
         deals = f"{r.episodes}" + ("" if r.episodes == episodes else f" (first {r.episodes})")
@@ -302,7 +276,7 @@ def write_outputs(
             body.append([
                 name, str(c["deals"]), str(c["only_other_wins"]), str(c["only_base_wins"]),
                 f"{PERCENT * c['difference']:+.2f} pts [{low:+.2f}, {high:+.2f}]",
-                f"{c['p_two_sided']:.3g}{' *' if disagreement(c) else ''}",
+                f"{p_text(c['p_two_sided'], 3)}{' *' if disagreement(c) else ''}",
                 "yes" if c["disjoint"] else "no", f"{c['deals_for_disjoint']:.0f}",
                 f"{c['seconds_per_decision']:.4f}",
             ])  # fmt: skip
@@ -321,7 +295,6 @@ def write_outputs(
             "episodes": settings.episodes,
             "deals": VALIDATION_DEALS if settings.validation else EVALUATION_DEALS,
             "planner_episodes": settings.planner_episodes,
-            "solver_episodes": settings.solver_episodes,
             "rows": [row_dict(r) for r in rows],
             "paired": ladder.comparisons,
             "notes": list(ladder.notes),

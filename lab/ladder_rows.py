@@ -6,6 +6,12 @@
     .venv/bin/python -m lab.ladder_rows --rename-row strongest=strongest-z2 \\
         --ladder docs/ladder/ladder.json --out-dir docs/ladder
 
+    .venv/bin/python -m lab.ladder_rows --add-bound 2000 --workers 2 \\
+        --ladder docs/ladder/ladder.json --out-dir docs/ladder
+
+``--add-bound N``: the clairvoyant bound (:mod:`lab.solver`: the share of deals that can be
+won at all with the deck order known) on the ladder's first N deals; a deal the search could
+not settle (``--bound-max-nodes``) counts as won, so the row stays an upper bound.
 ``--add-row SPEC``: the player on the ladder's first ``--add-deals`` deals, paired with
 ``heuristic`` replayed on those deals (checked against the ladder's own ``heuristic`` row,
 deal by deal), written as a new ladder (the old rows unchanged) and, with ``--record``, as a
@@ -32,6 +38,7 @@ from agents.evaluation.arena import (
     VALIDATION_DEALS,
     AgentResult,
     ResultKind,
+    decks_of,
     unpack_wins,
 )
 from agents.gitinfo import code_stamp
@@ -47,8 +54,11 @@ from agents.ladder import (
 )
 from agents.players.base import Agent
 from agents.registry import make_agent, set_torch_threads
+from lab.solver import UNKNOWN, UNWINNABLE, WINNABLE, Solved, solve_decks
 
 EXIT_ERROR: Final = 2
+SOLVER_LABEL: Final = "clairvoyant bound"
+SOLVER_CHUNK: Final = 25  # deals per solver task (a deal takes 0 to many seconds)
 COMMITTED_LADDER: Final = Path("docs/ladder/ladder.json")
 """The ladder of the README and docs/evaluation.md."""
 
@@ -107,7 +117,6 @@ def load_ladder(path: Path) -> tuple[Ladder, LadderSettings, str]:
         episodes=int(doc["episodes"]),
         validation=deals == VALIDATION_DEALS,
         planner_episodes=int(doc.get("planner_episodes", doc["episodes"])),
-        solver_episodes=int(doc.get("solver_episodes", 0)),
     )
     return ladder, settings, str(doc["command"])
 
@@ -154,6 +163,40 @@ def add_row(
     pair = compare(base, row)
     ladder.comparisons[spec] = pair
     return base, row, pair
+
+
+def _solver_chunk(task: tuple[int, int, bool, int, int, int]) -> list[Solved]:
+    """The solver on deals ``start:stop`` of (seed, episodes, validation)."""
+    seed, episodes, validation, start, stop, max_nodes = task
+    return solve_decks(decks_of(seed, episodes, validation)[start:stop].tolist(), max_nodes)
+
+
+def solver_row(
+    settings: LadderSettings, count: int, max_nodes: int = 0, workers: int = 1
+) -> AgentResult:
+    """The clairvoyant bound on the ladder's first ``count`` deals (``outcomes`` tallies the
+    verdicts; a deal left ``unknown`` counts as won, so the row stays an upper bound)."""
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 < count <= settings.episodes:
+        raise ValueError(f"--add-bound must be in 1..{settings.episodes}, got {count!r}")
+    if max_nodes < 0:
+        raise ValueError(f"--bound-max-nodes must be 0 (none) or more, got {max_nodes}")
+    seed, n, val = settings.seed, settings.episodes, settings.validation
+    tasks = [
+        (seed, n, val, a, min(a + SOLVER_CHUNK, count), max_nodes)
+        for a in range(0, count, SOLVER_CHUNK)
+    ]
+    pool = worker_pool(workers)
+    try:
+        parts = list(map(_solver_chunk, tasks) if pool is None else pool.imap(_solver_chunk, tasks))
+    finally:
+        close_pool(pool)
+    solved = [deal for part in parts for deal in part]
+    verdicts, seconds = [v for v, _, _ in solved], sum(t for _, _, t in solved)
+    tally = {v: verdicts.count(v) for v in (WINNABLE, UNWINNABLE, UNKNOWN)}
+    won = [v != UNWINNABLE for v in verdicts]
+    return AgentResult(
+        SOLVER_LABEL, episodes=count, outcomes=tally, seconds=seconds, kind="bound", won=won
+    )
 
 
 def rename_row(ladder: Ladder, old: str, new: str) -> AgentResult:
@@ -267,6 +310,24 @@ def add_row_main(args: argparse.Namespace, command: str, stamp: dict[str, Any], 
     return 0
 
 
+def add_bound_main(args: argparse.Namespace, command: str, at: str) -> int:
+    """``--add-bound N``: the clairvoyant bound's row on the ladder's first N deals."""
+    try:
+        check_outputs(args)
+        result, settings, old_command = load_ladder(args.ladder)
+        if any(r.agent == SOLVER_LABEL for r in result.rows):
+            raise ValueError(f"the ladder already has a row {SOLVER_LABEL!r}")
+        row = solver_row(settings, args.add_bound, args.bound_max_nodes, args.workers)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_ERROR
+    result.rows.append(row)
+    result.notes.append(f"row {row.agent} ({row.episodes} deals) added {at} by: {command}")
+    for path in ladder.write_outputs(args.out_dir, result, settings, old_command):
+        print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -274,6 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--add-row", metavar="SPEC", help="the player whose row to add")
     what.add_argument("--rename-row", metavar="OLD=NEW", help="a row to rename")
+    what.add_argument("--add-bound", type=int, metavar="N", help="the clairvoyant bound's deals")
+    parser.add_argument("--bound-max-nodes", type=int, default=0, help="node cap (0: none)")
     parser.add_argument(
         "--add-deals",
         type=int,
@@ -307,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     at = f"at commit {stamp['commit']}{' (with changes)' if stamp['dirty'] else ''}"
     if args.add_row is not None:
         return add_row_main(args, command, stamp, at)
+    if args.add_bound is not None:
+        return add_bound_main(args, command, at)
     return rename_row_main(args, command)
 
 

@@ -676,6 +676,26 @@ def works_with() -> str:
     return markdown_table(header, out) + f"\nFrom `{WORKS_WITH_JSON.relative_to(ROOT)}`.\n"
 
 
+WEB_PAGES_JSON: Final = DOCS / "records" / "web_pages.json"
+
+
+def web_pages() -> str:
+    """The report's size and how fast Chromium opens it (``lab/web_pages.py``)."""
+    doc = _load(WEB_PAGES_JSON)
+    rows = [
+        ["agents", ", ".join(f"`{a}`" for a in doc["agents"])],
+        ["deals", f"{doc['episodes']:,} evaluation deals of seed {doc['seed']}"],
+        ["`index.html`", f"{doc['report_bytes'] / 1e6:.1f} MB"],
+        ["evaluation, then the report written", f"{doc['evaluation_seconds']:.0f} s, then "
+         f"{doc['report_seconds']:.0f} s (every game replayed by the engine)"],
+        ["opened in Chromium, the tables drawn", f"{doc['open_seconds']:.2f} s"],
+        ["a deal's replay shown (its chunk unzipped)", f"{doc['shown']['seconds']:.2f} s"],
+    ]  # fmt: skip
+    return markdown_table(["report", "measured"], rows) + (
+        f"\nFrom `{_shown(WEB_PAGES_JSON)}` ({doc['machine']}): `{doc['command']}`.\n"
+    )
+
+
 PRODUCT_LINES_JSON: Final = RECORDS / "product_lines.json"
 PRODUCT_FOLDERS: Final = (
     "coldiron_env", "agents/players", "agents/evaluation", "agents/learning", "agents", "scripts"
@@ -774,6 +794,7 @@ TABLES: Final[dict[str, Callable[[], str]]] = {
     "rllib-speed": rllib_speed,
     "house": house,
     "product-lines": product_lines,
+    "web-pages": web_pages,
     "house-growth": house_growth,
 }
 

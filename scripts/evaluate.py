@@ -99,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
         "is evaluated)")  # fmt: skip
     add("--json", metavar="FILE", help="write the results as JSON")
     add("--plot", metavar="FILE", help="write a bar chart PNG")
+    add("--html", metavar="DIR", help="write a page to replay and compare the games: "
+        "DIR/index.html, self-contained (agents/web/report.py)")  # fmt: skip
     add("--torch-threads", type=int, default=PLAY_TORCH_THREADS, metavar="N",
         help="torch threads for trained models (default %(default)s: fastest on a busy "
         "machine)")  # fmt: skip
@@ -148,6 +150,8 @@ def check_outputs(args: argparse.Namespace, specs: list[str]) -> None:
         raise ValueError(
             f"--json and --plot name the same file {args.json}: one would replace the other"
         )
+    if args.html is not None:
+        check_writable(args.html, "--html", folder=True)
 
 
 def load_agents(
@@ -224,8 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     interrupted = False
     try:
         results = evaluate(
-            agents, args.episodes, args.seed, env_kwargs, progress=progress, validation=validation
-        )
+            agents, args.episodes, args.seed, env_kwargs, progress=progress,
+            validation=validation, keep=args.html is not None,
+        )  # fmt: skip
     except KeyboardInterrupt as stop:
         partial = getattr(stop, "partial", None)  # an EvaluationInterrupted's
         if partial is not None and partial.episodes:
@@ -284,6 +289,15 @@ def main(argv: list[str] | None = None) -> int:
                 results, args.plot, f"Cold Iron win rate on {deals}, Wilson 95% interval"
             )
             print(f"plot: {path}")
+        if args.html and results and not interrupted:
+            from agents.web.report import write_report
+
+            about = {"episodes": args.episodes, "seed": args.seed, "deal_set": args.deals,
+                     "command": command}  # fmt: skip
+            page = write_report(
+                Path(args.html), results, pairs, about, RuleOptions.from_kwargs(env_kwargs)
+            )
+            print(f"html: {page} ({page.stat().st_size / 1e6:.1f} MB)")
     except OSError as err:
         say(f"error: cannot write {err.filename}: {err.strerror}")
         return EXIT_ERROR

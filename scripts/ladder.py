@@ -37,15 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("--planner-episodes", type=int,
         help=f"first deals the planners play (default {ladder.DEFAULT_PLANNER_EPISODES} or "
         "--episodes if fewer; at most --episodes)")  # fmt: skip
-    add("--solver-episodes", type=int,
-        help="first deals the clairvoyant solver decides (default: all --episodes)")  # fmt: skip
     add("--planner", action="append", metavar="NAME",
         help="planner budget to rank (repeatable; default "
         f"{' and '.join(ladder.DEFAULT_PLANNERS)})")  # fmt: skip
     add("--runs", nargs="*", metavar="DIR", help="trained run dirs")
     add("--workers", type=int, default=ladder.DEFAULT_WORKERS,
         help="processes (default %(default)s)")  # fmt: skip
-    add("--solver-max-nodes", type=int, default=0, help="node cap (0: none)")
     add("--out-dir", type=Path, required=True,
         help="the folder ladder.md, ladder.json and ladder.png are written to")  # fmt: skip
     return parser
@@ -57,10 +54,8 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
     planner_episodes = args.planner_episodes
     if planner_episodes is None:
         planner_episodes = min(ladder.DEFAULT_PLANNER_EPISODES, episodes)
-    solver_episodes = episodes if args.solver_episodes is None else args.solver_episodes
     least = {"--episodes": (episodes, 1), "--planner-episodes": (planner_episodes, 1),
-             "--workers": (args.workers, 1),
-             "--solver-max-nodes": (args.solver_max_nodes, 0)}  # fmt: skip
+             "--workers": (args.workers, 1)}  # fmt: skip
     for flag, (value, low) in least.items():
         if value < low:
             raise ValueError(f"{flag} must be {low} or more, got {value}")
@@ -70,8 +65,6 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
         if not Path(run).exists() and run not in agent_names():
             raise ValueError(f"--runs {run}: no such run directory, model or player name")
     check_writable(args.out_dir, "--out-dir", folder=True)
-    if not 0 <= solver_episodes <= episodes:
-        raise ValueError(f"--solver-episodes must be in 0..{episodes}, got {solver_episodes}")
     planners = tuple(args.planner or ladder.DEFAULT_PLANNERS)
     for name in planners:  # an unknown planner, or a player that does not search, is refused
         if not make_agent(name).searches:
@@ -81,8 +74,8 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
             )
     return ladder.LadderSettings(
         seed=args.seed, episodes=episodes, validation=validation_asked(args),
-        planner_episodes=planner_episodes, solver_episodes=solver_episodes, planners=planners,
-        runs=tuple(args.runs or ()), workers=args.workers, solver_max_nodes=args.solver_max_nodes,
+        planner_episodes=planner_episodes, planners=planners, runs=tuple(args.runs or ()),
+        workers=args.workers,
     )  # fmt: skip
 
 

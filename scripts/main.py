@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/main.py --out runs/main      # configs/maskable_ppo.yaml, 10,000 deals
     .venv/bin/python scripts/main.py --config configs/maskable_ppo_quick.yaml --out runs/quick \\
-        --episodes 2000                                   # a quick try: about a minute
+        --episodes 2000                                   # a quick try (docs/training.md)
 
 1. Trains ``--config`` (default ``configs/maskable_ppo.yaml``) into ``--out``
    (a new or empty folder), exactly as ``scripts/train.py`` would.
@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -80,25 +81,27 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     if args.no_progress_bar:
         cfg.training.progress_bar = False
-    try:
-        result = train(
-            cfg, args.out, resume=args.resume, config_file=None if args.resume else config_file
-        )
-    except TrainingError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    rounds = len(result.expert_rounds)
-    print(
-        f"run directory: {result.run_dir}  ({result.timesteps} steps"
-        + (f" and {rounds} round(s) of expert iteration" if rounds else "")
-        + f", {result.wall_seconds:.0f} s)"
-    )
-    if result.interrupted:
+    if args.resume is not None and args.timesteps is None and trained_to_the_end(args.resume):
+        print(f"{args.resume}: its training completed; evaluating it")  # stopped after training
+        run_dir = args.resume
+    else:
+        try:
+            result = train(
+                cfg, args.out, resume=args.resume, config_file=None if args.resume else config_file
+            )
+        except TrainingError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        rounds, run_dir = len(result.expert_rounds), result.run_dir
         print(
-            "interrupted; continue with: .venv/bin/python scripts/main.py "
-            f"--resume {result.run_dir}"
+            f"run directory: {run_dir}  ({result.timesteps} steps"
+            + (f" and {rounds} round(s) of expert iteration" if rounds else "")
+            + f", {result.wall_seconds:.0f} s)"
         )
-        return EXIT_INTERRUPTED
+        if result.interrupted:
+            resume = f".venv/bin/python scripts/main.py --resume {run_dir}"
+            print(f"interrupted; continue with: {resume}")
+            return EXIT_INTERRUPTED
 
     from agents.atomic import atomic_write_json
     from agents.evaluation.arena import evaluate, format_paired, format_table, paired_lines, report
@@ -107,17 +110,27 @@ def main(argv: list[str] | None = None) -> int:
 
     set_torch_threads()  # training may use more; evaluation plays fastest on one
 
-    trained = make_agent(str(result.run_dir))
+    trained = make_agent(str(run_dir))
     agents = [(cfg.name or "trained", trained), *((name, make_agent(name)) for name in BASELINES)]
     print(f"evaluating {len(agents)} agents on the same {args.episodes} deals (seed {args.seed})")
     results = evaluate(agents, args.episodes, args.seed)
     print(format_table(results))
     print(format_paired(paired_lines(results, "heuristic")))
-    atomic_write_json(result.run_dir / EVAL_JSON, report(results, args.episodes, args.seed, {}))
-    chart = plot_win_rates(results, result.run_dir / EVAL_PNG)
-    print(f"results: {result.run_dir / EVAL_JSON}")
+    atomic_write_json(run_dir / EVAL_JSON, report(results, args.episodes, args.seed, {}))
+    chart = plot_win_rates(results, run_dir / EVAL_PNG)
+    print(f"results: {run_dir / EVAL_JSON}")
     print(f"chart: {chart}")
     return 0
+
+
+def trained_to_the_end(run_dir: Path) -> bool:
+    """Whether ``run_dir``'s ``meta.json`` says its training completed (then ``--resume``
+    evaluates it: the job was stopped between training and evaluation)."""
+    try:
+        meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # train() names what is wrong with it
+    return isinstance(meta, dict) and meta.get("status") == "completed"
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ At the prompt type an action by number or name (``threaten``, ``iron``,
     .venv/bin/python scripts/play.py --seed 7                 # a seeded deal
     .venv/bin/python scripts/play.py --deck deck.txt          # 54 codes from a file (or inline)
     .venv/bin/python scripts/play.py --agent heuristic --delay 0.5
-    .venv/bin/python scripts/play.py --agent clairvoyant --seed 7 # the solver, who reads the deck
     .venv/bin/python scripts/play.py --load game.json         # resume a saved game
+    .venv/bin/python scripts/play.py --web [--port 8000]      # play in the browser instead
 """
 
 from __future__ import annotations
@@ -248,49 +248,6 @@ def load_agent(spec: str) -> tuple[Any, dict[str, Any]]:
     return agent, {k: trained[k] for k in OBSERVATION_OPTIONS if k in trained}
 
 
-CLAIRVOYANT_NAMES: Final = ("clairvoyant", "solver")
-"""``--agent`` names of the clairvoyant solver: it reads the deck's order, which no player may,
-so it is watched here and in the ladder's bound row, never evaluated as a player."""
-
-
-class _Line(Agent):
-    """Plays a fixed line of actions (the clairvoyant's winning line), in order."""
-
-    name = "clairvoyant"
-
-    def __init__(self, actions: tuple[int, ...]) -> None:
-        self.actions = actions
-        self.reset()
-
-    def reset(self, seed: int | None = None) -> None:
-        self.left = iter(self.actions)
-
-    def act(self, obs: Any, action_mask: np.ndarray, info: dict[str, Any] | None = None) -> int:
-        return next(self.left)
-
-
-def clairvoyant_agent(session: Session, out: Callable[[str], None]) -> Agent | None:
-    """The clairvoyant's winning line on the session's deal, or None (said) when no order of
-    play wins it."""
-    from agents.players.solver import solve_deck
-
-    if session.actions:
-        raise UserError("--agent clairvoyant plays a deal from its start: not with --load")
-    solution = solve_deck(parse_deck(session.deck), session.env.rules)
-    if not solution.winnable:
-        out(render_text(session.game))
-        out(
-            f"the clairvoyant solver, reading the whole deck, finds no way to win this deal "
-            f"({solution.nodes:,} positions searched): no player can win it"
-        )
-        return None
-    out(
-        f"the clairvoyant solver reads the whole deck (no player can) and wins this deal in "
-        f"{len(solution.actions)} moves ({solution.nodes:,} positions searched):"
-    )
-    return _Line(solution.actions)
-
-
 class _Quit(Exception):
     """The watcher quit between two moves."""
 
@@ -352,6 +309,25 @@ def agent_loop(
     return 0
 
 
+def serve(port: int, out: Callable[[str], None]) -> int:
+    """``--web``: the play page's server on 127.0.0.1 until Ctrl-C."""
+    from agents.web.server import PlayServer
+
+    try:
+        server = PlayServer(port)
+    except OSError as err:
+        print(f"error: --port {port}: {err.strerror}", file=sys.stderr)
+        return 2
+    out(f"Cold Iron: play at {server.url} (Ctrl-C stops the server)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        out("\nstopped")
+    finally:
+        server.server_close()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -365,31 +341,34 @@ def main(argv: list[str] | None = None) -> int:
     add("--delay", type=float, help="seconds between agent moves (default: Enter)")
     add("--hint", action="store_true", help="show the planner's win chances")
     add("--picture", type=Path, help="write the final table as PNG")
+    add("--web", action="store_true", help="serve a page to play on at 127.0.0.1 (prints its URL)")
+    add("--port", type=int, default=0, help="--web: the port (default: any free one)")
     add_variant_flags(parser)
     args = parser.parse_args(argv)
     if args.delay is not None and args.delay < 0:
         parser.error(f"--delay must be >= 0, got {args.delay}")
     if args.seed is not None and args.seed < 0:
         parser.error(f"--seed must be >= 0, got {args.seed}")
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port must be in 0..65535, got {args.port}")
+    if args.web and (args.agent or args.load or args.deck or args.picture or args.hint):
+        parser.error("--web serves the page alone: deal, hint and save there")
     if args.picture is not None and args.picture.is_dir():
         parser.error(f"--picture {args.picture}: is a directory, not a file")
     if args.load is not None and (args.deck is not None or args.seed is not None):
         parser.error("--load replays its own deal: do not combine it with --deck or --seed")
 
     out = partial(print, flush=True)
+    if args.web:
+        return serve(args.port, out)
     try:
-        clairvoyant = args.agent in CLAIRVOYANT_NAMES
-        watched = args.agent is not None and not clairvoyant
-        agent, observes = load_agent(args.agent) if watched else (None, {})
+        agent, observes = load_agent(args.agent) if args.agent is not None else (None, {})
         if args.load is not None:
             session = Session.load(args.load, observes)
         else:
             deck = read_deck(args.deck) if args.deck is not None else None
             session = Session(deck, args.seed, {**variants_of(args), **observes})
-        if clairvoyant:
-            line = clairvoyant_agent(session, out)
-            code = 0 if line is None else agent_loop(session, line, args.delay, None, out)
-        elif agent is not None:
+        if agent is not None:
             code = agent_loop(session, agent, args.delay, args.seed, out)
         else:
             code = human_loop(session, args.hint, out)

@@ -478,3 +478,12 @@ def test_a_win_must_pay_more_than_a_loss(tmp_path: Path) -> None:
     err = refused(tmp_path, minimal(env={"win_reward": 0.0, "loss_reward": 1.0}))
     assert err.key == "env.win_reward" and "loss_reward" in err.reason
     assert config_from_dict(minimal(env={"win_reward": 1.0, "loss_reward": -1.0}))
+
+
+def test_every_problem_of_a_config_is_named_not_only_the_first(tmp_path: Path) -> None:
+    """Two mistakes: both keys named in one error (a reader fixes them in one go)."""
+    data = minimal(seed="x")
+    del data["training"]
+    err = refused(tmp_path, data)
+    assert "seed" in str(err) and "training" in str(err)
+    assert "; also " in str(err)

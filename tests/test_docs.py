@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import runpy
 from pathlib import Path
+from typing import Final
 
 import pytest
 
@@ -41,11 +42,28 @@ def python_blocks(page: Path) -> list[str]:
     return [body for lang, body in CODE.findall(page.read_text()) if lang == "python"]
 
 
-@pytest.mark.parametrize("index", range(len(python_blocks(ROOT / "docs" / "environment.md"))))
-def test_every_python_block_of_the_environment_page_runs(index: int) -> None:
+RUNNABLE: Final = ("docs/environment.md", "docs/run_directory.md", "README.md")
+"""Pages whose Python blocks run as pasted (README's ONNX block in a folder holding the
+file its comment says to export first)."""
+ONNX_FILE: Final = "trained.onnx"
+
+
+@pytest.mark.parametrize(
+    ("page", "index"),
+    [(page, i) for page in RUNNABLE for i in range(len(python_blocks(ROOT / page)))],
+)
+def test_every_python_block_of_the_reference_pages_runs(
+    page: str, index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each block is self-contained: it runs in a fresh namespace, as a reader pastes it."""
-    code = python_blocks(ROOT / "docs" / "environment.md")[index]
-    exec(compile(code, f"environment.md block {index}", "exec"), {"__name__": "__main__"})
+    code = python_blocks(ROOT / page)[index]
+    if ONNX_FILE in code:  # exported first, as the block's comment says
+        pytest.importorskip("onnxruntime")
+        from agents.integrations.onnx_export import export_onnx
+
+        export_onnx("trained", tmp_path / ONNX_FILE)
+        monkeypatch.chdir(tmp_path)
+    exec(compile(code, f"{page} block {index}", "exec"), {"__name__": "__main__"})
 
 
 def test_the_vector_env_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -112,7 +130,13 @@ def test_the_stale_claims_are_seen() -> None:
 def test_the_runs_guard_sees_a_file_made_or_changed(tmp_path: Path) -> None:
     """tests/conftest.py fails the run when anything under the checkout changed: its two
     helpers see a new file, a changed one, and nothing in the caches they leave out."""
-    from conftest import checkout_files, written_between
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("product_conftest", ROOT / "tests/conftest.py")
+    assert spec is not None and spec.loader is not None
+    guard = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(guard)  # by path: lab/tests has a conftest of its own
+    checkout_files, written_between = guard.checkout_files, guard.written_between
 
     (tmp_path / "kept.txt").write_text("a")
     before = checkout_files(tmp_path)

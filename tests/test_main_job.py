@@ -36,6 +36,17 @@ def test_main_job_trains_then_evaluates_on_the_same_deals(tmp_path: Path) -> Non
     assert f"chart: {out / 'evaluation.png'}" in proc.stdout
     for name in names:
         assert name in proc.stdout, f"the table names {name}"
+    # A job stopped between training and evaluation: --resume evaluates, training nothing.
+    again = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "main.py"), "--resume", str(out),
+         "--episodes", str(EPISODES // 2), "--no-progress-bar"],
+        capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "its training completed; evaluating it" in again.stdout
+    assert "run directory:" not in again.stdout  # nothing was trained
+    rewritten = json.loads((out / "evaluation.json").read_text())
+    assert all(a["episodes"] == EPISODES // 2 for a in rewritten["agents"])
 
 
 def test_main_job_refuses_a_bad_config(tmp_path: Path) -> None:

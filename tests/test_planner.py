@@ -362,9 +362,8 @@ def test_recorded_estimates_give_the_choice_its_due() -> None:
 def test_a_winning_iron_at_hurt_5_is_counted_so_no_winnable_position_is_hopeless() -> None:
     """Turn 24 at Hurt 3 needing the three Hearts on top: Iron, Iron (Hurt 5), and the third
     application's card is kept before its Hurt slays (R11) and wins (R7). The players' bound
-    counts that card, so the position is not hopeless and the solver finds the win; the
-    counting observation's ``keep_bound`` (what the networks learnt) leaves it out."""
-    from agents.players.solver import ClairvoyantSolver
+    counts that card, so the position is not hopeless (three Irons win it); the counting
+    observation's ``keep_bound`` (what the networks learnt) leaves it out."""
     from coldiron_env.analysis import max_keeps
     from coldiron_env.cards import CARD_CODES, parse_deck
     from coldiron_env.observation import COUNTING_FIELDS, COUNTING_KEY, KEEP_SCALE, MAX_NEED
@@ -386,8 +385,6 @@ def test_a_winning_iron_at_hurt_5_is_counted_so_no_winnable_position_is_hopeless
     assert round(shown[field["keep_bound"].start] * KEEP_SCALE) == 2
     assert shown[field["hopeless"].start] == 1
     assert not hopeless(kn)
-    solver = ClairvoyantSolver(list(deck))
-    assert solver._search(game.clone(), [])  # the search from this position
     for _ in range(3):
         game.step(IRON)
     assert game.outcome == "won"

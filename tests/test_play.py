@@ -271,34 +271,6 @@ def test_seed_with_a_deck_seeds_the_watched_agent() -> None:
     assert other.stdout != first.stdout
 
 
-def test_the_clairvoyant_can_be_watched_winning_a_deal_it_solves(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """``--agent clairvoyant`` (or ``solver``) plays the solver's winning line, move by move,
-    on the deal shown, and its last move wins; a deal no order of play wins is said to be so
-    (none among 2,000 deals is: the solver's verdict is forced here); a loaded game (moves
-    already made) is refused, the line being from the deal's start."""
-    from agents.players import solver
-
-    done = play(["--agent", "clairvoyant", "--deck", " ".join(WIN_DECK), "--delay", "0"], "")
-    assert done.returncode == 0, done.stderr
-    assert "clairvoyant plays:" in done.stdout and done.stdout.rstrip().endswith("Game over: won")
-    saved = tmp_path / "game.json"
-    assert play(["--seed", "3"], f"threaten\nsave {saved}\nquit\n").returncode == 0
-    refused = play(["--agent", "clairvoyant", "--load", str(saved)], "")
-    assert refused.returncode == 2 and "from its start" in refused.stderr
-
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import play as play_script
-
-    lost = solver.Solution(solver.UNWINNABLE, (), 7)
-    monkeypatch.setattr(solver, "solve_deck", lambda *_args, **_kw: lost)
-    assert play_script.main(["--agent", "solver", "--seed", "3", "--delay", "0"]) == 0
-    shown = capsys.readouterr().out
-    assert "finds no way to win this deal (7 positions searched)" in shown
-    assert "plays:" not in shown
-
-
 def test_the_hints_are_shown_once_a_position_and_help_is_announced() -> None:
     """A command (help, a bad action) answers itself without reprinting the hint table,
     which pushed the answer off the screen; a move shows the new position's hints."""

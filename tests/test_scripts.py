@@ -100,9 +100,6 @@ def _script(name: str) -> object:
     ("script", "argv", "named"),
     [
         ("main", ["--resume", "runs/x", "--config", "configs/ppo.yaml"], "--config with --resume"),
-        ("solve", ["--deals", "2", "--max-nodes", "-1"], "--max-nodes"),
-        ("solve", ["--deals", "2", "--seed", "-1"], "--seed"),
-        ("solve", ["--deals", "2", "--out", "scripts"], "--out scripts: is a directory"),
         (
             "evaluate",
             ["--agent", "heuristic", "--json", "e.json", "--plot", "./e.json"],

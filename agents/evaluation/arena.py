@@ -26,11 +26,12 @@ from agents.evaluation.lockstep import (
     LOCKSTEP_BATCH,
     BatchPolicy,
     Engine,
+    Episode,
     Seat,
     check_env_kwargs,
     play_lockstep,
 )
-from agents.evaluation.stats import disagreement, mcnemar, wilson_interval
+from agents.evaluation.stats import disagreement, mcnemar, p_text, wilson_interval
 from agents.players.base import Agent, KnowledgeActor, RuleAware
 from coldiron_env.cards import DECK_SIZE, deck_codes
 from coldiron_env.dealer import (
@@ -117,7 +118,7 @@ def _check_count(episodes: int) -> None:
 
 
 # an agent's play, a planner's, an agent again on a planner's first deals (a paired baseline),
-# or the clairvoyant bound (agents.players.solver)
+# or a bound of the lab's (lab/ladder_rows.py)
 ResultKind = Literal["agent", "planner", "baseline-subset", "bound"]
 
 
@@ -135,6 +136,9 @@ class AgentResult:
     kind: ResultKind = "agent"
     won: list[bool] = field(default_factory=list, repr=False)  # per deal (a bound's: may be)
     note: str = ""  # a remark reported with the result (the ladder's JSON has it)
+    games: list[Episode] = field(default_factory=list, repr=False)  # per deal, when kept
+    decisions: list[list[Any]] = field(default_factory=list, repr=False)
+    """Per deal, when kept, a searching player's planned decisions (its ``decisions`` records)."""
 
     @property
     def wins(self) -> int:
@@ -249,6 +253,7 @@ def evaluate_agent(
     use_engine: bool | None = None,
     callback: EpisodeCallback | None = None,
     use_batch: bool | None = None,
+    keep: bool = False,
 ) -> AgentResult:
     """Play ``agent`` on every deck of ``decks`` (reset with ``seeds[i]`` before deck ``i``).
 
@@ -256,8 +261,10 @@ def evaluate_agent(
     :class:`~agents.players.base.KnowledgeActor`) or through the env (False). ``use_batch``:
     :data:`LOCKSTEP_BATCH` deals at once with the agent's :class:`BatchPolicy` (default: when it has
     one and is not on the engine; deterministic, so the seeds do not apply). ``callback`` is called
-    once per deal, in deal order. Ctrl-C raises :class:`EvaluationInterrupted`, carrying the deals
-    finished until then.
+    once per deal, in deal order. ``keep``: the result keeps every game (``games``: the deck and
+    the actions, which replay it) and, for a player that records its searches (a ``decisions``
+    list, as the planner's), each deal's records. Ctrl-C raises :class:`EvaluationInterrupted`,
+    carrying the deals finished until then.
     """
     # a trained model's observation options (flat or dict, recall) added; a clash refused
     kwargs = check_env_kwargs(agent_env_kwargs(agent, env_kwargs or {}))
@@ -287,9 +294,26 @@ def evaluate_agent(
     rows = decks.tolist()  # the rules engine takes card ids, an env codes
     resets = [{"options": {"deck": row if use_engine else deck_codes(row)}} for row in rows]
     batch = LOCKSTEP_BATCH if use_batch else 1
+    searched = keep and hasattr(agent, "decisions")  # one game at a time: a player that searches
+    begins: list[int] = []
+    if searched:
+        agent.decisions = []  # type: ignore[attr-defined]
+
+    def begin(_game: int, _obs: Any, _info: dict[str, Any]) -> None:
+        begins.append(len(agent.decisions))  # type: ignore[attr-defined]
+
     start = time.perf_counter()
     try:
-        for i, episode in enumerate(play_lockstep(players, kwargs, resets, batch, engine)):
+        played = play_lockstep(
+            players, kwargs, resets, batch, engine, on_start=begin if searched else None
+        )
+        if keep:
+            result.games = played
+        if searched:
+            records = agent.decisions  # type: ignore[attr-defined]
+            ends = [*begins[1:], len(records)]
+            result.decisions = [records[a:b] for a, b in zip(begins, ends, strict=True)]
+        for i, episode in enumerate(played):
             result.add(episode.outcome, episode.turn, episode.steps)
             if callback is not None:
                 callback(i, list(episode.deck), episode.outcome, episode.turn)
@@ -328,15 +352,17 @@ def evaluate(
     progress: Callable[[AgentResult], None] | None = None,
     *,
     validation: bool = False,
+    keep: bool = False,
 ) -> list[AgentResult]:
     """Evaluate each ``(label, agent)`` on the same ``episodes`` deals from ``seed``
-    (evaluation deals, or with ``validation`` the validation deals of that seed)."""
+    (evaluation deals, or with ``validation`` the validation deals of that seed); ``keep``: the
+    results keep the games (:func:`evaluate_agent`)."""
     base = check_env_kwargs(env_kwargs or {})
     decks = decks_of(seed, episodes, validation)
     seeds = agent_seeds(seed, episodes)
     results = []
     for label, agent in agents:
-        result = evaluate_agent(agent, decks, seeds, base, label=label)
+        result = evaluate_agent(agent, decks, seeds, base, label=label, keep=keep)
         results.append(result)
         if progress is not None:
             progress(result)
@@ -368,7 +394,7 @@ def format_paired(pairs: list[dict[str, Any]]) -> str:
         lines.append(
             f"  {p['agent']}: {100 * p['difference']:+.2f} points [{100 * low:+.2f}, "
             f"{100 * high:+.2f}]; only_other_wins {p['only_other_wins']}, only_base_wins "
-            f"{p['only_base_wins']}; p = {p['p_two_sided']:.2g}" + disagreement(p)
+            f"{p['only_base_wins']}; p = {p_text(p['p_two_sided'])}" + disagreement(p)
         )
     return "\n".join(lines)
 

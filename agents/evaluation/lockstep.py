@@ -78,6 +78,7 @@ class Episode:
     turn: int
     steps: int
     deck: tuple[int, ...]  # the card ids in the order the game used them (Jokers as drawn)
+    actions: tuple[int, ...] = ()  # the actions taken, in order: the game replays from both
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ def _play_chunk(
     policy = players if isinstance(players, BatchPolicy) else None
     seats = [] if policy is not None else [cast(Seat, players)(first + i) for i in range(n)]
     ended: list[Episode | None] = [None] * n
-    steps = np.zeros(n, dtype=np.int64)
+    taken: list[list[int]] = [[] for _ in range(n)]
     starts = np.ones(n, dtype=bool)
     all_legal = np.ones(NUM_ACTIONS, dtype=bool)
     if policy is not None:
@@ -203,15 +204,16 @@ def _play_chunk(
                 continue
             o, reward, terminated, truncated, info = env.step(actions[i])  # checks the action
             action = int(actions[i])
-            steps[i] += 1
+            taken[i].append(action)
             if on_move is not None:
                 done = (bool(terminated), bool(truncated))
                 on_move(Move(first + i, obs[i], infos[i], action, float(reward), o, info, *done))
             obs[i], infos[i] = o, info
             if terminated or truncated:
                 ended[i] = Episode(
-                    str(info["outcome"]), int(info["turn"]), int(steps[i]), tuple(env.game.deck)
-                )
+                    str(info["outcome"]), int(info["turn"]), len(taken[i]),
+                    tuple(env.game.deck), tuple(taken[i]),
+                )  # fmt: skip
     return [e for e in ended if e is not None]
 
 
@@ -248,9 +250,11 @@ def _play_games(
         info = {"action_mask": ENV_MASKS[game.phase].astype(np.int8)}
         if on_start is not None:
             on_start(i, kn, info)
+        taken: list[int] = []
         while game.phase != PHASE_OVER:
             # not an action at all raises, as the env does (R18); an illegal one loses the game
             action = action_index(decide(kn))
+            taken.append(action)
             if LEGAL_BITS[game.phase] >> action & 1:
                 game.step(action)
             else:
@@ -264,7 +268,9 @@ def _play_games(
                 info = next_info
             kn = after
         assert game.outcome is not None
-        episodes.append(Episode(game.outcome, game.turn, game.steps, tuple(game.deck)))
+        episodes.append(
+            Episode(game.outcome, game.turn, game.steps, tuple(game.deck), tuple(taken))
+        )
     return episodes
 
 
@@ -296,7 +302,7 @@ def _play_vector_chunk(
         options={"deck": decks} if any(d is not None for d in decks) else None,
     )
     ended: list[Episode | None] = [None] * n
-    steps = np.zeros(n, dtype=np.int64)
+    taken: list[list[int]] = [[] for _ in range(n)]
     starts = np.ones(n, dtype=bool)
     policy.reset_states()
     while any(e is None for e in ended):
@@ -304,10 +310,12 @@ def _play_vector_chunk(
         starts[:] = False
         live = np.array([e is None for e in ended])
         obs, _, terminated, truncated, info = venv.step(actions)  # it checks the actions
-        steps[live] += 1
+        for i in np.flatnonzero(live).tolist():
+            taken[i].append(int(actions[i]))
         for i in np.flatnonzero(live & (terminated | truncated)).tolist():
             ended[i] = Episode(
-                str(info["outcome"][i]), int(info["turn"][i]), int(steps[i]), venv.deck_ids(i)
-            )
+                str(info["outcome"][i]), int(info["turn"][i]), len(taken[i]),
+                venv.deck_ids(i), tuple(taken[i]),
+            )  # fmt: skip
     venv.close()
     return [e for e in ended if e is not None]

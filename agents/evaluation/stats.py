@@ -47,6 +47,15 @@ def wilson_interval(successes: int, trials: int) -> tuple[float, float]:
     return low, high
 
 
+P_FLOOR: Final = "< 1e-300"
+"""How a p-value too small for a float (it underflows to 0) is written."""
+
+
+def p_text(p: float, digits: int = 2) -> str:
+    """A p-value for people: ``digits`` significant digits, :data:`P_FLOOR` for 0."""
+    return f"{p:.{digits}g}" if p > 0 else P_FLOOR
+
+
 def mcnemar(base: Sequence[bool], other: Sequence[bool]) -> dict[str, Any]:
     """Paired comparison on the same deals: discordant counts, the difference with its
     normal 95% interval, and the exact two-sided p-value (a binomial test at 1/2)."""

@@ -667,12 +667,13 @@ def _key_path(parts: Sequence[str | int]) -> str:
 
 
 def config_error(exc: ValidationError, file: str | None, *prefix: str) -> ConfigError:
-    """The first of pydantic's errors as a :class:`ConfigError` (file, key path under
-    ``prefix``, reason), counting the others."""
+    """Pydantic's errors as a :class:`ConfigError`: the first one's file, key path under
+    ``prefix`` and reason, then every other problem with its key."""
     errors = exc.errors()
     parts, reason = _located(errors[0])
-    if len(errors) > 1:
-        reason += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    for other in errors[1:]:
+        more, why = _located(other)
+        reason += f"; also {_key_path([*prefix, *more])}: {why}"
     return ConfigError(file, _key_path([*prefix, *parts]), reason)
 
 

@@ -205,6 +205,10 @@ class DecisionRecord:
     """Each alternative still compared at the end: the paired mean of its wins less the base
     action's over the sampled orders, and that mean's standard error (:func:`paired`)."""
 
+    dropped: dict[int, float] = field(default_factory=dict)
+    """The candidates dropped on the way (not better than the base action), each with its win
+    chance on the orders it was rolled out on."""
+
     def chance_best(self, z: float = 0.0, draws: int = BEST_DRAWS) -> dict[int, float]:
         """The chance that each candidate still compared is the best, were the paired means
         normal around their estimates with their standard errors (the base action's is 0; a
@@ -362,6 +366,7 @@ class PlannerAgent(KnowledgePlayer):
             return base
         self.planned += 1
         estimate, alive, done = Estimate.start(candidates), candidates, 0
+        dropped: dict[int, float] = {}
         while done < config.samples:
             batch = min(config.batch, config.samples - done)
             estimate = self._roller.estimate(kn, alive, self._rng, batch, estimate)
@@ -377,6 +382,7 @@ class PlannerAgent(KnowledgePlayer):
                 if mean > config.stop_z * se and net >= config.min_discordant:
                     settled = True
             if len(keep) != len(alive):
+                dropped.update({a: estimate.win_chance(a) for a in alive if a not in keep})
                 alive = keep
                 estimate = Estimate(alive, {a: estimate.wins[a] for a in alive})
             if len(alive) == 1 or settled:
@@ -390,7 +396,7 @@ class PlannerAgent(KnowledgePlayer):
             chances = {a: estimate.win_chance(a) for a in alive}
             advantages = {a: (mean, se) for a, (mean, se, _) in tests.items()}
             record = (kn.turn, kn.phase, kn.hurt, base, choice, estimate.samples)
-            self.decisions.append(DecisionRecord(*record, chances, advantages))
+            self.decisions.append(DecisionRecord(*record, chances, advantages, dropped))
         return choice
 
     choose = act_knowledge

@@ -12,7 +12,6 @@ from helpers import load_file
 
 from agents.evaluation.arena import validation_decks
 from agents.players.roster import BUILTIN_AGENTS
-from agents.players.solver import solve_deck
 from coldiron_env.game import Game
 from coldiron_env.knowledge import Knowledge
 from lab.bound import (
@@ -24,6 +23,7 @@ from lab.bound import (
 )
 from lab.bound_fit import FitSettings, fit_value_model
 from lab.need_game import completion_curve
+from lab.solver import solve_deck
 
 SAFE_SHARE = 0.35
 """The rules' check plays Threaten, and Rest, this often: games reach midnight, not only death."""

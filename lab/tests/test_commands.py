@@ -44,6 +44,10 @@ def test_the_strict_bound_command_runs_and_prints_its_usage() -> None:
         ("lab.main_job", ["--record", "README.md/m.json", "--", "--out", "x"], "--record README"),
         ("lab.main_job", ["--record", "m.json", "--", "--episodes", "3"], "give scripts/main.py"),
         ("lab.looks", ["--why", "x", "--", "true", "--seed", "3"], "does not play the report"),
+        ("lab.experiments.solve", ["--deals", "2", "--max-nodes", "-1"], "--max-nodes"),
+        ("lab.experiments.solve", ["--deals", "2", "--seed", "-1"], "--seed"),
+        ("lab.experiments.solve", ["--deals", "2", "--out", "lab"], "--out lab: is a directory"),
+        ("lab.ladder_rows", ["--add-bound", "2", "--out-dir", "README.md"], "--out-dir"),
     ],
 )
 def test_a_bad_argument_is_refused_by_name_before_any_work(

@@ -72,7 +72,6 @@ def small_ladder(tmp_path: Path, episodes: int, validation: bool = False) -> Pat
         episodes=episodes,
         validation=validation,
         planner_episodes=episodes,
-        solver_episodes=0,
     )
     ladder_module.write_outputs(
         tmp_path, ladder_module.Ladder(rows=rows), settings, "small ladder (test)"
@@ -111,6 +110,32 @@ def test_add_row_pairs_the_new_player_with_heuristic_on_the_first_deals(tmp_path
     ladder_module.write_outputs(tmp_path / "marked", result, settings, command)
     table = (tmp_path / "marked" / "ladder.md").read_text()
     assert "| 0.0625 * |" in table and f"\\* {DISAGREEMENT}." in table
+
+
+def test_the_clairvoyant_bound_row_is_at_least_every_players_wins(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--add-bound N``: the solver's verdicts on the ladder's first N deals; it wins every
+    deal a player won (it sees more), and an ``unknown`` verdict counts as won."""
+    path = small_ladder(tmp_path, 8)
+    out = tmp_path / "bound"
+    args = ["--add-bound", "6", "--workers", "2", "--ladder", str(path), "--out-dir", str(out)]
+    assert rows.main(args) == 0
+    written = json.loads((out / "ladder.json").read_text())
+    bound = written["rows"][-1]
+    assert (bound["label"], bound["kind"], bound["episodes"]) == (rows.SOLVER_LABEL, "bound", 6)
+    assert set(bound["outcomes"]) == {"winnable", "unwinnable", "unknown"}
+    assert bound["wins"] == bound["outcomes"]["winnable"] + bound["outcomes"]["unknown"]
+    result, _, _ = rows.load_ladder(out / "ladder.json")
+    by = {r.agent: r for r in result.rows}
+    clairvoyant = by[rows.SOLVER_LABEL].won
+    assert all(c or not h for c, h in zip(clairvoyant, by["heuristic"].won[:6], strict=True))
+    assert "| clairvoyant bound | 6 (first 6) |" in (out / "ladder.md").read_text()
+    capped = rows.solver_row(rows.load_ladder(path)[1], 3, max_nodes=1)
+    assert capped.outcomes["unknown"] > 0 and capped.wins >= capped.outcomes["unknown"]
+    too_many = ["--add-bound", "99", *args[2:-1], str(tmp_path / "again")]
+    assert rows.main(too_many) == rows.EXIT_ERROR
+    assert "--add-bound must be in 1..8" in capsys.readouterr().err
 
 
 def test_add_row_refuses_a_ladder_whose_heuristic_row_does_not_replay(tmp_path: Path) -> None:

@@ -1,12 +1,13 @@
 """The clairvoyant upper bound: the share of deals that can be won at all.
 
 Deals ``--deals`` decks from ``--seed`` (the dealer's batched shuffles), solves each exactly
-with :mod:`agents.players.solver` (every found win replayed on a fresh engine) over
+with :mod:`lab.solver` (every found win replayed on a fresh engine) over
 ``--workers`` processes, and prints the share of winnable deals with its 95% Wilson interval,
 the search effort and the time; ``--out FILE`` writes them as JSON. Ctrl-C prints and saves
 what was solved so far.
 
-    nice -n 10 .venv/bin/python scripts/solve.py --deals 10000 --workers 2 --out runs/solver.json
+    nice -n 10 .venv/bin/python -m lab.experiments.solve --deals 10000 --workers 2 \\
+        --out runs/solver.json
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ import numpy as np
 
 from agents.atomic import atomic_write_json, check_writable
 from agents.evaluation.stats import wilson_interval
-from agents.players.solver import UNKNOWN, UNWINNABLE, WINNABLE, Solved, solve_decks
 from coldiron_env.cards import deck_codes
 from coldiron_env.dealer import shuffled_decks
 from coldiron_env.options import RuleOptions, add_variant_flags, variants_of
+from lab.solver import UNKNOWN, UNWINNABLE, WINNABLE, Solved, solve_decks
 
 CHUNK: int = 50  # deals per task handed to a worker
 

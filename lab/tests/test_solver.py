@@ -8,14 +8,6 @@ import numpy as np
 import pytest
 from helpers import rule_variant_sets
 
-from agents.players.solver import (
-    UNKNOWN,
-    UNWINNABLE,
-    WINNABLE,
-    ClairvoyantSolver,
-    replay,
-    solve_deck,
-)
 from coldiron_env.actions import RACK_ACTIONS, REST, STOP, THREATEN
 from coldiron_env.analysis import iron_extra_keeps
 from coldiron_env.cards import (
@@ -29,6 +21,14 @@ from coldiron_env.cards import (
 from coldiron_env.dealer import shuffled_decks
 from coldiron_env.game import Game
 from coldiron_env.options import RuleOptions
+from lab.solver import (
+    UNKNOWN,
+    UNWINNABLE,
+    WINNABLE,
+    ClairvoyantSolver,
+    replay,
+    solve_deck,
+)
 
 RUN_TOP = [numbered_id(s, r) for s in range(NUM_SUITS) for r in (1, 2, 3)]
 COURTS = list(range(FIRST_COURT, FIRST_JOKER))
