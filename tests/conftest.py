@@ -24,8 +24,11 @@ settings.register_profile("coldiron", database=None)  # no example database in t
 settings.load_profile("coldiron")
 set_hypothesis_home_dir(tempfile.mkdtemp(prefix="coldiron-hypothesis-"))  # nor its other files
 
-UNWATCHED: Final = frozenset({".git", "__pycache__", ".mypy_cache", ".ruff_cache", "build"})
-"""Folders the interpreter and the tools write (bytecode, caches); the venvs are left out too."""
+UNWATCHED: Final = frozenset(
+    {".git", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", "build"}
+)
+"""Folders the interpreter and the tools write (bytecode, caches; pytest's own cache is made on a
+fresh clone's first run); the venvs are left out too."""
 
 
 def checkout_files(root: Path = ROOT) -> dict[str, tuple[int, int]]:
