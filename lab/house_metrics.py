@@ -108,6 +108,7 @@ ATTRIBUTION: Final[dict[str, str]] = {
                    "e6aa70c e05f254 38b37e5 11047d6 9527267 a17425a 2972956 b0ea060 a4339bb "
                    "aa161fc 3842826 007378d 8e38456"),
         (ISSUE_20, "5f31dc2 5b652e6 ff2c123 a3fe483 a4b9674 1d272d6 cdf179c 6344e8e 277740e"),
+        ("issue 51", "a3ca368"),  # its subject says "(issue 51)"; the solver's move rode along
     )
     for sha in shas.split()
 }  # fmt: skip

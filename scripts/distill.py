@@ -13,13 +13,14 @@ the command continues it (with a larger ``--rounds``, a finished one).
 from __future__ import annotations
 
 import argparse
-import sys
+from functools import partial
 from pathlib import Path
 from typing import Final, get_args
 
 from pydantic import ValidationError
 
 from agents.atomic import check_writable
+from agents.cli import EXIT_INTERRUPTED, refuse
 from agents.learning.config import (
     STREAM_SEED_LIMIT,
     ExpertIterationConfig,
@@ -38,8 +39,6 @@ from agents.registry import (
     set_torch_threads,
 )
 
-EXIT_ERROR: Final = 2
-EXIT_INTERRUPTED: Final = 130
 DEFAULT_ROUNDS: Final = 8
 SETTINGS_FLAGS: Final = ("rounds", "episodes", "budget", "epochs", "learning_rate", "workers",
                          "rollouts", "keep_rounds", "targets", "soft_z")  # fmt: skip
@@ -49,46 +48,29 @@ SETTINGS_FLAGS: Final = ("rounds", "episodes", "budget", "epochs", "learning_rat
 def main(argv: list[str] | None = None) -> int:
     defaults = ExpertIterationConfig()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--start", default="trained", help="the network: a name, run dir or zip (default trained)"
-    )
-    parser.add_argument("--out", type=Path, required=True, help="run directory to write")
-    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
-    parser.add_argument("--episodes", type=int, default=defaults.episodes, help="deals a round")
-    parser.add_argument("--budget", choices=sorted(BUDGETS), default=defaults.budget)
-    parser.add_argument("--epochs", type=int, default=defaults.epochs, help="cloning epochs")
-    parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
-    parser.add_argument("--seed", type=int, default=0, help="seed of the deals")
-    parser.add_argument(
-        "--workers", type=int, default=defaults.workers, help="labelling processes (2: both cores)"
-    )
-    parser.add_argument(
-        "--rollouts",
-        choices=get_args(Rollouts),
-        default=defaults.rollouts,
-        help="who plays the planner's rollouts: the heuristic or the network being trained",
-    )
-    parser.add_argument(
-        "--keep-rounds",
-        type=int,
-        default=defaults.keep_rounds,
-        help="rounds of labels cloned on each round, this one's included (1: this one's only)",
-    )
-    parser.add_argument(
-        "--targets",
-        choices=get_args(Targets),
-        default=defaults.targets,
+    add = parser.add_argument
+    add("--start", default="trained", help="the network: a name, run dir or zip (default trained)")
+    add("--out", type=Path, required=True, help="run directory to write")
+    add("--rounds", type=int, default=DEFAULT_ROUNDS)
+    add("--episodes", type=int, default=defaults.episodes, help="deals a round")
+    add("--budget", choices=sorted(BUDGETS), default=defaults.budget)
+    add("--epochs", type=int, default=defaults.epochs, help="cloning epochs")
+    add("--learning-rate", type=float, default=defaults.learning_rate)
+    add("--seed", type=int, default=0, help="seed of the deals")
+    add("--workers", type=int, default=defaults.workers, help="labelling processes (2: both cores)")
+    add("--rollouts", choices=get_args(Rollouts), default=defaults.rollouts,
+        help="who plays the planner's rollouts: the heuristic or the network being "
+        "trained")  # fmt: skip
+    add("--keep-rounds", type=int, default=defaults.keep_rounds,
+        help="rounds of labels cloned on each round, this one's included (1: this one's "
+        "only)")  # fmt: skip
+    add("--targets", choices=get_args(Targets), default=defaults.targets,
         help="clone on the planner's choices (hard) or on each compared action's chance of "
-        "being the best (soft)",
-    )
-    parser.add_argument(
-        "--soft-z",
-        type=float,
-        default=defaults.soft_z,
+        "being the best (soft)")  # fmt: skip
+    add("--soft-z", type=float, default=defaults.soft_z,
         help="soft labels: the handicap of each alternative, in standard errors (default: the "
-        "planner's z; 0: the plain chance of being the best)",
-    )
-    parser.add_argument("--torch-threads", type=int, default=PLAY_TORCH_THREADS)
+        "planner's z; 0: the plain chance of being the best)")  # fmt: skip
+    add("--torch-threads", type=int, default=PLAY_TORCH_THREADS)
     args = parser.parse_args(argv)
     try:
         check_writable(args.out, "--out", folder=True)
@@ -98,25 +80,16 @@ def main(argv: list[str] | None = None) -> int:
         set_torch_threads(args.torch_threads)
         if is_builtin(args.start) or args.start in SEARCH_OVER_MODELS:
             raise TrainingError(f"{args.start!r} is not a trained network")
-        result = distill(
-            args.start,
-            args.out,
-            settings,
-            args.seed,
-            start_path=SHIPPED_MODELS.get(args.start, Path(args.start)),
-            log=lambda line: print(line, flush=True),
-        )
+        start, log = SHIPPED_MODELS.get(args.start, Path(args.start)), partial(print, flush=True)
+        result = distill(args.start, args.out, settings, args.seed, start_path=start, log=log)
     except ValidationError as exc:
         error = config_error(exc, "the command line")
         flag = error.key.split(".")[0]
         if flag in SETTINGS_FLAGS:  # named by the flag that set it
-            print(f"error: --{flag.replace('_', '-')}: {error.reason}", file=sys.stderr)
-        else:
-            print(f"error: {error}", file=sys.stderr)
-        return EXIT_ERROR
+            return refuse(f"--{flag.replace('_', '-')}: {error.reason}")
+        return refuse(error)
     except (TrainingError, ValueError) as exc:  # ModelLoadError, ConfigError among them
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return refuse(exc)
     if result.interrupted:
         return EXIT_INTERRUPTED
     print(f"{len(result.expert_rounds)} round(s) done: {result.run_dir}")

@@ -14,23 +14,18 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
-from typing import Final
 
 from agents import ladder
 from agents.atomic import check_writable
+from agents.cli import EXIT_INTERRUPTED, command_parser, refuse
 from agents.evaluation.arena import add_deal_flags, validation_asked
 from agents.gitinfo import code_stamp
 from agents.players.planner import BUDGETS
 from agents.registry import agent_names, make_agent, set_torch_threads
 
-EXIT_ERROR: Final = 2
-EXIT_INTERRUPTED: Final = 130
-
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description=ladder.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = command_parser(ladder.__doc__)
     add = parser.add_argument
     add("--episodes", type=int, default=ladder.DEFAULT_EPISODES, help="deals (default %(default)s)")
     add_deal_flags(parser)
@@ -90,8 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = settings_of(args)
     except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_ERROR
+        return refuse(err)
     result = ladder.run_ladder(settings, progress=ladder.print_progress)
     result.notes.append(f"ladder played {at}, {stamp['date']}")
     paths = ladder.write_outputs(args.out_dir, result, settings, command)

@@ -16,15 +16,11 @@
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from pathlib import Path
 
+from agents.cli import EXIT_INTERRUPTED, command_parser, refuse
 from coldiron_env.dealer import check_evaluation_seed
 
-EXIT_ERROR = 2
-EXIT_INTERRUPTED = 130
 DEFAULT_CONFIG = "configs/maskable_ppo.yaml"
 BASELINES = ("random", "threaten", "heuristic")
 EVAL_JSON = "evaluation.json"
@@ -33,25 +29,16 @@ DEFAULT_SEED = 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--config", default=None, help=f"default {DEFAULT_CONFIG} (not with --resume)"
-    )
-    parser.add_argument(
-        "--out", type=Path, help="run directory to write (a new or empty folder; not with --resume)"
-    )
-    parser.add_argument("--resume", type=Path, metavar="DIR", help="continue an interrupted run")
-    parser.add_argument("--timesteps", type=int, help="override training.total_timesteps")
-    parser.add_argument("--episodes", type=int, default=10_000, help="evaluation deals")
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=DEFAULT_SEED,
-        help=f"seed of the evaluation deals (default {DEFAULT_SEED}; docs/environment.md#seeding)",
-    )
-    parser.add_argument("--no-progress-bar", action="store_true")
+    parser = command_parser(__doc__)
+    add = parser.add_argument
+    add("--config", default=None, help=f"default {DEFAULT_CONFIG} (not with --resume)")
+    add("--out", type=Path, help="run directory to write (new or empty; not with --resume)")
+    add("--resume", type=Path, metavar="DIR", help="continue an interrupted run")
+    add("--timesteps", type=int, help="override training.total_timesteps")
+    add("--episodes", type=int, default=10_000, help="evaluation deals")
+    add("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the evaluation deals (default "
+        f"{DEFAULT_SEED}; docs/environment.md#seeding)")  # fmt: skip
+    add("--no-progress-bar", action="store_true")
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
@@ -68,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     from agents.learning.config import ConfigError, apply_overrides, load_config
+    from agents.learning.multiseed import run_status
     from agents.learning.provenance import TrainingError
     from agents.learning.search_space import check_search
     from agents.learning.training import train
@@ -77,21 +65,19 @@ def main(argv: list[str] | None = None) -> int:
         cfg = apply_overrides(load_config(config_file), timesteps=args.timesteps, file=config_file)
         check_search(cfg, config_file)
     except ConfigError as exc:
-        print(f"error: invalid config: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return refuse(f"invalid config: {exc}")
     if args.no_progress_bar:
         cfg.training.progress_bar = False
-    if args.resume is not None and args.timesteps is None and trained_to_the_end(args.resume):
-        print(f"{args.resume}: its training completed; evaluating it")  # stopped after training
+    done = args.resume is not None and run_status(args.resume) == "completed"
+    if done and args.timesteps is None:  # stopped between training and evaluation
+        print(f"{args.resume}: its training completed; evaluating it")
         run_dir = args.resume
     else:
         try:
-            result = train(
-                cfg, args.out, resume=args.resume, config_file=None if args.resume else config_file
-            )
+            config = None if args.resume else config_file
+            result = train(cfg, args.out, resume=args.resume, config_file=config)
         except TrainingError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return EXIT_ERROR
+            return refuse(exc)
         rounds, run_dir = len(result.expert_rounds), result.run_dir
         print(
             f"run directory: {run_dir}  ({result.timesteps} steps"
@@ -121,16 +107,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"results: {run_dir / EVAL_JSON}")
     print(f"chart: {chart}")
     return 0
-
-
-def trained_to_the_end(run_dir: Path) -> bool:
-    """Whether ``run_dir``'s ``meta.json`` says its training completed (then ``--resume``
-    evaluates it: the job was stopped between training and evaluation)."""
-    try:
-        meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False  # train() names what is wrong with it
-    return isinstance(meta, dict) and meta.get("status") == "completed"
 
 
 if __name__ == "__main__":

@@ -77,7 +77,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--checkpoint-every",
         type=int,
         default=0,
-        help="also save the checkpoint every N env steps (default: only at the end)",
+        help="also save the checkpoint every N env steps (default: only at the end); with "
+        "--validation, score each one: the record's learning curve",
     )
     parser.add_argument(
         "--validation",
@@ -173,6 +174,7 @@ def train(args: argparse.Namespace) -> int:
     algo = config.build_algo()
     _stop_on_signals()
     history: list[dict[str, Any]] = []
+    curve: list[dict[str, Any]] = []  # validation win rate by env steps and training seconds
     stages: list[dict[str, Any]] = []
     steps = 0
     last_saved = 0
@@ -206,6 +208,10 @@ def train(args: argparse.Namespace) -> int:
             if args.checkpoint_every and steps - last_saved >= args.checkpoint_every:
                 _save(algo, out, settings.env)
                 last_saved = steps
+                if args.validation:  # its time is not training time
+                    scored, point = time.perf_counter(), _validate(out, args.validation)
+                    curve.append({"env_steps": steps, "seconds": round(elapsed, 2), **point})
+                    start += time.perf_counter() - scored
     except KeyboardInterrupt:
         interrupted = True
         print("interrupted: saving the checkpoint", file=sys.stderr, flush=True)
@@ -245,6 +251,7 @@ def train(args: argparse.Namespace) -> int:
         },
         "curriculum_applied": stages,
         "history": history,
+        "curve": curve,
     }
     if args.validation and not interrupted:
         record["validation"] = _validate(out, args.validation)

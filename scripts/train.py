@@ -15,13 +15,10 @@ run directory layout is described in ``docs/run_directory.md``.
 from __future__ import annotations
 
 import argparse
-import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-EXIT_CONFIG_ERROR = 2
-EXIT_INTERRUPTED = 130
+from agents.cli import EXIT_INTERRUPTED, refuse
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,20 +26,15 @@ def main(argv: list[str] | None = None) -> int:
         description="Train an agent for Cold Iron from a YAML config.",
         epilog="Run directory layout: docs/run_directory.md",
     )
-    parser.add_argument("--config", help="YAML run description (configs/*.yaml)")
-    parser.add_argument("--timesteps", type=int, help="override training.total_timesteps")
-    parser.add_argument("--seed", type=int, help="override the top-level seed")
-    parser.add_argument(
-        "--out", type=Path, help="run directory to write (a new or empty folder; not with --resume)"
-    )
-    parser.add_argument("--resume", type=Path, metavar="DIR", help="continue the run in DIR")
-    parser.add_argument(
-        "--seeds",
-        metavar="SPEC",
-        help="one run per seed (0-4 or 0,2,5) into OUT/seed-N; rerun with the same --out "
-        "to continue",
-    )
-    parser.add_argument("--no-progress-bar", action="store_true", help="disable the progress bar")
+    add = parser.add_argument
+    add("--config", help="YAML run description (configs/*.yaml)")
+    add("--timesteps", type=int, help="override training.total_timesteps")
+    add("--seed", type=int, help="override the top-level seed")
+    add("--out", type=Path, help="run directory to write (new or empty; not with --resume)")
+    add("--resume", type=Path, metavar="DIR", help="continue the run in DIR")
+    add("--seeds", metavar="SPEC", help="one run per seed (0-4 or 0,2,5) into OUT/seed-N; "
+        "rerun with the same --out to continue")  # fmt: skip
+    add("--no-progress-bar", action="store_true", help="disable the progress bar")
     args = parser.parse_args(argv)
 
     if args.resume is None and args.config is None:
@@ -67,15 +59,13 @@ def main(argv: list[str] | None = None) -> int:
 
     config_file = str(args.resume / "config.yaml") if args.resume else args.config
     if args.resume is not None and not Path(config_file).is_file():
-        print(f"error: {args.resume}: not a run directory (no config.yaml)", file=sys.stderr)
-        return EXIT_CONFIG_ERROR
+        return refuse(f"{args.resume}: not a run directory (no config.yaml)")
     try:
         cfg = load_config(config_file)
         cfg = apply_overrides(cfg, timesteps=args.timesteps, seed=args.seed, file=config_file)
         check_search(cfg, config_file)  # a tuning config trains too: its search: must be valid
     except ConfigError as exc:
-        print(f"error: invalid config: {exc}", file=sys.stderr)
-        return EXIT_CONFIG_ERROR
+        return refuse(f"invalid config: {exc}")
     if args.no_progress_bar:
         cfg.training.progress_bar = False
 
@@ -89,8 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         config = None if args.resume else config_file
         result = train(cfg, args.out, resume=args.resume, config_file=config)
     except TrainingError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG_ERROR
+        return refuse(exc)
     print(f"run directory: {result.run_dir}")
     print(f"timesteps: {result.timesteps}  wall time: {result.wall_seconds:.1f} s")
     if result.history:
@@ -108,21 +97,17 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_INTERRUPTED if result.interrupted else 0
 
 
-def train_several(
-    cfg: Any, seeds: list[int], out: Path | None, config_file: str, seeds_arg: str
-) -> int:
+def train_several(cfg: Any, seeds: list[int], root: Path, config_file: str, seeds_arg: str) -> int:
     """``--seeds``: one run per seed, then the mean win rate across seeds."""
     from agents.learning.config import ConfigError
     from agents.learning.multiseed import aggregate_results, format_aggregates, train_seeds
     from agents.learning.provenance import TrainingError
 
     stem = cfg.name or Path(config_file).stem
-    root = out or Path("runs") / f"{stem}-seeds-{datetime.now():%Y%m%d-%H%M%S}"
     try:
         results = train_seeds(cfg, seeds, root, config_file=config_file)
     except (TrainingError, ConfigError) as exc:  # ConfigError: a seed the config refuses
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG_ERROR
+        return refuse(exc)
     print(f"run directories: {root}/seed-N for seeds {seeds}")
     agg = aggregate_results(results, stem)
     if agg is not None:

@@ -17,18 +17,13 @@ Exit status: 0 done, 2 bad config or arguments or a failed search, 130 interrupt
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 
-EXIT_ERROR = 2
-EXIT_INTERRUPTED = 130
+from agents.cli import EXIT_INTERRUPTED, command_parser, refuse
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = command_parser(__doc__)
     parser.add_argument("--config", required=True, help="YAML config with a search: section")
     parser.add_argument(
         "--trials", type=int, required=True, help="finished trials the study must reach"
@@ -68,11 +63,9 @@ def main(argv: list[str] | None = None) -> int:
             reports=not args.no_reports,
         )
     except ConfigError as exc:
-        print(f"error: invalid config: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return refuse(f"invalid config: {exc}")
     except (TuneError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return refuse(exc)
     if result.best_number is not None and "best_config" in result.files:
         print(
             f"best: trial {result.best_number}, win rate {result.best_value:.2%}; "

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from agents.cli import EXIT_ERROR
 from agents.evaluation.arena import AgentResult
 from agents.evaluation.stats import mcnemar
 from agents.ladder import deals_for_disjoint
@@ -92,16 +93,16 @@ def test_bad_arguments_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture
         (["--planner", "heuristic"], "--planner heuristic: not a search player"),
     ):
         args = ["--episodes", "3", "--planner-episodes", "1", "--out-dir", str(tmp_path)]
-        assert ladder.main([*args, *bad]) == ladder.EXIT_ERROR
+        assert ladder.main([*args, *bad]) == EXIT_ERROR
         assert named in capsys.readouterr().err
 
     code = ladder.main(["--episodes", "3", "--planner-episodes", "5", "--out-dir", str(tmp_path)])
-    assert code == ladder.EXIT_ERROR
+    assert code == EXIT_ERROR
     assert "--planner-episodes" in capsys.readouterr().err
     code = ladder.main(
         ["--episodes", "3", "--planner-episodes", "1", "--planner", "nobody", "--out-dir", "x"]
     )
-    assert code == ladder.EXIT_ERROR
+    assert code == EXIT_ERROR
     assert "nobody" in capsys.readouterr().err
 
 

@@ -438,10 +438,11 @@ def format_table(results: Sequence[AgentResult]) -> str:
          *(str(r.outcomes[o]) for o in OUTCOMES), f"{r.mean_turns:.2f}", f"{r.seconds:.1f}"]
         for r in results
     ]  # fmt: skip
+    return text_table(headers, rows)
+
+
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns padded to their widest cell, a rule of dashes under the header."""
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
-    lines = [
-        "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)),
-        "  ".join("-" * w for w in widths),
-    ]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
-    return "\n".join(lines)
+    lines = [headers, ["-" * w for w in widths], *rows]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in lines)

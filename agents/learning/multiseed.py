@@ -154,35 +154,19 @@ def aggregate(runs: Sequence[SeedRun], name: str = "") -> SeedAggregate:
 
 def format_aggregates(aggregates: Sequence[SeedAggregate]) -> str:
     """A plain-text table: mean across seeds [t 95%], per-seed rates, pooled [Wilson 95%]."""
-    headers = [
-        "config",
-        "seeds",
-        "mean win rate",
-        "95% CI (t, seeds)",
-        "per seed",
-        "pooled (Wilson)",
-    ]
-    rows = []
-    for a in aggregates:
-        ci = "n/a (1 seed)"
-        if a.t_low is not None and a.t_high is not None:
-            ci = f"[{100 * a.t_low:.2f}%, {100 * a.t_high:.2f}%]"
-        rows.append(
-            [
-                a.name,
-                str(a.n_seeds),
-                f"{100 * a.mean:.2f}%",
-                ci,
-                " ".join(f"{100 * r.win_rate:.1f}" for r in a.runs),
-                f"{100 * a.pooled_rate:.2f}% "
-                f"[{100 * a.pooled_low:.2f}%, {100 * a.pooled_high:.2f}%]",
-            ]
-        )
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    return "\n".join(lines)
+    from agents.evaluation.arena import text_table  # noqa: PLC0415 (the arena imports numpy)
+
+    headers = ["config", "seeds", "mean win rate", "95% CI (t, seeds)", "per seed",
+               "pooled (Wilson)"]  # fmt: skip
+    rows = [
+        [a.name, str(a.n_seeds), f"{100 * a.mean:.2f}%",
+         "n/a (1 seed)" if a.t_low is None or a.t_high is None
+         else f"[{100 * a.t_low:.2f}%, {100 * a.t_high:.2f}%]",
+         " ".join(f"{100 * r.win_rate:.1f}" for r in a.runs),
+         f"{100 * a.pooled_rate:.2f}% [{100 * a.pooled_low:.2f}%, {100 * a.pooled_high:.2f}%]"]
+        for a in aggregates
+    ]  # fmt: skip
+    return text_table(headers, rows)
 
 
 # ---------------------------------------------------------------- run directories

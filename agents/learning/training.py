@@ -49,7 +49,7 @@ from agents.atomic import (
 )
 from agents.evaluation.arena import AgentResult
 from agents.evaluation.lockstep import play_lockstep
-from agents.evaluation.plots import pyplot
+from agents.evaluation.plots import pyplot, save_png
 from agents.gitinfo import utc_now
 from agents.learning.config import (
     Config,
@@ -364,11 +364,8 @@ def write_learning_curve(history: list[dict[str, Any]], path: Path, title: str) 
     episodes = history[-1]["episodes"] if history else 0
     ax.set_title(f"{title} ({episodes} fixed deals per evaluation)")
     ax.grid(alpha=0.3)
-    buf = io.BytesIO()
     fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+    save_png(fig, path, dpi=100)
 
 
 def write_history(run: RunDir, history: list[dict[str, Any]]) -> None:

@@ -18,7 +18,6 @@ rerunning continues the study, whose config and search space are stored with it.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import logging
 import math
@@ -45,8 +44,9 @@ from sqlalchemy.engine import make_url
 if TYPE_CHECKING:
     import pandas as pd
 
-from agents.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
-from agents.evaluation.plots import pyplot
+from agents.atomic import atomic_write_json, atomic_write_text
+from agents.evaluation.arena import markdown_table
+from agents.evaluation.plots import pyplot, save_png
 from agents.learning.config import config_changes, config_from_dict, describe_changes, dump_config
 from agents.learning.provenance import META_FILE
 from agents.learning.search_space import (
@@ -591,13 +591,12 @@ def _cell(value: Any) -> str:
 def format_summary(df: pd.DataFrame) -> str:
     """A markdown table of :func:`summary_table` (win rates in %, no run directory)."""
     if df.empty:
-        return "(no trials)"
+        return "(no trials)\n"
     shown = df.drop(columns="run_dir").astype(object)
     for col in RATE_COLUMNS:
         shown[col] = [f"{100 * v:.2f}%" if _cell(v) else "" for v in df[col]]
     rows = [[_cell(v) for v in row] for row in shown.itertuples(index=False)]
-    lines = ["| " + " | ".join(shown.columns) + " |", "|" + "---|" * len(shown.columns)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+    return markdown_table(list(shown.columns), rows)
 
 
 def _importances(study: optuna.Study) -> tuple[dict[str, float], str | None]:
@@ -620,7 +619,7 @@ def plot_study(study: optuna.Study, out: Path) -> str | None:
     """Optuna's matplotlib plots: ``summary.png`` (win rate per complete trial, its 95% Wilson
     interval, the best so far), ``curves.png`` (each trial's evaluations), ``importances.png``
     (PED-ANOVA) once measurable. Returns why importances are missing, if they are."""
-    plt = pyplot()  # the Agg backend chosen before Optuna's plots import pyplot
+    pyplot()  # the Agg backend chosen before Optuna's plots import pyplot
     from optuna.visualization import matplotlib as plots  # noqa: PLC0415
 
     _, reason = _importances(study)
@@ -642,11 +641,7 @@ def plot_study(study: optuna.Study, out: Path) -> str | None:
     )
     axes[SUMMARY_PNG].set_title(f"{study.study_name}: win rate per trial (95% Wilson)")
     for name, ax in axes.items():
-        buf, fig = io.BytesIO(), ax.get_figure(root=True)
-        assert fig is not None
-        fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-        plt.close(fig)
-        atomic_write_bytes(out / name, buf.getvalue())
+        save_png(ax.get_figure(root=True), out / name, dpi=100, bbox_inches="tight")
     return reason
 
 
@@ -699,7 +694,7 @@ def write_reports(
     if plot_study(study, out) is None:
         files["importances"] = out / IMPORTANCES_PNG
     table = format_summary(df)
-    atomic_write_text(files["md"], "\n".join([*head, "", table, ""]))
+    atomic_write_text(files["md"], "\n".join([*head, "", table]))
     log(table)
     log("\n".join(head[2:]))
     log(f"reports: {', '.join(str(p) for p in files.values())}")
