@@ -104,16 +104,6 @@ def audit_deals(
         fh.write("".join(lines))
 
 
-def read_audit(folder: str | os.PathLike[str]) -> list[tuple[int | None, tuple[int, ...]]]:
-    """Every ``(generator seed, deck)`` recorded in ``folder`` (see :data:`AUDIT_VARIABLE`)."""
-    out: list[tuple[int | None, tuple[int, ...]]] = []
-    for path in sorted(Path(folder).glob(f"{AUDIT_FILE_PREFIX}*.txt")):
-        for line in path.read_text().splitlines():
-            seed, deck = line.split()
-            out.append((None if seed == "unseeded" else int(seed), tuple(bytes.fromhex(deck))))
-    return out
-
-
 class Dealer:
     """Deals decks from a generator, a batch of shuffles at a time."""
 

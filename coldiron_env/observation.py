@@ -368,22 +368,6 @@ def encode_batch(
 
 
 # --------------------------------------------------------------------------- decoding
-def flat_from_dict(obs: dict[str, Any], turns: int) -> F32:
-    """The flat vector of a dict observation (same content, for tests and tools)."""
-    recall = "discarded" in obs
-    counting = COUNTING_KEY in obs
-    out = np.zeros(flat_size(recall, counting), dtype=np.float32)
-    out[HAND.start : HAND.stop] = obs["hand"]
-    out[HURT.start] = obs["hurt"] / MAX_HURT
-    out[TURN.start] = obs["turn"] / turns
-    out[DECK_COUNT.start] = obs["deck_count"] / DECK_SIZE
-    out[PHASE.start + int(obs["phase"])] = 1.0
-    out[IRON_COUNT.start] = obs["iron_count"] / IRON_APPLICATIONS_PER_TURN
-    if recall:
-        out[DISCARDED.start : DISCARDED.stop] = obs["discarded"]
-    if counting:
-        out[counting_start(recall) :] = obs[COUNTING_KEY]
-    return out
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ recipe with its imitation warm start as shipped, for reference) and its validati
 of the budget; RLlib's PPO and rl-zoo3's ``ppo_mask`` (no imitation in either) are run
 by the product's own commands, their checkpoints scored on the same validation deals.
 
+``plot --json RECORD --png docs/learners.png`` draws the curves from the record.
+
 ``report`` plays every run's final network on the evaluation deals of ``--seed`` beside
 ``heuristic`` and writes the record the table in docs/training.md and the curves
 (``--plot``) come from: per learner the mean win rate over seeds with its Student-t
@@ -148,7 +150,8 @@ def train_one(learner: Learner, runs: Path, budget: int, seed: int) -> tuple[str
 
 
 def train_main(args: argparse.Namespace) -> int:
-    todo = [(lr, s) for lr in LEARNERS for s in args.seeds if not finished(lr, args.runs, s)]
+    # seed by seed: a stop leaves every learner with as many seeds as it can
+    todo = [(lr, s) for s in args.seeds for lr in LEARNERS if not finished(lr, args.runs, s)]
     todo = [(lr, s) for lr, s in todo if not args.only or lr.name in args.only]
     print(f"{len(todo)} runs to train, {args.workers} at a time, into {args.runs}", flush=True)
     failed = 0
@@ -320,29 +323,78 @@ def row(learner: Learner, runs: list[dict[str, Any]], episodes: int) -> dict[str
     }
 
 
+def plot_curves(doc: dict[str, Any], path: Path) -> Path:
+    """Validation win rate against env steps and against training seconds: per learner the
+    mean over seeds (points matched by their order: every seed validates at the same steps)
+    and the band from its lowest to its highest seed."""
+    from agents.evaluation.plots import pyplot, save_png
+
+    plt = pyplot()
+    fig, (by_steps, by_time) = plt.subplots(1, 2, figsize=(12.0, 5.0), sharey=True)
+    for i, row_ in enumerate(doc["rows"]):
+        curves = [r["curve"] for r in row_["runs"]]
+        n = min(len(c) for c in curves)
+        rate = [[PERCENT * c[k]["win_rate"] for c in curves] for k in range(n)]
+        mean = [sum(v) / len(v) for v in rate]
+        low, high = [min(v) for v in rate], [max(v) for v in rate]
+        label = f"{row_['learner']} ({row_['variant']})"
+        style = {"color": f"C{i % 10}", "linestyle": "-" if i < 10 else "--"}
+        for ax, key in ((by_steps, "env_steps"), (by_time, "seconds")):
+            xs = [sum(c[k][key] for c in curves) / len(curves) for k in range(n)]
+            if key == "seconds":
+                xs = [x / 60 for x in xs]
+            ax.plot(xs, mean, label=label, **style)
+            ax.fill_between(xs, low, high, alpha=0.15, color=style["color"])
+    baseline = PERCENT * doc["baseline"]["win_rate"]
+    for ax in (by_steps, by_time):
+        ax.axhline(baseline, color="black", linewidth=0.8, linestyle=":")
+        ax.grid(alpha=0.3)
+    by_steps.set_xlabel("env steps")
+    by_time.set_xlabel("training minutes (validations left out)")
+    by_steps.set_ylabel(f"win rate on {doc['validation_deals']['episodes']:,} validation deals (%)")
+    by_steps.text(0, baseline, " heuristic (report deals)", va="bottom", fontsize=8)
+    by_time.legend(fontsize=7, loc="upper right")
+    seeds = max(r["seeds"] for r in doc["rows"])
+    fig.suptitle(f"Every recipe at {doc['budget_env_steps']:,} env steps: mean over {seeds} "
+                 f"seeds, band from lowest to highest ({doc['cpu']}, one torch thread a run, "
+                 "two runs at a time)", fontsize=10)  # fmt: skip
+    fig.tight_layout()
+    return save_png(fig, path, dpi=100)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("what", choices=("train", "report"))
-    parser.add_argument("--runs", type=Path, required=True, help="the runs' folder")
+    parser.add_argument("what", choices=("train", "report", "plot"))
+    parser.add_argument("--runs", type=Path, help="train, report: the runs' folder")
     parser.add_argument("--budget", type=int, default=500_000, help="env steps a run")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--workers", type=int, default=2, help="runs at a time (train)")
     parser.add_argument("--only", nargs="*", help="train these learners only (names)")
     parser.add_argument("--seed", type=int, default=0, help="report: the evaluation deals' seed")
     parser.add_argument("--episodes", type=int, default=10_000, help="report: deals")
-    parser.add_argument("--json", type=Path, help="report: the record to write")
+    parser.add_argument("--json", type=Path, help="report: the record to write; plot: to read")
+    parser.add_argument("--png", type=Path, help="plot: the curves' picture to write")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.what != "plot" and args.runs is None:
+        print(f"error: {args.what} needs --runs DIR", file=sys.stderr)
+        return 2
     if args.what == "train":
         return train_main(args)
     if args.json is None:
-        print("error: report needs --json FILE", file=sys.stderr)
+        print(f"error: {args.what} needs --json FILE", file=sys.stderr)
         return 2
+    if args.what == "plot":
+        if args.png is None:
+            print("error: plot needs --png FILE", file=sys.stderr)
+            return 2
+        print(f"wrote {plot_curves(json.loads(args.json.read_text()), args.png)}")
+        return 0
     return report_main(args)
 
 

@@ -873,8 +873,39 @@ def calibration(path: str) -> str:
     )
 
 
+def learners(path: str) -> str:
+    """A ``lab/learners.py report`` record: every recipe at one budget over its seeds."""
+    doc = _load(ROOT / path)
+    base = doc["baseline"]
+    header = ["learner", "start", "seeds", "win rate (mean, t 95%)", "per seed",
+              "pooled (Wilson 95%)", "minus `heuristic` (t 95%)", "env steps/s",
+              "minutes a run"]  # fmt: skip
+    rows = []
+    for r in sorted(doc["rows"], key=lambda r: -r["win_rate_t95"][0]):
+        mean, low, high = r["win_rate_t95"]
+        d_mean, d_low, d_high = r["difference_t95"]
+        rows.append(
+            [f"`{r['learner']}`", r["variant"], str(r["seeds"]),
+             f"{_pct(mean)} {_interval(max(low, 0.0), high)}",
+             " ".join(f"{PERCENT * run['win_rate']:.2f}" for run in r["runs"]),
+             f"{_pct(r['pooled_wins'] / (doc['episodes'] * r['seeds']))} "
+             f"{_interval(*r['pooled_wilson95'])}",
+             f"{PERCENT * d_mean:+.2f} [{PERCENT * d_low:+.2f}, {PERCENT * d_high:+.2f}]",
+             f"{r['steps_per_second']:,.0f}", f"{r['mean_seconds'] / 60:.1f}"]
+        )  # fmt: skip
+    cpu_hours = sum(run["seconds"] for r in doc["rows"] for run in r["runs"]) / 3600
+    return markdown_table(header, rows) + (
+        f"\n{doc['budget_env_steps']:,} env steps a run; {doc['episodes']:,} deals of "
+        f"{doc['deals']} seed {doc['seed']} for every run, where `heuristic` wins "
+        f"{_pct(base['win_rate'])} {_interval(*base['interval_95'])}; {doc['cpu']}, one torch "
+        f"thread a run, two runs at a time; {cpu_hours:.1f} CPU-hours of training in all "
+        f"(validations left out). From `{path}`: `{doc['command']}`.\n"
+    )
+
+
 RENDERERS: Final[dict[str, Callable[[str], str]]] = {
     "job": main_job,
+    "learners": learners,
     "probes": probes,
     "calibration": calibration,
     "history": history,

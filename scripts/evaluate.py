@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.atomic import atomic_write_json, check_writable
+from agents.cli import EXIT_ERROR, EXIT_INTERRUPTED, command_parser, refuse
 from agents.evaluation import plots
 from agents.evaluation.arena import (
     MAX_EPISODES,
@@ -60,8 +61,6 @@ from agents.registry import (
 )
 from coldiron_env.options import RuleOptions
 
-EXIT_ERROR = 2
-EXIT_INTERRUPTED = 130
 PAIRED_DEFAULT = "heuristic"
 
 
@@ -85,9 +84,7 @@ def parse_env_kwargs(items: list[str]) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = command_parser(__doc__)
     add = parser.add_argument
     add("--agent", action="append", required=True,
         metavar="NAME|RUN_DIR|MODEL.zip|POLICY.onnx|RLLIB_CHECKPOINT",
@@ -212,8 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.against != PAIRED_DEFAULT and against not in labels:
             raise ValueError(f"--against {args.against}: not one of the agents {labels}")
     except ValueError as err:
-        say(f"error: {err}")
-        return EXIT_ERROR
+        return refuse(err)
 
     finished: list[AgentResult] = []
 
@@ -247,8 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         names = ", ".join(r.agent for r in finished) or "none"
         say(f"interrupted: reporting the {len(finished)} agent(s) that finished ({names})")
     except ValueError as err:  # the seed was checked above: an agent's or env's refusal
-        say(f"error: {err}")
-        return EXIT_ERROR
+        return refuse(err)
     if results:
         print(format_table(results))
     pairs = paired_lines(results, against)
@@ -259,8 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         aggregates = seed_aggregates(specs[: len(results)], [(r.wins, r.episodes) for r in results])
     except ValueError as err:
-        say(f"error: {err}")
-        return EXIT_ERROR
+        return refuse(err)
     if aggregates:
         print("\nacross seeds: mean of per-seed win rates, Student-t 95%; pooled Wilson 95%")
         print(format_aggregates(aggregates))

@@ -5,9 +5,10 @@
         --episodes 2000                                   # a quick try (docs/training.md)
 
 1. Trains ``--config`` (default ``configs/maskable_ppo.yaml``) into ``--out``
-   (a new or empty folder), exactly as ``scripts/train.py`` would.
-   Ctrl-C saves a resumable checkpoint; ``--resume DIR`` continues it and then
-   evaluates.
+   (a new or empty folder), as ``scripts/train.py`` would, within ``--minutes``
+   (default 20) here: fewer RL steps and rounds where the config's do not fit
+   (docs/training.md#time-budget). Ctrl-C saves a resumable checkpoint;
+   ``--resume DIR`` continues it and then evaluates.
 2. Evaluates the trained agent, ``random``, ``threaten`` and ``heuristic`` on the
    same ``--episodes`` seeded deals (paired), prints the table (win rate with its
    Wilson 95% interval, outcomes, mean turns) and writes ``evaluation.json`` and
@@ -26,6 +27,8 @@ BASELINES = ("random", "threaten", "heuristic")
 EVAL_JSON = "evaluation.json"
 EVAL_PNG = "evaluation.png"
 DEFAULT_SEED = 0
+DEFAULT_MINUTES = 20.0
+TRAINING_SHARE = 0.9  # of --minutes; the rest: the evaluation (~70 s on a slow 2-core machine)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,10 +41,14 @@ def main(argv: list[str] | None = None) -> int:
     add("--episodes", type=int, default=10_000, help="evaluation deals")
     add("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the evaluation deals (default "
         f"{DEFAULT_SEED}; docs/environment.md#seeding)")  # fmt: skip
+    add("--minutes", type=float, default=DEFAULT_MINUTES, help="the whole job's time here "
+        f"(default {DEFAULT_MINUTES:g}; 0: the config's budgets in full)")  # fmt: skip
     add("--no-progress-bar", action="store_true")
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
+    if not args.minutes >= 0:  # NaN too
+        parser.error(f"--minutes must be >= 0, got {args.minutes}")
     try:  # before training, not after it
         check_evaluation_seed(args.seed)
     except ValueError as err:
@@ -68,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         return refuse(f"invalid config: {exc}")
     if args.no_progress_bar:
         cfg.training.progress_bar = False
+    cfg.training.minutes = TRAINING_SHARE * args.minutes if args.minutes else None
     done = args.resume is not None and run_status(args.resume) == "completed"
     if done and args.timesteps is None:  # stopped between training and evaluation
         print(f"{args.resume}: its training completed; evaluating it")

@@ -15,7 +15,6 @@ At the prompt type an action by number or name (``threaten``, ``iron``,
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import math
@@ -29,6 +28,7 @@ from typing import Any, Final
 import numpy as np
 
 from agents.atomic import atomic_target, atomic_write_json
+from agents.cli import EXIT_INTERRUPTED, command_parser, refuse
 from agents.evaluation.lockstep import Move, play_lockstep
 from agents.evaluation.stats import Z_95
 from agents.players.base import Agent, RuleAware
@@ -329,9 +329,7 @@ def serve(port: int, out: Callable[[str], None]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = command_parser(__doc__)
     add = parser.add_argument
     add("--seed", type=int, help="seed of the deal and of the watched agent's choices "
         "(with --deck: of the agent's)")  # fmt: skip
@@ -376,14 +374,12 @@ def main(argv: list[str] | None = None) -> int:
             save_picture(session.game, args.picture)
             out(f"picture written to {args.picture}")
     except UserError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        return refuse(err)
     except OSError as err:  # the final picture's file
-        print(f"error: {err.filename}: {err.strerror}", file=sys.stderr)
-        return 2
+        return refuse(f"{err.filename}: {err.strerror}")
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     return code
 
 

@@ -147,7 +147,7 @@ def load_file(path: Path, name: str) -> ModuleType:
 
 
 def streams_of(records: Iterable[tuple[int | None, tuple[int, ...]]]) -> list[Any]:
-    """The deal stream of every deck in a deal audit (``coldiron_env.dealer.read_audit``), in
+    """The deal stream of every deck in a deal audit (:func:`read_audit`), in
     order; fails on a deck from an evaluation seed, from a generator without an integer seed,
     or from one seeded outside every stream (the OS's 128-bit entropy: an unseeded one)."""
     from coldiron_env.dealer import EVALUATION_SEED_LIMIT, STREAM_SPAN, DealStream
@@ -195,3 +195,50 @@ def rule_variant_sets() -> list[dict[str, bool]]:
 def variant_id(options: dict[str, Any]) -> str:
     """A test id for :func:`rule_variant_sets`' entries."""
     return "+".join(sorted(options)) or "game"
+
+
+def flat_from_dict(obs: dict[str, Any], turns: int) -> np.ndarray:
+    """The flat vector of a dict observation, built from the layout's fields independently of
+    the env's own flattening (the oracle of tests/test_env_contract.py)."""
+    from coldiron_env.cards import DECK_SIZE
+    from coldiron_env.observation import (
+        COUNTING_KEY,
+        DECK_COUNT,
+        DISCARDED,
+        HAND,
+        HURT,
+        IRON_COUNT,
+        PHASE,
+        TURN,
+        counting_start,
+        flat_size,
+    )  # fmt: skip
+    from coldiron_env.options import IRON_APPLICATIONS_PER_TURN, MAX_HURT
+
+    recall = "discarded" in obs
+    counting = COUNTING_KEY in obs
+    out = np.zeros(flat_size(recall, counting), dtype=np.float32)
+    out[HAND.start : HAND.stop] = obs["hand"]
+    out[HURT.start] = obs["hurt"] / MAX_HURT
+    out[TURN.start] = obs["turn"] / turns
+    out[DECK_COUNT.start] = obs["deck_count"] / DECK_SIZE
+    out[PHASE.start + int(obs["phase"])] = 1.0
+    out[IRON_COUNT.start] = obs["iron_count"] / IRON_APPLICATIONS_PER_TURN
+    if recall:
+        out[DISCARDED.start : DISCARDED.stop] = obs["discarded"]
+    if counting:
+        out[counting_start(recall) :] = obs[COUNTING_KEY]
+    return out
+
+
+def read_audit(folder: str | Path) -> list[tuple[int | None, tuple[int, ...]]]:
+    """Every ``(generator seed, deck)`` recorded in ``folder`` by the deal audit
+    (``coldiron_env.dealer.AUDIT_VARIABLE``)."""
+    from coldiron_env.dealer import AUDIT_FILE_PREFIX
+
+    out: list[tuple[int | None, tuple[int, ...]]] = []
+    for path in sorted(Path(folder).glob(f"{AUDIT_FILE_PREFIX}*.txt")):
+        for line in path.read_text().splitlines():
+            seed, deck = line.split()
+            out.append((None if seed == "unseeded" else int(seed), tuple(bytes.fromhex(deck))))
+    return out

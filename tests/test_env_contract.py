@@ -23,6 +23,7 @@ from helpers import (
     JOKER,
     THREATEN,
     check_curriculum_refusals,
+    flat_from_dict,
     legal,
     rule_variant_sets,
     stack,
@@ -337,7 +338,7 @@ def test_flat_equals_flat_from_dict_and_decode_round_trips(
         _, info = flat_env.reset(seed=seed)
         for (fobs, finfo), (dobs, dinfo) in zip(flat_run, dict_run, strict=True):
             assert finfo["hand"] == dinfo["hand"]
-            np.testing.assert_allclose(fobs, observation.flat_from_dict(dobs, 24), atol=1e-7)
+            np.testing.assert_allclose(fobs, flat_from_dict(dobs, 24), atol=1e-7)
             fview = observation.decode(fobs, 24)
             dview = observation.decode(dobs, 24)
             assert fview == dview

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import streams_of
+from helpers import read_audit, streams_of
 
 from agents.evaluation.arena import deal_decks
 from agents.learning.config import config_from_dict
@@ -25,7 +25,6 @@ from agents.learning.training import train
 from coldiron_env.dealer import (
     STREAM_SPAN,
     DealStream,
-    read_audit,
 )
 
 RUN_SEED = 2026

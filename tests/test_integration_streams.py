@@ -7,13 +7,12 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
-from helpers import streams_of
+from helpers import read_audit, streams_of
 
 from agents.evaluation.arena import deal_decks, validation_decks
 from agents.integrations.streams import TrainingDeals, TrainingDealsVector
 from coldiron_env.dealer import (
     DealStream,
-    read_audit,
     set_audit,
 )
 from coldiron_env.vector import ColdIronVectorEnv

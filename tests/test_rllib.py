@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import streams_of
+from helpers import read_audit, streams_of
 
 if os.environ.get("COLDIRON_REQUIRE_RAY") == "1":
     import ray
@@ -37,7 +37,6 @@ from agents.integrations.rllib import (
 from agents.registry import make_agent
 from coldiron_env.dealer import (
     DealStream,
-    read_audit,
     set_audit,
 )
 from coldiron_env.observation import ACTION_MASK_KEY, OBSERVATIONS_KEY

@@ -501,9 +501,9 @@ def test_a_zoo_run_deals_no_evaluation_deal(tiny_audited_run: tuple[Path, Path])
     """rl-zoo3 seeds env i with seed + i, the deals of evaluate.py --seed seed+i; through the
     launcher the training envs deal from the training stream and the periodic evaluation
     from the validation stream: no deck dealt is an evaluation seed's."""
-    from helpers import REPORT_SEED
+    from helpers import REPORT_SEED, read_audit
 
-    from coldiron_env.dealer import DealStream, read_audit
+    from coldiron_env.dealer import DealStream
 
     _, audit = tiny_audited_run
     records = read_audit(audit)

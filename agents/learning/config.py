@@ -284,6 +284,9 @@ class TrainingConfig(_Section):
     torch_threads: Count = Field(default=1, ge=1)
     progress_bar: bool = True
     log_interval: Count = Field(default=1, ge=1)
+    minutes: Number | None = Field(default=None, gt=0)
+    """The run's wall time here, at most (None: any); RL steps and rounds cut to fit it
+    (``training.TimeProbe``, docs/training.md#time-budget)."""
 
 
 class EvaluationConfig(_Section):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import io
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ Q_MARGIN: Final = 0.05  # DQfD-style margin between the teacher's Q and any othe
 MASKED_LOGIT: Final = -1e8  # logit given to illegal actions in the masked cross-entropy
 VALUE_LOSS_WEIGHT: Final = 0.5
 DAGGER_BATCH: Final = 256
+CHUNK: Final = 250  # teacher deals played between two looks at the clock (a time budget)
 """Games the student plays in lockstep while DAgger's teachers label them."""
 FORWARD_CHUNK: Final = 4096  # decisions per forward pass outside training (accuracy, logits)
 OBS_PREFIX: Final = "obs/"
@@ -291,9 +293,10 @@ def behaviour_clone(
     value_pretrain: bool = True,
     seed: int = 0,
     log: Callable[[str], None] = _quiet,
+    stop: Callable[[], bool] = lambda: False,
 ) -> dict[str, Any]:
     """Train ``model``'s network to imitate ``demos``; returns accuracy and loss figures.
-    Soft labels (``demos.targets``) need a flat actor-critic network."""
+    Soft labels (``demos.targets``) need a flat actor-critic network. ``stop()``: after an epoch."""
     cloner = _Cloner(model)
     if demos.targets is not None and (cloner.spec.recurrent or cloner.spec.family == "q_value"):
         raise ValueError("soft labels are for flat actor-critic networks")
@@ -306,6 +309,8 @@ def behaviour_clone(
     for done in range(1, epochs + 1):
         losses.append(epoch(cloner, demos, optimizer, batch_size, rng, value_pretrain))
         log(f"  imitation epoch {done}/{epochs}: loss {losses[-1]:.4f}")
+        if stop():
+            break
     model.policy.set_training_mode(False)
     if cloner.spec.family == "q_value":
         target: Any = model.policy
@@ -409,8 +414,10 @@ def warm_start(
     cfg: Config,
     teacher_factory: Callable[[str], Agent] | None = None,
     log: Callable[[str], None] = _quiet,
+    deadline: float = math.inf,
 ) -> dict[str, Any]:
-    """Collect ``cfg.imitation`` teacher episodes and clone them into ``model``."""
+    """Collect ``cfg.imitation`` teacher episodes and clone them into ``model``; to end by a
+    ``deadline`` (a time budget), fewer deals (half the time), epochs and DAgger deals."""
     im = cfg.imitation
     factory = teacher_factory or make_player  # a built-in player by name by default
     teacher = factory(im.teacher)
@@ -418,12 +425,17 @@ def warm_start(
     gamma = cfg.gamma
     win, lose = cfg.env.win_reward, cfg.env.loss_reward
     log(f"imitation: {im.teacher!r} plays {im.episodes} deals (win {win}, loss {lose})")
-    first = stream_seed(DealStream.IMITATION, im.seed)
-    demos = collect_demonstrations(teacher, cfg.env_kwargs(), im.episodes, first, gamma)
-    t1 = time.perf_counter()
+    first, parts = stream_seed(DealStream.IMITATION, im.seed), []
+    until = t0 + (deadline - t0) / 2
+    for n in range(0, im.episodes, CHUNK):  # a look at the clock between chunks
+        parts.append(collect_demonstrations(teacher, cfg.env_kwargs(), min(CHUNK, im.episodes - n),
+                                            first + n, gamma))  # fmt: skip
+        if time.perf_counter() + (time.perf_counter() - t0) / len(parts) > until:
+            break
+    demos, t1 = concat(parts), time.perf_counter()
     clone = functools.partial(behaviour_clone, model, batch_size=im.batch_size,
-                              learning_rate=im.learning_rate,
-                              value_pretrain=im.value_pretrain)  # fmt: skip
+                              learning_rate=im.learning_rate, value_pretrain=im.value_pretrain,
+                              stop=lambda: time.perf_counter() > deadline)  # fmt: skip
     stats = clone(demos, epochs=im.epochs, seed=cfg.seed, log=log)
     stats.update(
         teacher=im.teacher,
@@ -437,11 +449,12 @@ def warm_start(
         f"imitation: {len(demos)} decisions, teacher won {demos.wins}/{demos.episodes}; "
         f"accuracy {stats['accuracy_before']:.3f} -> {stats['accuracy_after']:.3f}"
     )
-    rounds = []
+    rounds, dagger = [], -(-im.dagger_episodes * demos.episodes // im.episodes)  # scaled
     for r in range(im.dagger_rounds):
-        t2 = time.perf_counter()
+        if (t2 := time.perf_counter()) > deadline:
+            break
         extra = collect_dagger(
-            model, lambda: factory(im.teacher), cfg.env_kwargs(), im.dagger_episodes,
+            model, lambda: factory(im.teacher), cfg.env_kwargs(), dagger,
             first + im.episodes + r * im.dagger_episodes, gamma,
         )  # fmt: skip
         demos = concat([demos, extra])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import math
 import os
 import pickle
 import re
@@ -26,6 +27,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, get_args
 from zipfile import BadZipFile
@@ -121,10 +123,14 @@ RECIPE_KEY: Final = "recipe"
 RESUME_MAY_CHANGE: Final = frozenset(
     {"training.total_timesteps", "expert_iteration.rounds",  # the budgets
      "training.progress_bar", "training.torch_threads", "training.device", "training.vec_env",
-     "training.log_interval", "expert_iteration.workers"}  # how it runs, not what it learns
+     "training.log_interval", "training.minutes", "expert_iteration.workers"}  # how it runs
 )  # fmt: skip
 """The config keys a resumed run may change (``vec_env``: the native and SB3's vector envs
 play the same games; ``workers``: the labels do not depend on it)."""
+IMITATION_SHARE: Final = 0.3  # of a time budget (training.minutes), the warm start's at most
+RL_SHARE: Final = 0.6  # of the time left when RL begins (training.minutes); rounds: the rest
+RL_SHARE_ALONE: Final = 0.95  # with no rounds; the rest: RL's last evaluation, the files
+PROBE_ROLLOUTS: Final = 2  # RL's rate is measured on the first rollouts
 RATE_KEYS: Final = ("win_rate", "ci_low", "ci_high")
 UNRECORDED: Final = frozenset({"agent", "seconds", "won_bits"})
 """The keys of ``AgentResult.to_dict`` an evaluation record leaves out."""
@@ -405,6 +411,7 @@ class RunCallback(BaseCallback):
         self._next_eval = self._next_ckpt = 0
         self._stage_kwargs: dict[str, Any] | None = None
         self._go_on = True
+        self._started = False  # learn() may be called twice: a time budget's rate probe first
         self.requests: list[int] = []
 
     def _on_training_start(self) -> None:
@@ -412,8 +419,9 @@ class RunCallback(BaseCallback):
         self._next_eval = _next_multiple(n, self.cfg.evaluation.freq)
         self._next_ckpt = _next_multiple(n, self.cfg.checkpoint.freq)
         self._stage_kwargs = self.cfg.stage_env_kwargs(n)
-        if not self.run.history or self.run.history[-1]["timesteps"] < n:
+        if not self._started and (not self.run.history or self.run.history[-1]["timesteps"] < n):
             self._report(self.evaluate())
+        self._started = True
 
     def _on_step(self) -> bool:
         n = self.model.num_timesteps
@@ -654,6 +662,54 @@ class Run:
     on_evaluation: Callable[[dict[str, Any]], bool] | None = None
     """Told each evaluation made while learning; returning False stops learning (a pruned
     tuning trial: the run ends as if its budget were spent)."""
+    deadline: float = math.inf
+    """When ``training.minutes`` ends, in ``time.perf_counter``'s seconds (inf: no budget)."""
+
+
+def time_left(run: Run) -> str:
+    return f"{max(run.deadline - time.perf_counter(), 0) / 60:.1f} min of the budget left"
+
+
+class TimeProbe(BaseCallback):
+    """RL's rate on its first rollouts; if RL's share of the time left cannot hold the config's
+    steps, the total is cut (config.yaml too) and ``learn`` ended (else nothing changes). A
+    machine that slows down later: ``learn`` ends with the share all the same (``late``)."""
+
+    def __init__(self, run: Run) -> None:
+        super().__init__(verbose=0)
+        self.run, self.n0, self.t0, self.share = run, 0, 0.0, 0.0
+        self.cut = self.done = self.late = False
+
+    def _on_training_start(self) -> None:  # after RunCallback's first evaluation
+        if not self.t0:  # the first learn() only
+            self.n0, self.t0 = self.num_timesteps, time.perf_counter()
+            share = RL_SHARE if self.run.cfg.expert_iteration.rounds else RL_SHARE_ALONE
+            self.share = share * (self.run.deadline - self.t0)
+
+    def _on_step(self) -> bool:
+        run, cfg, size = self.run, self.run.cfg, rollout_size(self.run.cfg)
+        probed = self.n0 + PROBE_ROLLOUTS * size
+        if self.done:
+            self.late = time.perf_counter() > self.t0 + self.share
+            return not self.late
+        if self.num_timesteps <= probed:
+            return True
+        self.done, rate = True, (probed - self.n0) / (time.perf_counter() - self.t0)
+        planned = cfg.training.total_timesteps
+        fits = self.n0 + int(rate * self.share) // size * size
+        run.meta["time_budget"] = {"minutes": cfg.training.minutes, "rl_steps_per_second":
+                                   round(rate), "rl_steps_configured": planned}  # fmt: skip
+        self.cut = fits < planned
+        if self.cut:
+            cfg.training.total_timesteps = max(fits, probed)
+            run.meta["time_budget"]["rl_steps_cut_to"] = cfg.training.total_timesteps
+            atomic_write_text(run.dir.config, dump_config(cfg))
+        run.log(
+            f"time budget: RL runs at {rate:,.0f} steps/s here: its share ({self.share / 60:.1f}"
+            f" min) holds {cfg.training.total_timesteps:,} of the {planned:,} steps configured; "
+            f"{time_left(run)}"
+        )
+        return not self.cut
 
 
 Phase = Callable[[Run], bool]
@@ -673,7 +729,9 @@ def imitation(run: Run) -> bool:
     if cfg.imitation.enabled:
         from agents.learning import imitation as cloning  # noqa: PLC0415 (looked up when called)
 
-        stats = cloning.warm_start(run.model, cfg, teacher_factory=run.teacher_factory, log=run.log)
+        now = time.perf_counter()  # the warm start's share of a time budget (inf: none)
+        until = now + IMITATION_SHARE * (run.deadline - now)
+        stats = cloning.warm_start(run.model, cfg, run.teacher_factory, run.log, until)
         atomic_write_json(run.dir.root / IMITATION_FILE, stats)
     save_checkpoint(run.model, run.dir, cfg, reason="start")  # a hard kill resumes from here
     run.meta.update(status=STATUS_RUNNING, package_version=coldiron_env.__version__)
@@ -703,16 +761,19 @@ def reinforcement_learning(run: Run) -> bool:
     stopped = False
     try:
         with recorded_signals() as requests:
+            callback.requests, t = requests, cfg.training
+            probe = [TimeProbe(run)] if run.deadline < math.inf else []
+            calls = CallbackList([callback, *probe, *run.extra_callbacks])
+            learn = partial(model.learn, callback=calls, log_interval=t.log_interval,
+                            tb_log_name=TB_RUN_NAME, progress_bar=t.progress_bar)  # fmt: skip
             if remaining > 0:
-                callback.requests = requests
-                model.learn(
-                    total_timesteps=remaining,
-                    callback=CallbackList([callback, *run.extra_callbacks]),
-                    log_interval=cfg.training.log_interval,
-                    tb_log_name=TB_RUN_NAME,
-                    reset_num_timesteps=not run.resumed,
-                    progress_bar=cfg.training.progress_bar,
-                )
+                learn(remaining, reset_num_timesteps=not run.resumed)
+            if probe and probe[0].cut and not requests:  # on to the total the time allows
+                learn(steps_to_train(cfg, model.num_timesteps), reset_num_timesteps=False)
+            if probe and probe[0].late and not requests:  # RL's time is up: it ends here
+                t.total_timesteps = run.meta["time_budget"]["rl_steps_cut_to"] = model.num_timesteps
+                atomic_write_text(run.dir.config, dump_config(cfg))
+                log(f"time budget: RL's share is up at {model.num_timesteps:,} steps")  # fmt: skip
         stopped = bool(requests)
     except KeyboardInterrupt:  # raised by a callback, or off the main thread
         stopped = True
@@ -754,14 +815,20 @@ def expert_iteration(run: Run) -> bool:
     labellers = Labellers(settings.workers, rollouts=settings.rollouts, targets=settings.targets,
                           soft_z=settings.soft_z)  # fmt: skip
     kept: dict[int, Demonstrations] = {}  # the kept rounds' labels: read from disk once
+    last, out_of_time = 0.0, False
     with recorded_signals() as requests, labellers:
         for r in range(len(rounds), settings.rounds):
+            if run.deadline - time.perf_counter() < last:  # the last round says it won't fit
+                out_of_time = True
+                break
             t0 = time.perf_counter()
             first = stream_seed(DealStream.SEARCH, cfg.seed, r * settings.episodes)
             demos = labellers.label(
-                agent, settings.budget, settings.episodes, first, gamma, lambda: bool(requests)
-            )
+                agent, settings.budget, settings.episodes, first, gamma,
+                lambda: bool(requests) or time.perf_counter() > run.deadline,
+            )  # fmt: skip
             if demos is None:
+                out_of_time = not requests
                 break
             t1 = time.perf_counter()
             clone_on, before = demos, None
@@ -800,12 +867,19 @@ def expert_iteration(run: Run) -> bool:
             )
             validation = evaluate_model(model, cfg.env_kwargs(), eval_seeds(cfg))
             record["validation_win_rate"] = validation.win_rate
-            log(f"  validation deals won: {validation.win_rate:.2%}")
+            left = f"; {time_left(run)}" if run.deadline < math.inf else ""
+            log(f"  validation deals won: {validation.win_rate:.2%}{left}")
             rounds.append(record)
             commit_round(root, model, cfg, start, rounds)
             forget_labels(root, r + 2 - settings.keep_rounds)  # keeps those round r + 1 needs
+            last = time.perf_counter() - t0
             if requests:
                 break
+    if out_of_time:
+        log(f"time budget: {len(rounds)} of {settings.rounds} round(s) fit")
+        run.meta.setdefault("time_budget", {})["rounds_configured"] = settings.rounds
+        settings.rounds = len(rounds)
+        atomic_write_text(run.dir.config, dump_config(cfg))
     stopped = len(rounds) < settings.rounds
     if stopped:
         log(f"\ninterrupted during expert iteration: {len(rounds)} round(s) kept")
@@ -855,6 +929,9 @@ def train(
     run = _reopen(cfg, RunDir(resume), log) if resume else _start(cfg, out, config_file, log)
     run.teacher_factory, run.extra_callbacks = teacher_factory, extra_callbacks
     run.on_evaluation = on_evaluation
+    if cfg.training.minutes is not None:
+        run.deadline = t_start + 60 * cfg.training.minutes
+        log(f"time budget: {cfg.training.minutes:g} min (training.minutes)")
     stopped = False
     try:
         for phase in PHASES:

@@ -10,16 +10,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import load_file, network_weights, streams_of
+from helpers import load_file, network_weights, read_audit, streams_of
 
 pytest.importorskip("sb3_contrib")
+
 
 from agents.evaluation.arena import deal_decks
 from agents.learning.config import load_config
 from agents.learning.provenance import META_FILE, file_hashes
 from agents.learning.sb3_agent import CONFIG_FILE, MODEL_FILE, SB3Agent
 from agents.registry import SHIPPED_MODELS, make_agent
-from coldiron_env.dealer import DealStream, read_audit
+from coldiron_env.dealer import DealStream
 
 ROOT = Path(__file__).resolve().parents[2]
 finetune = load_file(ROOT / "lab" / "experiments" / "rl_finetune.py", "_script_rl_finetune")
