@@ -12,17 +12,21 @@ from pathlib import Path
 from typing import Final
 
 import pytest
-from hypothesis import settings
-from hypothesis.configuration import set_hypothesis_home_dir
 
 TESTS_DIR = Path(__file__).resolve().parent
 ROOT = TESTS_DIR.parent
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
-settings.register_profile("coldiron", database=None)  # no example database in the checkout
-settings.load_profile("coldiron")
-set_hypothesis_home_dir(tempfile.mkdtemp(prefix="coldiron-hypothesis-"))  # nor its other files
+try:  # a venv for one integration's tests alone (RLlib's: .ci/run) has no Hypothesis
+    from hypothesis import settings
+    from hypothesis.configuration import set_hypothesis_home_dir
+except ImportError:
+    pass
+else:
+    settings.register_profile("coldiron", database=None)  # no example database in the checkout
+    settings.load_profile("coldiron")
+    set_hypothesis_home_dir(tempfile.mkdtemp(prefix="coldiron-hypothesis-"))  # nor its files
 
 UNWATCHED: Final = frozenset(
     {".git", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", "build"}
