@@ -698,7 +698,8 @@ def web_pages() -> str:
 
 PRODUCT_LINES_JSON: Final = RECORDS / "product_lines.json"
 PRODUCT_FOLDERS: Final = (
-    "coldiron_env", "agents/players", "agents/evaluation", "agents/learning", "agents", "scripts"
+    "coldiron_env", "agents/players", "agents/evaluation", "agents/learning", "agents/web",
+    "agents", "scripts",
 )  # fmt: skip
 
 
