@@ -424,7 +424,8 @@ def warm_start(
     t0 = time.perf_counter()
     gamma = cfg.gamma
     win, lose = cfg.env.win_reward, cfg.env.loss_reward
-    log(f"imitation: {im.teacher!r} plays {im.episodes} deals (win {win}, loss {lose})")
+    upto = "up to " if deadline < math.inf else ""  # a time budget may play fewer
+    log(f"imitation: {im.teacher!r} plays {upto}{im.episodes} deals (win {win}, loss {lose})")
     first, parts = stream_seed(DealStream.IMITATION, im.seed), []
     until = t0 + (deadline - t0) / 2
     for n in range(0, im.episodes, CHUNK):  # a look at the clock between chunks
