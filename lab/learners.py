@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -45,9 +44,10 @@ import yaml
 
 from agents.atomic import atomic_write_json
 from agents.evaluation.arena import evaluate, unpack_wins
-from agents.evaluation.stats import mcnemar, wilson_interval
+from agents.evaluation.stats import mcnemar
 from agents.gitinfo import code_stamp
-from agents.learning.multiseed import t_critical
+from agents.learning.multiseed import SeedRun, aggregate, t_critical
+from lab.main_job import cpu_name as model_name
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 PYTHON: Final = sys.executable
@@ -220,13 +220,12 @@ READERS: Final = {"sb3": sb3_run, "rllib": rllib_run, "zoo": zoo_run}
 
 
 def cpu_name() -> str:
-    """The CPU's model name and its widest vector unit (machines of our kind differ)."""
+    """The CPU's model name (as the main job's record names it), its cores and its widest
+    vector unit (machines of our kind differ several-fold in floating point)."""
     info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
-    model = next((ln.split(":", 1)[1].strip() for ln in info.splitlines()
-                  if ln.startswith("model name")), platform.processor())  # fmt: skip
     flags = next((ln for ln in info.splitlines() if ln.startswith("flags")), "")
     unit = "AVX-512" if " avx512f" in flags else "AVX2" if " avx2" in flags else "no AVX2"
-    return f"{model}, {os.cpu_count()} cores, {unit}"
+    return f"{model_name()}, {os.cpu_count()} cores, {unit}"
 
 
 def t_interval(values: list[float]) -> tuple[float, float, float]:
@@ -301,10 +300,11 @@ def evaluate_elsewhere(python: str, model: Path, episodes: int, seed: int) -> li
 
 
 def row(learner: Learner, runs: list[dict[str, Any]], episodes: int) -> dict[str, Any]:
-    """A learner's figures over its seeds."""
-    rates = [r["win_rate"] for r in runs]
-    wins = sum(r["wins"] for r in runs)
-    diffs = [r["paired"]["difference"] for r in runs]
+    """A learner's figures over its seeds: the win rates as ``evaluate.py`` aggregates seeds
+    (``multiseed.aggregate``), the paired differences (which may be negative) by
+    :func:`t_interval`."""
+    agg = aggregate([SeedRun(r["run"], r["seed"], r["wins"], episodes) for r in runs])
+    t95 = [agg.mean, agg.t_low, agg.t_high] if agg.t_low is not None else [agg.mean] * 3
     seconds = [r["seconds"] for r in runs]
     steps = [r["env_steps"] for r in runs]
     return {
@@ -313,10 +313,10 @@ def row(learner: Learner, runs: list[dict[str, Any]], episodes: int) -> dict[str
         "recipe": learner.recipe,
         "variant": learner.variant,
         "seeds": len(runs),
-        "win_rate_t95": t_interval(rates),
-        "pooled_wins": wins,
-        "pooled_wilson95": list(wilson_interval(wins, episodes * len(runs))),
-        "difference_t95": t_interval(diffs),
+        "win_rate_t95": t95,
+        "pooled_wins": agg.pooled_wins,
+        "pooled_wilson95": [agg.pooled_low, agg.pooled_high],
+        "difference_t95": t_interval([r["paired"]["difference"] for r in runs]),
         "steps_per_second": sum(steps) / sum(seconds),
         "mean_seconds": sum(seconds) / len(seconds),
         "runs": runs,

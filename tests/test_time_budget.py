@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import torch
-from test_training import tiny
+from test_training import _one_torch_thread, tiny  # noqa: F401 (its autouse fixture too)
 
 from agents.learning import imitation, training
 from agents.learning.config import ConfigError, config_from_dict, load_config
@@ -20,14 +20,6 @@ from agents.learning.training import PROBE_ROLLOUTS, rollout_size, train
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGURED = 20_000  # steps the tiny config asks for: a tiny budget of time cannot hold them
-
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread() -> Any:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _config(minutes: float | None, steps: int = CONFIGURED, imitation: bool = False) -> Any:

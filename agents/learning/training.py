@@ -677,7 +677,7 @@ class TimeProbe(BaseCallback):
 
     def __init__(self, run: Run) -> None:
         super().__init__(verbose=0)
-        self.run, self.n0, self.t0, self.share = run, 0, 0.0, 0.0
+        self.run, self.size, self.n0, self.t0, self.share = run, rollout_size(run.cfg), 0, 0.0, 0.0
         self.cut = self.done = self.late = False
 
     def _on_training_start(self) -> None:  # after RunCallback's first evaluation
@@ -686,13 +686,12 @@ class TimeProbe(BaseCallback):
             share = RL_SHARE if self.run.cfg.expert_iteration.rounds else RL_SHARE_ALONE
             self.share = share * (self.run.deadline - self.t0)
 
-    def _on_step(self) -> bool:
-        run, cfg, size = self.run, self.run.cfg, rollout_size(self.run.cfg)
-        probed = self.n0 + PROBE_ROLLOUTS * size
+    def _on_step(self) -> bool:  # every step: a clock read once the rate is known
         if self.done:
             self.late = time.perf_counter() > self.t0 + self.share
             return not self.late
-        if self.num_timesteps <= probed:
+        run, cfg, size = self.run, self.run.cfg, self.size
+        if self.num_timesteps <= (probed := self.n0 + PROBE_ROLLOUTS * size):
             return True
         self.done, rate = True, (probed - self.n0) / (time.perf_counter() - self.t0)
         planned = cfg.training.total_timesteps
