@@ -1,18 +1,18 @@
 """Which learner for Cold Iron: every shipped recipe at one budget of env steps, 3 seeds each.
 
-    .venv/bin/python -m lab.learners train --budget 500000 --seeds 0 1 2 \\
-        --runs /work/runs/learners --workers 2
+    .venv/bin/python -m lab.learners train --budget 2000000 --seeds 0 1 2 \\
+        --runs /work/runs/learners-2m --workers 2
     .venv/bin/python -m lab.looks --why "issue 52: the learners' table" -- \\
-        .venv/bin/python -m lab.learners report --runs /work/runs/learners \\
-        --seed 20261130 --episodes 10000 --json docs/records/learners.json
+        .venv/bin/python -m lab.learners report --runs /work/runs/learners-2m \\
+        --budget 2000000 --seed 20261130 --episodes 10000 --json docs/records/learners.json
 
-``train`` runs every learner of :data:`LEARNERS` (resuming a run a stop cut short, skipping
-one that finished): each SB3 recipe is its shipped config with the budget, the seed, one
-torch thread, no expert iteration (labelled by a search: not an RL budget), no imitation of
-the heuristic ("scratch": every row learns from the env's reward alone, but one: the default
-recipe with its imitation warm start as shipped, for reference) and its validation every tenth
-of the budget; RLlib's PPO and rl-zoo3's ``ppo_mask`` (no imitation in either) are run
-by the product's own commands, their checkpoints scored on the same validation deals.
+``train`` runs every learner of :data:`LEARNERS` that has not finished (a run a stop cut
+short starts again, so that its wall time is its own): each SB3 recipe is its shipped config
+with the budget, the seed, one torch thread, no expert iteration (labelled by a search: not
+an RL budget), its validation every tenth of the budget, and either no imitation of the
+heuristic ("scratch": the env's reward alone) or its imitation warm start as the config
+ships it ("imitation"); RLlib's PPO and rl-zoo3's ``ppo_mask`` (no imitation in either) are
+run by the product's own commands, their checkpoints scored on the same validation deals.
 
 ``plot --json RECORD --png docs/learners.png`` draws the curves from the record.
 
@@ -79,10 +79,12 @@ SB3_RECIPES: Final = ("maskable_ppo", "maskable_ppo_wide", "ppo", "a2c", "dqn", 
 LEARNERS: Final = (
     *(Learner(r, "sb3", f"configs/{r}.yaml", SCRATCH) for r in SB3_RECIPES),
     Learner("maskable_ppo_scratch", "sb3", "configs/maskable_ppo_scratch.yaml", SCRATCH),
-    Learner("maskable_ppo", "sb3", "configs/maskable_ppo.yaml", IMITATION),  # the default's start
     Learner("rllib_ppo", "rllib", "configs/rllib/ppo.yaml", SCRATCH),
     Learner("zoo_ppo_mask", "zoo", "configs/rl_zoo3/ppo_mask.yml", SCRATCH),
+    *(Learner(r, "sb3", f"configs/{r}.yaml", IMITATION) for r in SB3_RECIPES),  # as shipped
 )
+"""The rows: every recipe from scratch, and the seven SB3 configs also as they ship, with
+their imitation of ``heuristic`` (RLlib's PPO and rl-zoo3's ``ppo_mask`` have none)."""
 
 
 def sb3_config(learner: Learner, budget: int, seed: int) -> dict[str, Any]:
@@ -100,11 +102,9 @@ def sb3_config(learner: Learner, budget: int, seed: int) -> dict[str, Any]:
 
 
 def command(learner: Learner, runs: Path, budget: int, seed: int) -> list[str]:
-    """The product's command that trains this run (resuming it if a stop cut it short)."""
+    """The product's command that trains this run."""
     out = learner.run_dir(runs, seed)
     if learner.kind == "sb3":
-        if (out / "meta.json").is_file():
-            return [PYTHON, "scripts/train.py", "--resume", str(out), "--no-progress-bar"]
         config = runs / "configs" / f"{out.name}.yaml"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(yaml.safe_dump(sb3_config(learner, budget, seed), sort_keys=False))
@@ -134,8 +134,8 @@ def finished(learner: Learner, runs: Path, seed: int) -> bool:
 def train_one(learner: Learner, runs: Path, budget: int, seed: int) -> tuple[str, int, float]:
     """Train one run (its log beside it); (run name, exit status, wall seconds)."""
     out = learner.run_dir(runs, seed)
-    if learner.kind != "sb3" and out.exists() and not finished(learner, runs, seed):
-        subprocess.run(["rm", "-rf", str(out)], check=True)  # no resume there: start again
+    if out.exists() and not finished(learner, runs, seed):  # its wall time must be its own:
+        subprocess.run(["rm", "-rf", str(out)], check=True)  # a run a stop cut starts again
     out.parent.mkdir(parents=True, exist_ok=True)
     argv = command(learner, runs, budget, seed)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -331,14 +331,16 @@ def plot_curves(doc: dict[str, Any], path: Path) -> Path:
 
     plt = pyplot()
     fig, (by_steps, by_time) = plt.subplots(1, 2, figsize=(12.0, 5.0), sharey=True)
-    for i, row_ in enumerate(doc["rows"]):
+    names = list(dict.fromkeys(r["learner"] for r in doc["rows"]))  # a colour a recipe
+    for row_ in doc["rows"]:
         curves = [r["curve"] for r in row_["runs"]]
         n = min(len(c) for c in curves)
         rate = [[PERCENT * c[k]["win_rate"] for c in curves] for k in range(n)]
         mean = [sum(v) / len(v) for v in rate]
         low, high = [min(v) for v in rate], [max(v) for v in rate]
         label = f"{row_['learner']} ({row_['variant']})"
-        style = {"color": f"C{i % 10}", "linestyle": "-" if i < 10 else "--"}
+        style = {"color": f"C{names.index(row_['learner']) % 10}",
+                 "linestyle": "--" if row_["variant"] == IMITATION else "-"}  # fmt: skip
         for ax, key in ((by_steps, "env_steps"), (by_time, "seconds")):
             xs = [sum(c[k][key] for c in curves) / len(curves) for k in range(n)]
             if key == "seconds":

@@ -32,7 +32,8 @@ def test_an_sb3_row_is_its_config_at_the_budget(learner: learners.Learner) -> No
 def test_every_shipped_recipe_has_a_scratch_row_and_rllib_and_zoo_are_there() -> None:
     names = {(x.name, x.variant) for x in learners.LEARNERS}
     for recipe in learners.SB3_RECIPES:
-        assert (recipe, learners.SCRATCH) in names
+        assert (recipe, learners.SCRATCH) in names  # the env's reward alone
+        assert (recipe, learners.IMITATION) in names  # and as the config ships
         assert (learners.ROOT / "configs" / f"{recipe}.yaml").is_file()
     assert {x.kind for x in learners.LEARNERS} == {"sb3", "rllib", "zoo"}
     for x in learners.LEARNERS:
@@ -72,3 +73,22 @@ def test_a_row_pools_the_seeds_and_the_table_shows_it(tmp_path: Path) -> None:
     assert "+0.00 [" in table and "| 0.1 |" in table  # minutes a run: 6 s on average
     png = learners.plot_curves(doc, tmp_path / "curves.png")
     assert png.stat().st_size > 0
+
+
+def test_a_run_a_stop_cut_starts_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    learner = learners.LEARNERS[0]
+    out = learner.run_dir(tmp_path, 0)
+    out.mkdir(parents=True)
+    (out / "meta.json").write_text(json.dumps({"status": "running"}))  # cut short
+    seen: list[bool] = []
+
+    def command(*_: object) -> list[str]:
+        seen.append(out.exists())
+        return ["true"]
+
+    monkeypatch.setattr(learners, "command", command)
+    name, code, _ = learners.train_one(learner, tmp_path, BUDGET, 0)
+    assert (name, code) == (out.name, 0) and seen == [False]  # gone before the command ran
+    out.mkdir()
+    (out / "meta.json").write_text(json.dumps({"status": "completed"}))
+    assert learners.finished(learner, tmp_path, 0)  # a finished one is kept (train skips it)
