@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -135,7 +136,7 @@ def train_one(learner: Learner, runs: Path, budget: int, seed: int) -> tuple[str
     """Train one run (its log beside it); (run name, exit status, wall seconds)."""
     out = learner.run_dir(runs, seed)
     if out.exists() and not finished(learner, runs, seed):  # its wall time must be its own:
-        subprocess.run(["rm", "-rf", str(out)], check=True)  # a run a stop cut starts again
+        shutil.rmtree(out)  # a run a stop cut starts again
     out.parent.mkdir(parents=True, exist_ok=True)
     argv = command(learner, runs, budget, seed)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
