@@ -47,6 +47,7 @@ from agents.atomic import atomic_write_json
 from agents.evaluation.arena import evaluate, unpack_wins
 from agents.evaluation.stats import mcnemar
 from agents.gitinfo import code_stamp
+from agents.learning.algorithms import ALGORITHMS
 from agents.learning.multiseed import SeedRun, aggregate, t_critical
 from lab.main_job import cpu_name as model_name
 
@@ -73,6 +74,15 @@ class Learner:
 
     def run_dir(self, runs: Path, seed: int) -> Path:
         return runs / f"{self.name}-{self.variant}-s{seed}"
+
+    @property
+    def masks(self) -> bool:
+        """Whether it learns with the action mask (RLlib's and rl-zoo3's PPO do; an SB3 config
+        does if its algorithm does: the others are masked only when they play)."""
+        if self.kind != "sb3":
+            return True
+        cfg = yaml.safe_load((ROOT / self.recipe).read_text(encoding="utf-8"))
+        return ALGORITHMS[cfg["algorithm"]["name"]].supports_masks
 
 
 SB3_RECIPES: Final = ("maskable_ppo", "maskable_ppo_wide", "ppo", "a2c", "dqn", "qrdqn",
@@ -313,6 +323,7 @@ def row(learner: Learner, runs: list[dict[str, Any]], episodes: int) -> dict[str
         "kind": learner.kind,
         "recipe": learner.recipe,
         "variant": learner.variant,
+        "masks": learner.masks,
         "seeds": len(runs),
         "win_rate_t95": t95,
         "pooled_wins": agg.pooled_wins,

@@ -39,13 +39,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
-import yaml
 
 from agents.atomic import atomic_write_text
 from agents.evaluation.arena import markdown_table, unpack_wins
 from agents.evaluation.plots import pyplot
 from agents.evaluation.stats import mcnemar, wilson_interval
-from agents.learning.algorithms import ALGORITHMS
 from agents.registry import MODELS_DIR
 from lab import RECORDS, ROOT
 from lab.looks import LOOK_LOG, REPORT_SEED, read_looks
@@ -876,15 +874,6 @@ def calibration(path: str) -> str:
     )
 
 
-def trains_with_masks(row: dict[str, Any]) -> bool:
-    """Whether a learners' row learns with the action mask (RLlib's and rl-zoo3's PPO do; an
-    SB3 config does if its algorithm does: the others are masked only when they play)."""
-    if row["kind"] != "sb3":
-        return True
-    cfg = yaml.safe_load((ROOT / row["recipe"]).read_text(encoding="utf-8"))
-    return ALGORITHMS[cfg["algorithm"]["name"]].supports_masks
-
-
 def learners(path: str) -> str:
     """A ``lab/learners.py report`` record: every recipe at one budget over its seeds."""
     doc = _load(ROOT / path)
@@ -897,7 +886,7 @@ def learners(path: str) -> str:
         mean, low, high = r["win_rate_t95"]
         d_mean, d_low, d_high = r["difference_t95"]
         rows.append(
-            [f"`{r['learner']}`", r["variant"], "yes" if trains_with_masks(r) else "no",
+            [f"`{r['learner']}`", r["variant"], "yes" if r["masks"] else "no",
              str(r["seeds"]),
              f"{_pct(mean)} {_interval(max(low, 0.0), high)}",
              " ".join(f"{PERCENT * run['win_rate']:.2f}" for run in r["runs"]),

@@ -13,7 +13,6 @@ from scipy import stats
 from agents.learning.config import config_from_dict
 from lab import learners
 from lab.tables import learners as learners_table
-from lab.tables import trains_with_masks
 
 BUDGET = 300_000
 
@@ -96,9 +95,9 @@ def test_a_run_a_stop_cut_starts_again(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_the_masks_column_says_which_learners_train_with_the_mask() -> None:
-    rows = {(x.name, x.variant): {"kind": x.kind, "recipe": x.recipe} for x in learners.LEARNERS}
-    assert trains_with_masks(rows["maskable_ppo", learners.SCRATCH])
-    assert trains_with_masks(rows["rllib_ppo", learners.SCRATCH])
-    assert trains_with_masks(rows["zoo_ppo_mask", learners.SCRATCH])
+    rows = {(x.name, x.variant): x for x in learners.LEARNERS}
+    assert rows["maskable_ppo", learners.SCRATCH].masks
+    assert rows["rllib_ppo", learners.SCRATCH].masks
+    assert rows["zoo_ppo_mask", learners.SCRATCH].masks
     for name in ("ppo", "a2c", "dqn", "qrdqn", "recurrent_ppo"):  # masked only when they play
-        assert not trains_with_masks(rows[name, learners.IMITATION]), name
+        assert not rows[name, learners.IMITATION].masks, name
