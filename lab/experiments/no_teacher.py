@@ -115,7 +115,7 @@ def sb3_curves(folder: Path) -> dict[str, Any]:
 def rllib_curves(record: Path) -> dict[str, Any]:
     """An RLlib record's validation history (``curve``: env steps, win rate)."""
     curve = json.loads(record.read_text())["curve"]
-    return {"rl": [[0, 0.0]] + [[p["env_steps"], p["win_rate"]] for p in curve], "rounds": []}
+    return {"rl": [[p["env_steps"], p["win_rate"]] for p in curve], "rounds": []}
 
 
 def run_curves(path: Path) -> dict[str, Any]:
