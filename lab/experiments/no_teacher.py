@@ -153,13 +153,15 @@ def plot(record: dict[str, Any], png: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5), width_ratios=(3, 2))
-    for name, run in record["runs"].items():
+    runs = record["runs"]
+    for rank, (name, run) in enumerate(runs.items()):
+        on_top = {"zorder": len(runs) - rank}  # over a later run that shares its start
         if run["rl"]:
             steps, rate = np.array(run["rl"], dtype=float).T
-            left.plot(steps / 1e6, 100 * rate, marker=".", label=name)
+            left.plot(steps / 1e6, 100 * rate, marker=".", label=name, **on_top)
         if run["rounds"]:
             rounds, rate = np.array(run["rounds"], dtype=float).T
-            right.plot(rounds, 100 * rate, marker=".", label=name)
+            right.plot(rounds, 100 * rate, marker=".", label=name, **on_top)
     for axis, xlabel in ((left, "env steps (millions)"), (right, "expert-iteration round")):
         axis.axhline(100 * record["heuristic"], color="k", linestyle=":", label="heuristic")
         axis.set_xlabel(xlabel)
