@@ -49,6 +49,7 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from agents.atomic import atomic_write_json  # noqa: E402
+from agents.evaluation.arena import validation_decks  # noqa: E402
 from agents.gitinfo import code_stamp  # noqa: E402
 from coldiron_env.actions import (  # noqa: E402
     BONUS,
@@ -61,7 +62,7 @@ from coldiron_env.actions import (  # noqa: E402
     STOP,
     THREATEN,
 )
-from coldiron_env.dealer import DealStream, stream_seed  # noqa: E402
+from coldiron_env.dealer import DealStream, shuffled_decks, stream_seed  # noqa: E402
 
 if TYPE_CHECKING:
     from coldiron_env.game import Games
@@ -229,13 +230,11 @@ def profile(spec: str, deals: int) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------ bias search
-def env_decks(seeds: Sequence[int]) -> np.ndarray:
-    """The decks ``env.reset(seed=s)`` deals, one row a seed (the env's own dealer)."""
-    from gymnasium.utils import seeding
-
-    from coldiron_env.dealer import Dealer
-
-    return np.array([Dealer().deal(seeding.np_random(s)[0]) for s in seeds], dtype=np.int8)
+def training_decks(seed: int, deals: int) -> np.ndarray:
+    """The env's deals on ``reset(seed=stream_seed(DealStream.TRAINING, seed, k))``, ``k <
+    deals``: the training-stream twin of :func:`agents.evaluation.arena.validation_decks`."""
+    seeds = (stream_seed(DealStream.TRAINING, seed, k) for k in range(deals))
+    return np.stack([shuffled_decks(np.random.default_rng(s), 1)[0] for s in seeds])
 
 
 def play_biased(net: Any, bias: np.ndarray, decks: np.ndarray) -> Games:
@@ -287,7 +286,7 @@ def bias_search(
         raise SystemExit(f"{model}: not a trained network")
     net = policy_net(agent)
     rng = np.random.default_rng(seed)
-    validation = env_decks(validation_seeds(VALIDATION_DEALS))
+    validation = validation_decks(VALIDATION_SEED, VALIDATION_DEALS)
     dim = QUARTERS * len(KINDS)
     mean, spread = np.zeros(dim), np.full(dim, sigma)
     record: dict[str, Any] = {
@@ -308,7 +307,7 @@ def bias_search(
     for gen in range(generations):
         start = time.perf_counter()
         train_seed = BIAS_SEED_OFFSET + 1000 * seed + gen  # fresh deals each generation
-        train = env_decks([stream_seed(DealStream.TRAINING, train_seed, k) for k in range(deals)])
+        train = training_decks(train_seed, deals)
         candidates = mean + spread * rng.standard_normal((population, dim))
         candidates[0] = mean  # the last mean, scored on the same deals as its children
         fitness = np.array([win_rate(play_biased(net, c, train)) for c in candidates])
@@ -338,7 +337,7 @@ def bias_grid(model: str) -> dict[str, Any]:
     from coldiron_env.batched import OUTCOME_NAMES
 
     net = network(model)
-    validation = env_decks(validation_seeds(VALIDATION_DEALS))
+    validation = validation_decks(VALIDATION_SEED, VALIDATION_DEALS)
     rows = []
     for what, cells in GRID:
         table = np.zeros((QUARTERS, len(KINDS)))

@@ -11,6 +11,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from agents.evaluation.arena import validation_decks
 from agents.players.baselines import ThreatenAgent
 from agents.players.policy_net import PolicyNet
 from coldiron_env.actions import ACTION_LABELS, ACTION_NAMES, NUM_ACTIONS
@@ -47,7 +48,7 @@ def test_a_bias_that_always_threatens_plays_the_threaten_player_deal_by_deal() -
     bias = np.zeros((no_teacher.QUARTERS, len(no_teacher.KINDS)))
     bias[:, no_teacher.KINDS.index("threaten")] = 1e6
     bias[:, no_teacher.KINDS.index("bonus")] = 1e6  # threaten takes the bonus, as it does
-    games = no_teacher.play_biased(tiny_net(), bias.ravel(), no_teacher.env_decks(seeds))
+    games = no_teacher.play_biased(tiny_net(), bias.ravel(), validation_decks(3, DEALS))
     env, agent, expected = gym.make("coldiron_env:coldiron/ColdIron-v0"), ThreatenAgent(), []
     for seed in seeds:
         obs, info = env.reset(seed=seed)
@@ -62,7 +63,7 @@ def test_a_bias_that_always_threatens_plays_the_threaten_player_deal_by_deal() -
 def test_the_bias_acts_by_quarter_of_the_night() -> None:
     """Threatening all night, but Resting (a card drawn and thrown away) from turn 19, or from
     turn 13: the hands are the threaten player's as they were after turn 18, or turn 12."""
-    decks = no_teacher.env_decks(no_teacher.validation_seeds(DEALS))
+    decks = validation_decks(no_teacher.VALIDATION_SEED, DEALS)
     kind = no_teacher.KINDS.index
     tables = np.zeros((3, no_teacher.QUARTERS, len(no_teacher.KINDS)))
     tables[:, :, [kind("threaten"), kind("bonus")]] = 1e6
