@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from coldiron_env.actions import PHASE_BONUS, PHASE_IRON, PHASE_NAMES, PHASE_OVER, PHASE_TURN
-from coldiron_env.analysis import COURT_MASK, FULL_DECK_MASK, JOKER_MASK, NUMBERED_MASK
+from coldiron_env.analysis import COURT_MASK, FULL_DECK_MASK, JOKER_MASK
 from coldiron_env.cards import CARD_CODES, DECK_SIZE, FIRST_JOKER, JOKER_CODE, parse_card
 from coldiron_env.dealer import relabel_jokers
 from coldiron_env.game import Game, Games, pending_bonus_source, suits_done_of
@@ -83,11 +83,6 @@ class Knowledge:
     def unseen(self) -> int:
         """Bit mask of the cards not seen: exactly the deck's contents."""
         return FULL_DECK_MASK & ~self.seen
-
-    @property
-    def unseen_numbered(self) -> int:
-        """Bit mask of the numbered cards still in the deck."""
-        return NUMBERED_MASK & ~self.seen
 
     @property
     def unseen_courts(self) -> int:

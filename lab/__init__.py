@@ -12,7 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
+import numpy as np
+
 ROOT: Final = Path(__file__).resolve().parent.parent
 """The checkout the lab lives in."""
 RECORDS: Final = ROOT / "lab" / "records"
 """The lab's committed records (research results, the look log, the experiment log)."""
+
+
+def unpack_wins(bits: str, episodes: int) -> list[bool]:
+    """The per-deal wins ``agents.evaluation.arena.pack_wins`` wrote into a record."""
+    unpacked = np.unpackbits(np.frombuffer(bytes.fromhex(bits), dtype=np.uint8))[:episodes]
+    return [bool(x) for x in unpacked]

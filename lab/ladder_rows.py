@@ -39,7 +39,6 @@ from agents.evaluation.arena import (
     AgentResult,
     ResultKind,
     decks_of,
-    unpack_wins,
 )
 from agents.gitinfo import code_stamp
 from agents.ladder import (
@@ -54,6 +53,7 @@ from agents.ladder import (
 )
 from agents.players.base import Agent
 from agents.registry import make_agent, set_torch_threads
+from lab import unpack_wins
 from lab.solver import UNKNOWN, UNWINNABLE, WINNABLE, Solved, solve_decks
 
 EXIT_ERROR: Final = 2

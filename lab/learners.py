@@ -44,11 +44,12 @@ from typing import Any, Final
 import yaml
 
 from agents.atomic import atomic_write_json
-from agents.evaluation.arena import evaluate, unpack_wins
+from agents.evaluation.arena import evaluate
 from agents.evaluation.stats import mcnemar
 from agents.gitinfo import code_stamp
 from agents.learning.algorithms import ALGORITHMS
 from agents.learning.multiseed import SeedRun, aggregate, t_critical
+from lab import unpack_wins
 from lab.main_job import cpu_name as model_name
 
 ROOT: Final = Path(__file__).resolve().parents[1]

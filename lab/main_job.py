@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from agents.atomic import atomic_write_json, check_writable
-from agents.evaluation.arena import AgentResult, unpack_wins
+from agents.evaluation.arena import AgentResult
 from agents.evaluation.stats import mcnemar
 from agents.gitinfo import git_commit, git_dirty, utc_now
-from lab import ROOT
+from lab import ROOT, unpack_wins
 from lab.looks import REPORT_SEED, command_deals, record_look
 
 MAIN: Final = ROOT / "scripts" / "main.py"

@@ -41,11 +41,11 @@ from typing import Any, Final
 import numpy as np
 
 from agents.atomic import atomic_write_text
-from agents.evaluation.arena import markdown_table, unpack_wins
+from agents.evaluation.arena import markdown_table
 from agents.evaluation.plots import pyplot
 from agents.evaluation.stats import mcnemar, wilson_interval
 from agents.registry import MODELS_DIR
-from lab import RECORDS, ROOT
+from lab import RECORDS, ROOT, unpack_wins
 from lab.looks import LOOK_LOG, REPORT_SEED, read_looks
 
 DOCS: Final = ROOT / "docs"

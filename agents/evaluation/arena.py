@@ -213,12 +213,6 @@ def pack_wins(won: Sequence[bool]) -> str:
     return np.packbits(np.asarray(won, dtype=bool)).tobytes().hex()
 
 
-def unpack_wins(bits: str, episodes: int) -> list[bool]:
-    """The per-deal wins :func:`pack_wins` wrote."""
-    unpacked = np.unpackbits(np.frombuffer(bytes.fromhex(bits), dtype=np.uint8))[:episodes]
-    return [bool(x) for x in unpacked]
-
-
 def check_decks(decks: np.ndarray) -> None:
     """Refuse, naming the deal, decks that are not rows of each card id once."""
     if decks.shape[1:] != (DECK_SIZE,):

@@ -66,6 +66,7 @@ from coldiron_env.actions import (
     LEGAL_ACTIONS,
     PHASE_OVER,
     PHASE_TURN,
+    RACK_ACTIONS,
     RACK_TARGETS,
     REST,
     THREATEN,
@@ -94,6 +95,7 @@ class PlannerConfig:
     min_discordant: int = 3  # switch or stop only with this many more orders in its favour
     plan_from_turn: int = 18  # the base policy plays alone before this turn
     racks: int = RACKS_CONSIDERED  # best-scoring racks offered as alternatives
+    rank_racks: bool = True  # False: every rack with an unseen target (no hand-written ranking)
     params: HeuristicParams = DEFAULT_PARAMS  # the heuristic (base and rollout policy)
 
     def __post_init__(self) -> None:
@@ -116,6 +118,7 @@ BUDGETS: Final[dict[str, PlannerConfig]] = {
     "planner-small": PlannerConfig(samples=256, batch=32, min_samples=32, plan_from_turn=18),
     "planner": PLANNER_DEFAULT,
     "planner-large": PlannerConfig(samples=4096, batch=128, min_samples=128, plan_from_turn=16),
+    "planner-free": PlannerConfig(rank_racks=False),
 }
 """Registered planner names and their budgets."""
 BEST_DRAWS: Final = 4096  # DecisionRecord.chance_best's draws with several alternatives left
@@ -163,6 +166,7 @@ def candidate_actions(
     base: int,
     params: HeuristicParams = DEFAULT_PARAMS,
     racks: int = RACKS_CONSIDERED,
+    rank_racks: bool = True,
 ) -> list[int]:
     """The heuristic's action ``base`` first, then the alternatives worth comparing with it."""
     if kn.phase != PHASE_TURN:
@@ -173,9 +177,12 @@ def candidate_actions(
         pool.append(IRON)
     if kn.hurt > 0:
         pool.append(REST)  # Rest at Hurt 0 only burns a card a Threaten would have kept
-    _, useful = knowledge_need(kn)  # the racks with a useful unseen target, best first:
-    ranked = sorted(rack_scores(kn, useful, params), key=lambda item: (-item[0], item[1]))
-    pool += [action for _, action in ranked[:racks]]
+    if rank_racks:  # the racks with a useful unseen target, best first:
+        _, useful = knowledge_need(kn)
+        ranked = sorted(rack_scores(kn, useful, params), key=lambda item: (-item[0], item[1]))
+        pool += [action for _, action in ranked[:racks]]
+    else:
+        pool += list(RACK_ACTIONS)
     out = [base]
     seen_targets = {RACK_TARGETS[base] & unseen} if RACK_TARGETS[base] else set()
     for action in pool:
@@ -361,7 +368,7 @@ class PlannerAgent(KnowledgePlayer):
             return base
         if kn.phase == PHASE_TURN and hopeless(kn):
             return base  # every action loses
-        candidates = candidate_actions(kn, base, config.params, config.racks)
+        candidates = candidate_actions(kn, base, config.params, config.racks, config.rank_racks)
         if len(candidates) == 1:
             return base
         self.planned += 1

@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from agents.atomic import atomic_write_json  # noqa: E402
-from agents.evaluation.arena import unpack_wins  # noqa: E402
 from agents.evaluation.stats import mcnemar, wilson_interval  # noqa: E402
 from agents.gitinfo import code_stamp  # noqa: E402
+from lab import unpack_wins  # noqa: E402
 
 
 def wins_of(path: Path, agent: str) -> tuple[dict[str, Any], list[bool]]:

@@ -38,12 +38,12 @@ from agents.evaluation.arena import (  # noqa: E402
     agent_seeds,
     evaluate_agent,
     pack_wins,
-    unpack_wins,
     validation_decks,
 )
 from agents.evaluation.stats import mcnemar, wilson_interval  # noqa: E402
 from agents.gitinfo import git_commit, git_dirty, utc_now  # noqa: E402
 from agents.players.base import Agent  # noqa: E402
+from lab import unpack_wins  # noqa: E402
 
 SEARCH_PREFIX: Final = "search:"
 LOOKAHEAD_PREFIX: Final = "lookahead:"  # the two-step search (lookahead.py)

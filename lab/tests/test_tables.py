@@ -77,7 +77,7 @@ def test_the_readme_results_are_the_ladder_record_recomputed() -> None:
         assert cells[1] == f"{100 * wins / n:.2f}%"
         assert cells[2] == f"[{100 * low:.2f}%, {100 * high:.2f}%]"
         if label != "heuristic":
-            from agents.evaluation.arena import unpack_wins
+            from lab import unpack_wins
 
             base_won = unpack_wins(heuristic["won_bits"], n)
             pair = mcnemar(base_won, unpack_wins(record["won_bits"], n))
