@@ -18,6 +18,7 @@ from agents.evaluation.arena import (
 )
 from agents.players.heuristic import HeuristicAgent, decide
 from agents.players.planner import (
+    BUDGETS,
     HOPELESS,
     DecisionRecord,
     PlannerAgent,
@@ -29,7 +30,16 @@ from agents.players.planner import (
     turn_decision,
 )
 from agents.registry import make_agent
-from coldiron_env.actions import IRON, LEGAL_ACTIONS, PHASE_OVER, PHASE_TURN, REST, THREATEN
+from coldiron_env.actions import (
+    IRON,
+    LEGAL_ACTIONS,
+    PHASE_OVER,
+    PHASE_TURN,
+    RACK_ACTIONS,
+    RACK_TARGETS,
+    REST,
+    THREATEN,
+)
 from coldiron_env.cards import DECK_SIZE, FIRST_JOKER, deck_codes
 from coldiron_env.env import ColdIronEnv
 from coldiron_env.game import Game
@@ -130,6 +140,27 @@ def test_candidates_start_with_the_heuristic_and_are_legal() -> None:
             at_five.hurt = MAX_HURT - 1
             base = decide(at_five)
             assert (IRON in candidate_actions(at_five, base)) == (base == IRON)
+
+
+def test_the_free_budget_offers_every_rack_with_an_unseen_target_unranked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``planner-free`` (the no-teacher recipe's search) compares every rack that can still
+    hit, each set of unseen targets once, and never asks the heuristic to score them."""
+    from agents.players import planner
+
+    monkeypatch.setattr(planner, "rack_scores", lambda *_: pytest.fail("heuristic consulted"))
+    assert not BUDGETS["planner-free"].rank_racks and BUDGETS["planner"].rank_racks
+    for game in heuristic_positions(5):
+        if game.phase != PHASE_TURN:
+            continue
+        kn = Knowledge.from_game(game)
+        free = candidate_actions(kn, THREATEN, rank_racks=False)
+        racks = [a for a in free if RACK_TARGETS[a]]
+        targets = [RACK_TARGETS[a] & kn.unseen for a in racks]
+        assert all(targets) and len(set(targets)) == len(targets) == len(racks)
+        hitting = {RACK_TARGETS[a] & kn.unseen for a in RACK_ACTIONS} - {0}
+        assert set(targets) == hitting and racks == sorted(racks)  # all of them, action order
 
 
 def test_paired_statistics() -> None:
