@@ -65,7 +65,8 @@ def settings_of(args: argparse.Namespace) -> ladder.LadderSettings:
         if not make_agent(name).searches:
             raise ValueError(
                 f"--planner {name}: not a search player (a planner budget, "
-                f"{', '.join(BUDGETS)}, a search over a network such as strongest, or mcts)"
+                f"{', '.join(n for n in BUDGETS if n in agent_names())}, a search over a network "
+                "such as strongest, or mcts)"
             )
     return ladder.LadderSettings(
         seed=args.seed, episodes=episodes, validation=validation_asked(args),

@@ -22,8 +22,9 @@ BUILTIN_AGENTS: Final[dict[str, AgentFactory]] = {
     "random": RandomAgent,
     "threaten": ThreatenAgent,
     "heuristic": HeuristicAgent,
-    # The rollout planner at its budgets: planner-small, planner, planner-large.
-    **{name: partial(PlannerAgent, config, name=name) for name, config in BUDGETS.items()},
+    # The planner at its budgets, but planner-free (a search over a network in expert iteration:
+    # as a player it would keep heuristic as its base): planner-small, planner, planner-large.
+    **{n: partial(PlannerAgent, c, name=n) for n, c in BUDGETS.items() if c.rank_racks},
 }  # built-in player names -> factories (each call makes a fresh agent)
 
 
