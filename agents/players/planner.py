@@ -96,6 +96,7 @@ from coldiron_env.actions import (
     LEGAL_ACTIONS,
     PHASE_OVER,
     PHASE_TURN,
+    RACK_ACTIONS,
     RACK_TARGETS,
     REST,
     THREATEN,
@@ -136,6 +137,9 @@ class PlannerConfig:
     """Plan only from this turn on; before it the heuristic plays (see the module doc)."""
     racks: int = RACKS_CONSIDERED
     """Best-scoring racks offered as alternatives (by the heuristic's score)."""
+    rank_racks: bool = True
+    """Rank the racks by the heuristic's score and offer the best ``racks``; False: offer every
+    rack with an unseen target, in action order (no hand-written player in the search)."""
     time_limit: float | None = None
     """Optional wall-clock seconds per decision (stops sampling early; not reproducible)."""
     params: HeuristicParams = DEFAULT_PARAMS
@@ -165,6 +169,7 @@ BUDGETS: Final[dict[str, PlannerConfig]] = {
     "planner-small": PlannerConfig(samples=256, batch=32, min_samples=32, plan_from_turn=18),
     "planner": PLANNER_DEFAULT,
     "planner-large": PlannerConfig(samples=4096, batch=128, min_samples=128, plan_from_turn=16),
+    "planner-free": PlannerConfig(rank_racks=False),
 }
 """Registered planner names and their budgets."""
 BEST_DRAWS: Final = 4096
@@ -223,6 +228,7 @@ def candidate_actions(
     base: int,
     params: HeuristicParams = DEFAULT_PARAMS,
     racks: int = RACKS_CONSIDERED,
+    rank_racks: bool = True,
 ) -> list[int]:
     """The heuristic's action ``base`` first, then the alternatives worth comparing with it."""
     if kn.phase != PHASE_TURN:
@@ -233,7 +239,7 @@ def candidate_actions(
         pool.append(IRON)
     if kn.hurt > 0:
         pool.append(REST)  # Rest at Hurt 0 only burns a card a Threaten would have kept
-    pool += ranked_racks(kn, params)[:racks]
+    pool += ranked_racks(kn, params)[:racks] if rank_racks else list(RACK_ACTIONS)
     out = [base]
     seen_targets = {RACK_TARGETS[base] & unseen} if RACK_TARGETS[base] else set()
     for action in pool:
@@ -472,7 +478,7 @@ class PlannerAgent(Agent):
             return base
         if kn.phase == PHASE_TURN and hopeless(kn):
             return base  # every action loses
-        candidates = candidate_actions(kn, base, config.params, config.racks)
+        candidates = candidate_actions(kn, base, config.params, config.racks, config.rank_racks)
         if len(candidates) == 1:
             return base
         self.stats.planned += 1
