@@ -90,6 +90,19 @@ def row_from_dict(row: dict[str, Any]) -> AgentResult:
     )
 
 
+def write_ladder(
+    args: argparse.Namespace, result: Ladder, settings: LadderSettings, command: str
+) -> list[Path]:
+    """The product's :func:`agents.ladder.write_outputs`, then the old ``ladder.json``'s keys it
+    does not write put back (the solver's deals, a bracket of commits): upkeep drops nothing."""
+    old = json.loads(Path(args.ladder).read_text(encoding="utf-8"))
+    paths = ladder.write_outputs(args.out_dir, result, settings, command)
+    written = Path(args.out_dir) / "ladder.json"
+    new = json.loads(written.read_text(encoding="utf-8"))
+    atomic_write_json(written, {**new, **{k: v for k, v in old.items() if k not in new}})
+    return paths
+
+
 def load_ladder(path: Path) -> tuple[Ladder, LadderSettings, str]:
     """A written ``ladder.json``: its rows and comparisons, settings, and command."""
     if not path.is_file():
@@ -262,7 +275,7 @@ def rename_row_main(args: argparse.Namespace, command: str) -> int:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_ERROR
     result.notes.append(f"row {old} renamed {new} by: {command}")
-    for path in ladder.write_outputs(args.out_dir, result, settings, old_command):
+    for path in write_ladder(args, result, settings, old_command):
         print(f"wrote {path}")
     return 0
 
@@ -299,7 +312,7 @@ def add_row_main(args: argparse.Namespace, command: str, stamp: dict[str, Any], 
         return EXIT_ERROR
     load = (before, load_average())
     result.notes.append(f"row {row.agent} ({row.episodes} deals) added {at} by: {command}")
-    paths = ladder.write_outputs(args.out_dir, result, settings, old_command)
+    paths = write_ladder(args, result, settings, old_command)
     if args.record is not None:
         record = {**added_record(base, row, pair, settings, command, load), **stamp}
         atomic_write_json(args.record, record)
@@ -323,7 +336,7 @@ def add_bound_main(args: argparse.Namespace, command: str, at: str) -> int:
         return EXIT_ERROR
     result.rows.append(row)
     result.notes.append(f"row {row.agent} ({row.episodes} deals) added {at} by: {command}")
-    for path in ladder.write_outputs(args.out_dir, result, settings, old_command):
+    for path in write_ladder(args, result, settings, old_command):
         print(f"wrote {path}")
     return 0
 

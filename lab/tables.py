@@ -78,6 +78,8 @@ RESULT_ROWS: Final = (
      "--agent trained"),
     ("distilled", "`distilled` (the default recipe with a 512 x 512 network + {rounds} rounds "
      "labelled by search with the network's rollouts)", "--agent distilled"),
+    ("tabula-rasa", "`tabula-rasa` (no teacher: masked PPO from scratch + {rounds} rounds "
+     "labelled by a search over its own rollouts)", "--agent tabula-rasa"),
     ("planner-small", "`planner-small` (rollouts of `heuristic`, 256 orders a decision)",
      "--agent planner-small"),
     ("planner", "`planner` (rollouts of `heuristic`, 1,024 orders a decision)", "--agent planner"),

@@ -167,3 +167,21 @@ def test_rename_row_keeps_the_row_and_its_comparison_under_the_new_name(tmp_path
     ladder_module.write_outputs(out, result, settings, command)
     written = json.loads((out / "ladder.json").read_text())
     assert [r["label"] for r in written["rows"]][-1] == "planner-small"
+
+
+def test_the_upkeep_keeps_the_keys_the_product_does_not_write(tmp_path: Path) -> None:
+    """A rename (nothing played) rewrites the ladder; the old file's keys the product's writer
+    does not know (a commit bracket, the solver's deals) come through, its own keys updated."""
+    path = small_ladder(tmp_path, 20)
+    doc = json.loads(path.read_text())
+    bracket = {"note": "x", "first_committed": "a" * 40, "last_changed": "b" * 40}
+    path.write_text(json.dumps({**doc, "commit_unrecorded": bracket, "solver_episodes": 7}))
+    out = tmp_path / "out"
+    assert (
+        rows.main(["--rename-row", "threaten=random", "--ladder", str(path), "--out-dir", str(out)])
+        == 0
+    )
+    written = json.loads((out / "ladder.json").read_text())
+    assert written["commit_unrecorded"] == bracket and written["solver_episodes"] == 7
+    assert [r["label"] for r in written["rows"]] == ["heuristic", "random"]
+    assert written["notes"] and "renamed random" in written["notes"][-1]
