@@ -75,6 +75,7 @@ SHIPPED_MODELS: Final[dict[str, Path]] = {
     "distilled": MODELS_DIR / "distilled",
     "distilled-20": MODELS_DIR / "distilled-20",
     "distilled-30": MODELS_DIR / "distilled-30",
+    "tabula-rasa": MODELS_DIR / "tabula-rasa",
 }
 """Names of the trained models in the package -> their run directories (``docs/models.md``)."""
 
