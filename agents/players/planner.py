@@ -8,8 +8,8 @@ every order of the unseen cards is equally likely, so it samples them
 
 1. takes the heuristic's action ``h`` and a few promising alternatives
    (:func:`candidate_actions`: Threaten, the Iron when it cannot slay, Rest when there is Hurt
-   to heal, the two best-scoring racks, no two racks with the same unseen targets; Iron/Stop
-   and Bonus/Stop in the other phases);
+   to heal, the two best-scoring racks (``planner-free``: every rack, unranked), no two racks
+   with the same unseen targets; Iron/Stop and Bonus/Stop in the other phases);
 2. on **the same sampled orders for every candidate** (common random numbers), in batches,
    plays the candidate then the heuristic to the end of the game;
 3. switches to an alternative only if the paired per-order difference
@@ -96,7 +96,7 @@ class PlannerConfig:
     plan_from_turn: int = 18  # the base policy plays alone before this turn
     racks: int = RACKS_CONSIDERED  # best-scoring racks offered as alternatives
     rank_racks: bool = True  # False: every rack with an unseen target (no hand-written ranking)
-    params: HeuristicParams = DEFAULT_PARAMS  # the heuristic (base and rollout policy)
+    params: HeuristicParams = DEFAULT_PARAMS  # the heuristic (base, rollouts: where none given)
 
     def __post_init__(self) -> None:
         def refuse(name: str, rule: str) -> NoReturn:
@@ -168,7 +168,7 @@ def candidate_actions(
     racks: int = RACKS_CONSIDERED,
     rank_racks: bool = True,
 ) -> list[int]:
-    """The heuristic's action ``base`` first, then the alternatives worth comparing with it."""
+    """The base policy's action ``base`` first, then the alternatives worth comparing with it."""
     if kn.phase != PHASE_TURN:
         return [base] + [a for a in LEGAL_ACTIONS[kn.phase] if a != base]
     unseen = kn.unseen
