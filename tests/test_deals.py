@@ -108,14 +108,18 @@ def test_the_teacher_deals_from_the_imitation_stream(monkeypatch: pytest.MonkeyP
     assert seen["imitation"] == stream_seed(DealStream.IMITATION, 5, 0)
 
 
-def test_validation_decks_are_the_decks_the_env_deals_on_validation_seeds() -> None:
-    """``evaluate.py --deals validation`` plays exactly the deals training evaluates on."""
+@pytest.mark.parametrize("stream", [DealStream.VALIDATION, DealStream.TRAINING])
+def test_validation_decks_are_the_decks_the_env_deals_on_validation_seeds(
+    stream: DealStream,
+) -> None:
+    """``evaluate.py --deals validation`` plays exactly the deals training evaluates on (and,
+    given another stream, that stream's deals)."""
     from agents.evaluation.arena import validation_decks
 
-    decks = validation_decks(200, 30)
+    decks = validation_decks(200, 30, stream)
     env = ColdIronEnv()
     for k, deck in enumerate(decks):
-        env.reset(seed=stream_seed(DealStream.VALIDATION, 200, k))
+        env.reset(seed=stream_seed(stream, 200, k))
         assert deck.tolist() == list(env.game.deck), k
     assert len({tuple(d) for d in decks}) == 30
     assert not {tuple(d) for d in decks} & {tuple(d) for d in deal_decks(200, 30)}

@@ -59,11 +59,13 @@ def deal_decks(seed: int, episodes: int) -> np.ndarray:
     return shuffled_decks(np.random.default_rng(check_evaluation_seed(seed)), episodes)
 
 
-def validation_decks(seed: int, episodes: int) -> np.ndarray:
-    """The env's deals on ``reset(seed=stream_seed(DealStream.VALIDATION, seed, k))``,
-    ``k < episodes``: what training evaluates on and models are chosen on."""
+def validation_decks(
+    seed: int, episodes: int, stream: DealStream = DealStream.VALIDATION
+) -> np.ndarray:
+    """The env's deals on ``reset(seed=stream_seed(stream, seed, k))``, ``k < episodes``: what
+    training evaluates on and models are chosen on (another stream's deals with ``stream``)."""
     _check_count(episodes)
-    seeds = (stream_seed(DealStream.VALIDATION, seed, k) for k in range(episodes))
+    seeds = (stream_seed(stream, seed, k) for k in range(episodes))
     return np.stack([shuffled_decks(np.random.default_rng(s), 1)[0] for s in seeds])
 
 

@@ -62,7 +62,7 @@ from coldiron_env.actions import (  # noqa: E402
     STOP,
     THREATEN,
 )
-from coldiron_env.dealer import DealStream, shuffled_decks, stream_seed  # noqa: E402
+from coldiron_env.dealer import DealStream, stream_seed  # noqa: E402
 
 if TYPE_CHECKING:
     from coldiron_env.game import Games
@@ -230,13 +230,6 @@ def profile(spec: str, deals: int) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------ bias search
-def training_decks(seed: int, deals: int) -> np.ndarray:
-    """The env's deals on ``reset(seed=stream_seed(DealStream.TRAINING, seed, k))``, ``k <
-    deals``: the training-stream twin of :func:`agents.evaluation.arena.validation_decks`."""
-    seeds = (stream_seed(DealStream.TRAINING, seed, k) for k in range(deals))
-    return np.stack([shuffled_decks(np.random.default_rng(s), 1)[0] for s in seeds])
-
-
 def play_biased(net: Any, bias: np.ndarray, decks: np.ndarray) -> Games:
     """The games the network plays on ``decks`` (one row a deck) when
     ``bias[quarter(turn), kind(action)]`` is added to its action scores (the best legal one
@@ -307,7 +300,7 @@ def bias_search(
     for gen in range(generations):
         start = time.perf_counter()
         train_seed = BIAS_SEED_OFFSET + 1000 * seed + gen  # fresh deals each generation
-        train = training_decks(train_seed, deals)
+        train = validation_decks(train_seed, deals, DealStream.TRAINING)
         candidates = mean + spread * rng.standard_normal((population, dim))
         candidates[0] = mean  # the last mean, scored on the same deals as its children
         fitness = np.array([win_rate(play_biased(net, c, train)) for c in candidates])
