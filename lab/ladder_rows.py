@@ -1,9 +1,11 @@
-"""The committed ladder's upkeep: one more row on its deals, or a row renamed.
+"""The committed ladder's upkeep: one more row on its deals, or a row renamed or dropped.
 
     .venv/bin/python -m lab.looks --why "..." -- .venv/bin/python -m lab.ladder_rows \\
         --add-row mcts --add-deals 500 --workers 1 --ladder docs/ladder/ladder.json \\
         --out-dir docs/ladder --record docs/records/ladder_add_mcts.json
     .venv/bin/python -m lab.ladder_rows --rename-row strongest=strongest-z2 \\
+        --ladder docs/ladder/ladder.json --out-dir docs/ladder
+    .venv/bin/python -m lab.ladder_rows --drop-row tabula-rasa \\
         --ladder docs/ladder/ladder.json --out-dir docs/ladder
 
     .venv/bin/python -m lab.ladder_rows --add-bound 2000 --workers 2 \\
@@ -16,8 +18,10 @@ not settle (``--bound-max-nodes``) counts as won, so the row stays an upper boun
 ``heuristic`` replayed on those deals (checked against the ladder's own ``heuristic`` row,
 deal by deal), written as a new ladder (the old rows unchanged) and, with ``--record``, as a
 standalone record. ``--rename-row OLD=NEW``: a registered name whose player changed keeps
-naming the player its row measured; nothing is played. The ladder is the product's
-(``agents.ladder``); its report-seed looks go through :mod:`lab.looks`.
+naming the player its row measured; nothing is played. ``--drop-row NAME``: the row of a
+player no longer shipped under any name (a network replaced by a later round of its run)
+leaves the ladder, its record stays where it was written; nothing is played. The ladder is
+the product's (``agents.ladder``); its report-seed looks go through :mod:`lab.looks`.
 """
 
 from __future__ import annotations
@@ -229,6 +233,18 @@ def rename_row(ladder: Ladder, old: str, new: str) -> AgentResult:
     return row
 
 
+def drop_row(ladder: Ladder, name: str) -> AgentResult:
+    """Take row ``name`` (and its paired comparison) off the ladder; ``heuristic``, the row
+    every other is paired with, stays."""
+    labels = [r.agent for r in ladder.rows]
+    if name not in labels:
+        raise ValueError(f"the ladder has no row {name!r} (rows: {', '.join(labels)})")
+    if name == PLANNER_BASELINE:
+        raise ValueError(f"row {name!r} is the one every other row is paired with")
+    ladder.comparisons.pop(name, None)
+    return ladder.rows.pop(labels.index(name))
+
+
 def load_average() -> float | None:
     """The 1-minute load average (None where the platform has none)."""
     try:
@@ -275,6 +291,20 @@ def rename_row_main(args: argparse.Namespace, command: str) -> int:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_ERROR
     result.notes.append(f"row {old} renamed {new} by: {command}")
+    for path in write_ladder(args, result, settings, old_command):
+        print(f"wrote {path}")
+    return 0
+
+
+def drop_row_main(args: argparse.Namespace, command: str) -> int:
+    """``--drop-row NAME``: the existing ladder again without one row."""
+    try:
+        result, settings, old_command = load_ladder(args.ladder)
+        dropped = drop_row(result, args.drop_row)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_ERROR
+    result.notes.append(f"row {dropped.agent} ({dropped.episodes} deals) dropped by: {command}")
     for path in write_ladder(args, result, settings, old_command):
         print(f"wrote {path}")
     return 0
@@ -348,6 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--add-row", metavar="SPEC", help="the player whose row to add")
     what.add_argument("--rename-row", metavar="OLD=NEW", help="a row to rename")
+    what.add_argument("--drop-row", metavar="NAME", help="a row to drop")
     what.add_argument("--add-bound", type=int, metavar="N", help="the clairvoyant bound's deals")
     parser.add_argument("--bound-max-nodes", type=int, default=0, help="node cap (0: none)")
     parser.add_argument(
@@ -385,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
         return add_row_main(args, command, stamp, at)
     if args.add_bound is not None:
         return add_bound_main(args, command, at)
+    if args.drop_row is not None:
+        return drop_row_main(args, command)
     return rename_row_main(args, command)
 
 

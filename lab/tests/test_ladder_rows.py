@@ -185,3 +185,24 @@ def test_the_upkeep_keeps_the_keys_the_product_does_not_write(tmp_path: Path) ->
     assert written["commit_unrecorded"] == bracket and written["solver_episodes"] == 7
     assert [r["label"] for r in written["rows"]] == ["heuristic", "random"]
     assert written["notes"] and "renamed random" in written["notes"][-1]
+
+
+def test_drop_row_takes_the_row_and_its_comparison_off_and_keeps_heuristic(
+    tmp_path: Path,
+) -> None:
+    path = small_ladder(tmp_path, 40)
+    result, settings, _ = rows.load_ladder(path)
+    rows.add_row(result, settings, "random", 20)
+    before = [r.agent for r in result.rows]
+    assert rows.drop_row(result, "random").agent == "random"
+    assert [r.agent for r in result.rows] == [a for a in before if a != "random"]
+    assert "random" not in result.comparisons
+    with pytest.raises(ValueError, match="no row 'random'"):
+        rows.drop_row(result, "random")
+    with pytest.raises(ValueError, match="paired with"):
+        rows.drop_row(result, "heuristic")
+    out = tmp_path / "out"
+    assert rows.main(["--drop-row", "threaten", "--ladder", str(path), "--out-dir", str(out)]) == 0
+    written = json.loads((out / "ladder.json").read_text())
+    assert "threaten" not in [r["label"] for r in written["rows"]]
+    assert "dropped by" in written["notes"][-1]
