@@ -279,32 +279,24 @@ def added_record(
     }
 
 
-def rename_row_main(args: argparse.Namespace, command: str) -> int:
-    """``--rename-row OLD=NEW``: the existing ladder again, one row under another name."""
+def edit_row_main(args: argparse.Namespace, command: str) -> int:
+    """``--rename-row OLD=NEW`` or ``--drop-row NAME``: the existing ladder again, one row
+    under another name or without it (nothing played)."""
     old, sep, new = str(args.rename_row).partition("=")
     try:
-        if not (sep and old and new):
+        if args.drop_row is None and not (sep and old and new):
             raise ValueError(f"--rename-row expects OLD=NEW, got {args.rename_row!r}")
         result, settings, old_command = load_ladder(args.ladder)
-        rename_row(result, old, new)
+        if args.drop_row is not None:
+            dropped = drop_row(result, args.drop_row)
+            done = f"row {dropped.agent} ({dropped.episodes} deals) dropped"
+        else:
+            rename_row(result, old, new)
+            done = f"row {old} renamed {new}"
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_ERROR
-    result.notes.append(f"row {old} renamed {new} by: {command}")
-    for path in write_ladder(args, result, settings, old_command):
-        print(f"wrote {path}")
-    return 0
-
-
-def drop_row_main(args: argparse.Namespace, command: str) -> int:
-    """``--drop-row NAME``: the existing ladder again without one row."""
-    try:
-        result, settings, old_command = load_ladder(args.ladder)
-        dropped = drop_row(result, args.drop_row)
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_ERROR
-    result.notes.append(f"row {dropped.agent} ({dropped.episodes} deals) dropped by: {command}")
+    result.notes.append(f"{done} by: {command}")
     for path in write_ladder(args, result, settings, old_command):
         print(f"wrote {path}")
     return 0
@@ -416,9 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         return add_row_main(args, command, stamp, at)
     if args.add_bound is not None:
         return add_bound_main(args, command, at)
-    if args.drop_row is not None:
-        return drop_row_main(args, command)
-    return rename_row_main(args, command)
+    return edit_row_main(args, command)
 
 
 if __name__ == "__main__":
