@@ -429,7 +429,11 @@ def experiments() -> str:
         if run:
             made = (
                 f"`{run['config']}` seed {run['seed']}: {run['timesteps'] or 0:,} RL steps"
-                + (f", {run['rounds']} rounds" if run.get("rounds") else "")
+                + (
+                    f", {run['rounds']} round{'s' * (run['rounds'] != 1)}"
+                    if run.get("rounds")
+                    else ""
+                )
                 + (f"; {run['wall_seconds']:,.0f} s" if run.get("wall_seconds") else "")
             )
         results = "; ".join(
