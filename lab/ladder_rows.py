@@ -216,17 +216,22 @@ def solver_row(
     )
 
 
+def row_index(ladder: Ladder, name: str) -> int:
+    """Where row ``name`` is on the ladder (a ValueError naming the rows if it is not)."""
+    labels = [r.agent for r in ladder.rows]
+    if name not in labels:
+        raise ValueError(f"the ladder has no row {name!r} (rows: {', '.join(labels)})")
+    return labels.index(name)
+
+
 def rename_row(ladder: Ladder, old: str, new: str) -> AgentResult:
     """Give row ``old`` the name ``new`` (with its paired comparison): for a registered name
     whose player changes, so that the row keeps naming the player it measured. ``new`` must
     be a player :func:`make_agent` knows and a label the ladder does not have yet."""
-    labels = [r.agent for r in ladder.rows]
-    if old not in labels:
-        raise ValueError(f"the ladder has no row {old!r} (rows: {', '.join(labels)})")
-    if new in labels:
+    row = ladder.rows[row_index(ladder, old)]
+    if any(r.agent == new for r in ladder.rows):
         raise ValueError(f"the ladder already has a row {new!r}")
     make_agent(new)  # the renamed row must still name a player that can be replayed
-    row = ladder.rows[labels.index(old)]
     row.agent = new
     if old in ladder.comparisons:
         ladder.comparisons[new] = ladder.comparisons.pop(old)
@@ -236,13 +241,11 @@ def rename_row(ladder: Ladder, old: str, new: str) -> AgentResult:
 def drop_row(ladder: Ladder, name: str) -> AgentResult:
     """Take row ``name`` (and its paired comparison) off the ladder; ``heuristic``, the row
     every other is paired with, stays."""
-    labels = [r.agent for r in ladder.rows]
-    if name not in labels:
-        raise ValueError(f"the ladder has no row {name!r} (rows: {', '.join(labels)})")
+    index = row_index(ladder, name)
     if name == PLANNER_BASELINE:
         raise ValueError(f"row {name!r} is the one every other row is paired with")
     ladder.comparisons.pop(name, None)
-    return ladder.rows.pop(labels.index(name))
+    return ladder.rows.pop(index)
 
 
 def load_average() -> float | None:
