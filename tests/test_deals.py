@@ -109,7 +109,7 @@ def test_the_teacher_deals_from_the_imitation_stream(monkeypatch: pytest.MonkeyP
 
 
 @pytest.mark.parametrize("stream", [DealStream.VALIDATION, DealStream.TRAINING])
-def test_validation_decks_are_the_decks_the_env_deals_on_validation_seeds(
+def test_validation_decks_are_the_decks_the_env_deals_on_the_streams_seeds(
     stream: DealStream,
 ) -> None:
     """``evaluate.py --deals validation`` plays exactly the deals training evaluates on (and,
