@@ -17,8 +17,8 @@ from helpers import load_file, network_weights
 pytest.importorskip("sb3_contrib")
 
 from agents.learning import expert_iteration as ei
-from agents.learning.config import ExpertIterationConfig
-from agents.learning.imitation import Demonstrations
+from agents.learning.config import ExpertIterationConfig, Rollouts
+from agents.learning.imitation import Demonstrations, collect_dagger
 from agents.learning.provenance import META_FILE, TrainingError
 from agents.learning.sb3_agent import KnowledgePolicy, MaskedPolicy, SB3Agent, load_sb3_agent
 from agents.learning.training import RunDir, distill, latest_checkpoint
@@ -158,6 +158,22 @@ def _same(a: Any, b: Any) -> bool:
         and np.array_equal(a.episode, b.episode)
         and (a.episodes, a.wins) == (b.episodes, b.wins)
     )
+
+
+@pytest.mark.parametrize("rollouts", ["heuristic", "network"])
+def test_labels_are_those_of_the_search_over_the_network_run_on_each_state(
+    rollouts: Rollouts,
+) -> None:
+    """Labelling takes the network's action at a state from its game, not from running it
+    again: the labels are the planner's over the network itself (KnowledgePolicy)."""
+    agent = make_agent("trained")
+    assert isinstance(agent, SB3Agent)
+    first = stream_seed(DealStream.SEARCH, 7, 0)
+    fast = ei.label(agent, "planner-small", 6, first, 1.0, batch=3, rollouts=rollouts)
+    search = ei.search_over(agent, "planner-small", rollouts=rollouts)
+    assert isinstance(search.base, KnowledgePolicy)
+    slow = collect_dagger(agent.model, lambda _: search, agent.env_kwargs, 6, first, 1.0, 3)
+    assert _same(fast, slow) and search.planned > 0
 
 
 def test_two_labelling_processes_give_the_labels_of_one() -> None:

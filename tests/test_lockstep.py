@@ -60,7 +60,9 @@ def test_dagger_rows_are_the_students_games_labelled_by_fresh_teachers() -> None
     one env plays it, labelled by a teacher that followed that game alone."""
     agent = make_agent("trained")
     assert isinstance(agent, SB3Agent)
-    demos = collect_dagger(agent.model, HeuristicAgent, agent.env_kwargs, 9, 70, GAMMA, batch=4)
+    demos = collect_dagger(
+        agent.model, lambda _: HeuristicAgent(), agent.env_kwargs, 9, 70, GAMMA, batch=4
+    )
     env, student = ColdIronEnv(**agent.env_kwargs), MaskedPolicy(agent.model)
     row, wins, labels_differ = 0, 0, 0
     for ep in range(9):

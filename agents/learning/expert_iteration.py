@@ -28,7 +28,7 @@ import io
 import multiprocessing
 import signal
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.pool import Pool
 from pathlib import Path
@@ -60,7 +60,9 @@ from agents.players.rollouts import COMPILED
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
 
+    from agents.evaluation.lockstep import Move
     from agents.learning.config import Config
+    from coldiron_env.knowledge import Knowledge
 
 EXPERT_FILE: Final = "expert_iteration.json"
 """A run's expert-iteration record: its settings and every finished round."""
@@ -111,6 +113,7 @@ def label(
     if isinstance(agent, str):
         agent = _worker_agent(agent)
     planner = search_over(agent, budget, compiled, rollouts)
+    played = PlayedBase(planner)
     handicap = planner.config.z if soft_z is None else soft_z
 
     def soft_label(choice: int, actions: int) -> np.ndarray:
@@ -122,8 +125,25 @@ def label(
 
     soft = targets == "soft"
     planner.decisions = [] if soft else None
-    return collect_dagger(agent.model, lambda: planner, agent.env_kwargs, episodes, first,
+    return collect_dagger(agent.model, played.teacher, agent.env_kwargs, episodes, first,
                           gamma, batch, soft_label if soft else None)  # fmt: skip
+
+
+class PlayedBase:
+    """The planner's base while it labels the network's games: the action the network played
+    at each state, not the network run again (half of a round's labelling time; the same labels,
+    tested). The planner asks once a decision, in order; ``teacher`` starts each game's."""
+
+    def __init__(self, planner: PlannerAgent) -> None:
+        self.planner, planner.base = planner, self
+        self.actions: Iterator[int] = iter(())
+
+    def teacher(self, moves: Sequence[Move]) -> PlannerAgent:
+        self.actions = iter([move.action for move in moves])
+        return self.planner
+
+    def act_knowledge(self, kn: Knowledge) -> int:
+        return next(self.actions)
 
 
 def _worker_init() -> None:

@@ -204,7 +204,7 @@ def concat(parts: list[Demonstrations]) -> Demonstrations:
 
 def collect_dagger(
     model: BaseAlgorithm,
-    teacher_factory: Callable[[], Agent],
+    teacher_factory: Callable[[Sequence[Move]], Agent],
     env_kwargs: dict[str, Any],
     episodes: int,
     seed: int,
@@ -217,14 +217,15 @@ def collect_dagger(
     Cloning alone trains on the teacher's states only; the student's small errors lead it
     where it was never taught. Here the student's play chooses the moves, then a teacher per
     game, fed its every observation and ``info`` in order (so its memory is right), says
-    what it would have done at each. Returns are the student's. ``soft_label(choice,
-    actions)``, asked after each of the teacher's choices, gives that decision's soft label.
+    what it would have done at each; ``teacher_factory`` is given the game's moves. Returns
+    are the student's. ``soft_label(choice, actions)``, asked after each of the teacher's
+    choices, gives that decision's soft label.
     """
     played = Played.play(MaskedPolicy(model), env_kwargs, episodes, seed, batch)
     labels: list[int] = []
     rows: list[np.ndarray] = []
     for game, moves in enumerate(played.moves):
-        teacher = teacher_factory()
+        teacher = teacher_factory(moves)
         teacher.reset(seed + game)
         for move in moves:
             mask = move.info["action_mask"]
@@ -455,7 +456,7 @@ def warm_start(
         if (t2 := time.perf_counter()) > deadline:
             break
         extra = collect_dagger(
-            model, lambda: factory(im.teacher), cfg.env_kwargs(), dagger,
+            model, lambda _: factory(im.teacher), cfg.env_kwargs(), dagger,
             first + im.episodes + r * im.dagger_episodes, gamma,
         )  # fmt: skip
         demos = concat([demos, extra])
