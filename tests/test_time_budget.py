@@ -70,6 +70,19 @@ def test_a_budget_too_small_cuts_rl_and_the_rounds_and_writes_the_cut_down(
         train(written, resume=run, log=lambda _: None)
 
 
+@pytest.mark.parametrize(
+    ("fits", "rounds", "kept"),
+    [(1_200, True, 1_000), (600, True, 600), (400, True, 64), (400, False, 400), (32, True, 64)],
+)
+def test_rl_is_cut_to_what_fits_or_to_its_probe_when_that_is_too_few(
+    fits: int, rounds: bool, kept: int
+) -> None:
+    """1,000 steps planned, a probe of 64: under half of them (RL_LEAST) left to RL when
+    rounds follow, only the probe is kept (and at least the probe, always)."""
+    assert training.RL_LEAST == 0.5
+    assert training.kept_rl_steps(1_000, fits, 64, rounds) == kept
+
+
 def test_a_budget_that_holds_the_run_changes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

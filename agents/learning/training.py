@@ -130,6 +130,7 @@ play the same games; ``workers``: the labels do not depend on it)."""
 IMITATION_SHARE: Final = 0.3  # of a time budget (training.minutes), the warm start's at most
 RL_SHARE: Final = 0.6  # of the time left when RL begins (training.minutes); rounds: the rest
 RL_SHARE_ALONE: Final = 0.95  # with no rounds; the rest: RL's last evaluation, the files
+RL_LEAST: Final = 0.5  # of RL's steps: a share holding fewer keeps just the probe (kept_rl_steps)
 PROBE_ROLLOUTS: Final = 2  # RL's rate is measured on the first rollouts
 RATE_KEYS: Final = ("win_rate", "ci_low", "ci_high")
 UNRECORDED: Final = frozenset({"agent", "seconds", "won_bits"})
@@ -672,7 +673,7 @@ def time_left(run: Run) -> str:
 
 class TimeProbe(BaseCallback):
     """RL's rate on its first rollouts; if RL's share of the time left cannot hold the config's
-    steps, the total is cut (config.yaml too) and ``learn`` ended (else nothing changes). A
+    steps, the total is cut (:func:`kept_rl_steps`; config.yaml too) and ``learn`` ended. A
     machine that slows down later: ``learn`` ends with the share all the same (``late``)."""
 
     def __init__(self, run: Run) -> None:
@@ -696,19 +697,33 @@ class TimeProbe(BaseCallback):
         self.done, rate = True, (probed - self.n0) / (time.perf_counter() - self.t0)
         planned = cfg.training.total_timesteps
         fits = self.n0 + int(rate * self.share) // size * size
+        keep = kept_rl_steps(planned, fits, probed, cfg.expert_iteration.rounds > 0)
         run.meta["time_budget"] = {"minutes": cfg.training.minutes, "rl_steps_per_second":
                                    round(rate), "rl_steps_configured": planned}  # fmt: skip
-        self.cut = fits < planned
+        self.cut = keep < planned
         if self.cut:
-            cfg.training.total_timesteps = max(fits, probed)
-            run.meta["time_budget"]["rl_steps_cut_to"] = cfg.training.total_timesteps
+            cfg.training.total_timesteps = keep
+            run.meta["time_budget"]["rl_steps_cut_to"] = keep
             atomic_write_text(run.dir.config, dump_config(cfg))
+        to_rounds = (
+            ": too few to matter, RL stops here for the rounds" if probed == keep < fits else ""
+        )
         run.log(
             f"time budget: RL runs at {rate:,.0f} steps/s here: its share ({self.share / 60:.1f}"
-            f" min) holds {cfg.training.total_timesteps:,} of the {planned:,} steps configured; "
+            f" min) holds {min(fits, planned):,} of the {planned:,} steps configured{to_rounds}; "
             f"{time_left(run)}"
         )
         return not self.cut
+
+
+def kept_rl_steps(planned: int, fits: int, probed: int, rounds: bool) -> int:
+    """RL's steps under a time budget: all ``planned`` where its share ``fits`` them; else what
+    fits (the ``probed`` steps at least), but just the probe where that is under ``RL_LEAST`` of
+    them and rounds follow: there a few RL steps moved nothing measurable, where the rounds in
+    their time did (docs/training.md#time-budget)."""
+    if fits >= planned:
+        return planned
+    return probed if fits < RL_LEAST * planned and rounds else max(fits, probed)
 
 
 Phase = Callable[[Run], bool]
