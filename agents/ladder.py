@@ -288,21 +288,19 @@ def write_outputs(
     md += ["Reproduce:", "", "```", command, "```", ""]
     paths = [out_dir / name for name in OUTPUT_FILES]
     atomic_write_text(paths[0], "\n".join(md))
-    atomic_write_json(
-        paths[1],
-        {
-            "seed": settings.seed,
-            "episodes": settings.episodes,
-            "deals": VALIDATION_DEALS if settings.validation else EVALUATION_DEALS,
-            "planner_episodes": settings.planner_episodes,
-            "rows": [row_dict(r) for r in rows],
-            "paired": ladder.comparisons,
-            "notes": list(ladder.notes),
-            "interrupted": ladder.interrupted,
-            "command": command,
-            "interval": "Wilson score, 95% (z = 1.96)",
-        },
-    )
+    doc = {
+        "seed": settings.seed,
+        "episodes": settings.episodes,
+        "deals": VALIDATION_DEALS if settings.validation else EVALUATION_DEALS,
+        "planner_episodes": settings.planner_episodes,
+        "rows": [row_dict(r) for r in rows],
+        "paired": ladder.comparisons,
+        "notes": list(ladder.notes),
+        "interrupted": ladder.interrupted,
+        "command": command,
+        "interval": "Wilson score, 95% (z = 1.96)",
+    }
+    atomic_write_json(paths[1], doc)
     if rows:
         plot_win_rates(rows, paths[2], "Cold Iron strength ladder (same deals)")
     return paths

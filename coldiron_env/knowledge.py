@@ -41,10 +41,8 @@ _ID_BY_CODE: Final = {code: card for card, code in enumerate(CARD_CODES) if card
 
 
 def _card_bit(code: str) -> int:
-    card = _ID_BY_CODE.get(code)
-    if card is None:
-        card = parse_card(code)  # lower case, "T" for 10, or a clear ValueError
-    return 1 << card
+    card = _ID_BY_CODE.get(code)  # None: lower case, "T" for 10, or not a card (ValueError)
+    return 1 << (parse_card(code) if card is None else card)
 
 
 def mask_from_codes(codes: Iterable[str]) -> int:

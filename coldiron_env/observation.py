@@ -368,8 +368,6 @@ def encode_batch(
 
 
 # --------------------------------------------------------------------------- decoding
-
-
 @dataclass(frozen=True)
 class ObservationView:
     """A decoded observation, for agents that reason about the game: ``hand`` and ``discarded``

@@ -181,8 +181,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
         self.action_space = batch_space(self.single_action_space, num_envs)
         template.close()
         self._rewards = np.array(
-            [0.0, self.win_reward] + [self.loss_reward] * (len(OUTCOME_NAMES) - 2),
-            dtype=np.float64,
+            [0.0, self.win_reward] + [self.loss_reward] * (len(OUTCOME_NAMES) - 2), dtype=np.float64
         )
         self._next_rules = self.rules
         self._packed = pack_rules(self.rules)  # the variants: fixed at construction
@@ -444,11 +443,7 @@ class ColdIronVectorEnv(VectorEnv[Any, I64, AnyArray]):
             return with_mask(obs, np.take(ENV_MASKS_INT8, phase, axis=0))
         return obs
 
-    def _info(
-        self,
-        outcome: I64 | None = None,
-        rows: I64 | None = None,
-    ) -> dict[str, Any]:
+    def _info(self, outcome: I64 | None = None, rows: I64 | None = None) -> dict[str, Any]:
         """The batched ``info`` of every game; with ``outcome``, the outcomes of the games
         that ended; with ``rows``, only those games are marked present."""
         phase = self._games.phase

@@ -34,6 +34,7 @@ from agents.evaluation.stats import Z_95
 from agents.players.base import Agent, RuleAware
 from agents.players.planner import HINT_SAMPLES, action_win_chances, why_hopeless
 from agents.registry import make_agent, set_torch_threads
+from agents.web.views import SAVE_VERSION, save_document
 from coldiron_env.actions import ACTION_NAMES, LEGAL_ACTIONS, PHASE_TURN, parse_action
 from coldiron_env.cards import deck_codes, parse_deck
 from coldiron_env.env import ColdIronEnv
@@ -43,7 +44,6 @@ from coldiron_env.observation import OBSERVATION_OPTIONS
 from coldiron_env.options import VARIANT_KEYS, RuleOptions, add_variant_flags, variants_of
 from coldiron_env.render import legal_summary, render_text
 
-SAVE_VERSION: Final = 1
 QUIT_WORDS: Final = ("quit", "exit", "q")
 
 HELP: Final = (
@@ -94,16 +94,8 @@ class Session:
         self.actions.append(action)
         self.done = bool(terminated)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "version": SAVE_VERSION,
-            "deck": self.deck,
-            "env_kwargs": self.env_kwargs,
-            "actions": [ACTION_NAMES[a] for a in self.actions],
-        }
-
     def save(self, path: Path) -> None:
-        atomic_write_json(path, self.to_json())
+        atomic_write_json(path, save_document(self.deck, self.env_kwargs, self.actions))
 
     @classmethod
     def load(cls, path: Path, observes: dict[str, Any] | None = None) -> Session:

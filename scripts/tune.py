@@ -24,25 +24,15 @@ from agents.cli import EXIT_INTERRUPTED, command_parser, refuse
 
 def main(argv: list[str] | None = None) -> int:
     parser = command_parser(__doc__)
-    parser.add_argument("--config", required=True, help="YAML config with a search: section")
-    parser.add_argument(
-        "--trials", type=int, required=True, help="finished trials the study must reach"
-    )
-    parser.add_argument(
-        "--storage", help="SQLAlchemy URL of the study storage (default: sqlite OUT/study.db)"
-    )
-    parser.add_argument("--study", help="study name (default: the config's name)")
-    parser.add_argument(
-        "--workers", type=int, default=1, help="worker processes on this machine (default 1)"
-    )
-    parser.add_argument(
-        "--out", type=Path, required=True, help="output folder: the trials' runs, the reports"
-    )
-    parser.add_argument(
-        "--no-reports",
-        action="store_true",
-        help="write no summary at the end (the copies --workers starts; another process does)",
-    )
+    add = parser.add_argument
+    add("--config", required=True, help="YAML config with a search: section")
+    add("--trials", type=int, required=True, help="finished trials the study must reach")
+    add("--storage", help="SQLAlchemy URL of the study storage (default: sqlite OUT/study.db)")
+    add("--study", help="study name (default: the config's name)")
+    add("--workers", type=int, default=1, help="worker processes on this machine (default 1)")
+    add("--out", type=Path, required=True, help="output folder: the trials' runs, the reports")
+    add("--no-reports", action="store_true", help="write no summary at the end (the copies "
+        "--workers starts; another process does)")  # fmt: skip
     args = parser.parse_args(argv)  # --trials and --workers: refused by tune() by name
 
     from agents.atomic import check_writable

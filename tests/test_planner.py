@@ -150,12 +150,12 @@ def test_the_free_budget_offers_every_rack_with_an_unseen_target_unranked(
     from agents.players import planner
 
     monkeypatch.setattr(planner, "rack_scores", lambda *_: pytest.fail("heuristic consulted"))
-    assert not BUDGETS["planner-free"].rank_racks and BUDGETS["planner"].rank_racks
+    assert BUDGETS["planner-free"].racks is None and BUDGETS["planner"].racks is not None
     for game in heuristic_positions(5):
         if game.phase != PHASE_TURN:
             continue
         kn = Knowledge.from_game(game)
-        free = candidate_actions(kn, THREATEN, rank_racks=False)
+        free = candidate_actions(kn, THREATEN, racks=None)
         racks = [a for a in free if RACK_TARGETS[a]]
         targets = [RACK_TARGETS[a] & kn.unseen for a in racks]
         assert all(targets) and len(set(targets)) == len(targets) == len(racks)

@@ -205,9 +205,7 @@ class NetArch(_Section):
 def _net_arch_shape(value: Any) -> str | None:
     if isinstance(value, list):
         return _tag("layers")
-    if isinstance(value, (Mapping, NetArch)):
-        return _tag("pi_vf")
-    return None
+    return _tag("pi_vf") if isinstance(value, (Mapping, NetArch)) else None
 
 
 NetArchField = Annotated[

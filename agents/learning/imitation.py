@@ -236,9 +236,7 @@ def collect_dagger(
 
 
 def _rows(obs: Any, idx: np.ndarray) -> Any:
-    if isinstance(obs, dict):
-        return {k: v[idx] for k, v in obs.items()}
-    return obs[idx]
+    return {k: v[idx] for k, v in obs.items()} if isinstance(obs, dict) else obs[idx]
 
 
 def _masked(scores: th.Tensor, masks: th.Tensor) -> th.Tensor:
@@ -264,9 +262,8 @@ class _Cloner:
 def accuracy(model: BaseAlgorithm, demos: Demonstrations) -> float:
     """The share of ``demos``' decisions on which ``model`` (masked, deterministic) takes
     the labelled action."""
-    policy = MaskedPolicy(model)
+    policy, hits = MaskedPolicy(model), 0
     if policy.spec.recurrent:
-        hits = 0
         for ep in range(demos.episodes):
             idx = np.flatnonzero(demos.episode == ep)
             policy.reset_states()
@@ -276,7 +273,6 @@ def accuracy(model: BaseAlgorithm, demos: Demonstrations) -> float:
                 )
                 hits += int(a[0] == demos.actions[row])
         return hits / len(demos)
-    hits = 0
     for start in range(0, len(demos), FORWARD_CHUNK):
         idx = np.arange(start, min(start + FORWARD_CHUNK, len(demos)))
         a = policy.act(_rows(demos.obs, idx), demos.masks[idx])

@@ -279,12 +279,8 @@ def expand_seed_root(spec: str) -> list[str]:
     root = Path(spec)
     if is_run_dir(root) or not root.is_dir():
         return [spec]
-    runs = sorted(
-        (p for p in root.glob(f"{SEED_DIR_PREFIX}*") if is_run_dir(p)),
-        key=lambda p: (
-            int(p.name[len(SEED_DIR_PREFIX) :]) if p.name[len(SEED_DIR_PREFIX) :].isdigit() else -1
-        ),
-    )
+    runs = [p for p in root.glob(f"{SEED_DIR_PREFIX}*") if is_run_dir(p)]
+    runs.sort(key=lambda p: int(n) if (n := p.name[len(SEED_DIR_PREFIX) :]).isdigit() else -1)
     return [str(p) for p in runs] or [spec]
 
 

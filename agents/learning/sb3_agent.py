@@ -78,10 +78,8 @@ class MaskedPolicy:
         self.obs_normalizer = obs_normalizer
         self._lstm_states: Any = None
         space = model.observation_space
-        self._mask_inside = isinstance(space, gym.spaces.Dict) and set(space.spaces) == {
-            OBSERVATIONS_KEY,
-            ACTION_MASK_KEY,
-        }  # trained with mask_in_observation: the envs that play it give the mask beside
+        keys = set(space.spaces) if isinstance(space, gym.spaces.Dict) else set()
+        self._mask_inside = keys == {OBSERVATIONS_KEY, ACTION_MASK_KEY}  # mask_in_observation
 
     def reset_states(self) -> None:
         self._lstm_states = None
@@ -96,11 +94,7 @@ class MaskedPolicy:
             if self.spec.family == "q_value":
                 return q_values(policy, obs_t)
             if self.spec.recurrent:
-                n = (
-                    obs_t.shape[0]
-                    if not isinstance(obs_t, dict)
-                    else next(iter(obs_t.values())).shape[0]
-                )
+                n = (next(iter(obs_t.values())) if isinstance(obs_t, dict) else obs_t).shape[0]
                 if self._lstm_states is None or self._lstm_states[0].shape[1] != n:
                     self._lstm_states = zero_lstm_states(policy, n)
                 starts = np.zeros(n) if episode_starts is None else episode_starts

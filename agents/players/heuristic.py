@@ -134,9 +134,7 @@ def decide(kn: Knowledge, params: HeuristicParams = DEFAULT_PARAMS) -> int:
     if phase == PHASE_IRON:
         return IRON if iron_ok(kn, params) else STOP
     need, useful = knowledge_need(kn)
-    if need >= IMPOSSIBLE:
-        return THREATEN
-    return turn_choice(kn, need, useful, params)
+    return THREATEN if need >= IMPOSSIBLE else turn_choice(kn, need, useful, params)
 
 
 class HeuristicAgent(KnowledgePlayer):

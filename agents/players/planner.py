@@ -94,8 +94,7 @@ class PlannerConfig:
     drop_z: float = 1.0  # drop an alternative below zero by drop_z standard errors
     min_discordant: int = 3  # switch or stop only with this many more orders in its favour
     plan_from_turn: int = 18  # the base policy plays alone before this turn
-    racks: int = RACKS_CONSIDERED  # best-scoring racks offered as alternatives
-    rank_racks: bool = True  # False: every rack with an unseen target (no hand-written ranking)
+    racks: int | None = RACKS_CONSIDERED  # best-scoring racks offered (None: all, unranked)
     params: HeuristicParams = DEFAULT_PARAMS  # the heuristic (base, rollouts: where none given)
 
     def __post_init__(self) -> None:
@@ -106,7 +105,7 @@ class PlannerConfig:
         for name in (*least, "plan_from_turn"):
             value = getattr(self, name)
             whole = isinstance(value, int) and not isinstance(value, bool)
-            if not whole or value < least.get(name, value):
+            if (not whole or value < least.get(name, value)) and (name, value) != ("racks", None):
                 refuse(name, f"an integer >= {least[name]}" if name in least else "an integer")
         for name in ("z", "stop_z", "drop_z"):
             if not getattr(self, name) > 0:
@@ -118,7 +117,7 @@ BUDGETS: Final[dict[str, PlannerConfig]] = {
     "planner-small": PlannerConfig(samples=256, batch=32, min_samples=32, plan_from_turn=18),
     "planner": PLANNER_DEFAULT,
     "planner-large": PlannerConfig(samples=4096, batch=128, min_samples=128, plan_from_turn=16),
-    "planner-free": PlannerConfig(rank_racks=False),
+    "planner-free": PlannerConfig(racks=None),
 }
 """Registered planner names and their budgets."""
 BEST_DRAWS: Final = 4096  # DecisionRecord.chance_best's draws with several alternatives left
@@ -165,10 +164,10 @@ def candidate_actions(
     kn: Knowledge,
     base: int,
     params: HeuristicParams = DEFAULT_PARAMS,
-    racks: int = RACKS_CONSIDERED,
-    rank_racks: bool = True,
+    racks: int | None = RACKS_CONSIDERED,
 ) -> list[int]:
-    """The base policy's action ``base`` first, then the alternatives worth comparing with it."""
+    """The base policy's action ``base`` first, then the alternatives worth comparing with it
+    (``racks``: how many of the best-scoring racks; None: every rack, unranked)."""
     if kn.phase != PHASE_TURN:
         return [base] + [a for a in LEGAL_ACTIONS[kn.phase] if a != base]
     unseen = kn.unseen
@@ -177,7 +176,7 @@ def candidate_actions(
         pool.append(IRON)
     if kn.hurt > 0:
         pool.append(REST)  # Rest at Hurt 0 only burns a card a Threaten would have kept
-    if rank_racks:  # the racks with a useful unseen target, best first:
+    if racks is not None:  # the racks with a useful unseen target, best first:
         _, useful = knowledge_need(kn)
         ranked = sorted(rack_scores(kn, useful, params), key=lambda item: (-item[0], item[1]))
         pool += [action for _, action in ranked[:racks]]
@@ -368,7 +367,7 @@ class PlannerAgent(KnowledgePlayer):
             return base
         if kn.phase == PHASE_TURN and hopeless(kn):
             return base  # every action loses
-        candidates = candidate_actions(kn, base, config.params, config.racks, config.rank_racks)
+        candidates = candidate_actions(kn, base, config.params, config.racks)
         if len(candidates) == 1:
             return base
         self.planned += 1

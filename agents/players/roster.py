@@ -24,7 +24,7 @@ BUILTIN_AGENTS: Final[dict[str, AgentFactory]] = {
     "heuristic": HeuristicAgent,
     # The planner at its budgets, but planner-free (a search over a network in expert iteration:
     # as a player it would keep heuristic as its base): planner-small, planner, planner-large.
-    **{n: partial(PlannerAgent, c, name=n) for n, c in BUDGETS.items() if c.rank_racks},
+    **{n: partial(PlannerAgent, c, name=n) for n, c in BUDGETS.items() if c.racks is not None},
 }  # built-in player names -> factories (each call makes a fresh agent)
 
 
