@@ -94,6 +94,7 @@ def main_job_record(
         "training_seconds": meta.get("wall_seconds"),
         "timesteps": meta.get("timesteps"),
         "expert_iteration_rounds": meta.get("expert_iteration_rounds"),
+        "time_budget": meta.get("time_budget"),  # RL's measured rate and what was cut
         "peak_rss_mib": round(peak_kib / 1024),
         "results": [r.to_dict() for r in results],
         "paired": [pair],

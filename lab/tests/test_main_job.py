@@ -35,9 +35,12 @@ def _results(wins: int, heuristic_wins: int, episodes: int = 1000) -> list[Agent
 def test_the_main_job_record_says_which_deals_and_how_the_intervals_lie(
     tmp_path: Path, wins: int, heuristic_wins: int, seed: int, deals: str, intervals: str
 ) -> None:
-    (tmp_path / "meta.json").write_text(json.dumps({"wall_seconds": 1.0, "timesteps": 8}))
+    budget = {"minutes": 1.0, "rl_steps_per_second": 99, "rl_steps_cut_to": 8}
+    meta = {"wall_seconds": 1.0, "timesteps": 8, "time_budget": budget}
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
     results = _results(wins, heuristic_wins)
     record = main_job_record(tmp_path, results, 1.0, 2048, (0.0, 0.0), seed, "", ["main.py"])
+    assert record["time_budget"] == budget, "the rate and the cuts, as the run measured them"
     summary = record["summary"]
     assert summary[f"`net` on {deals}"].startswith(f"{100 * wins / 1000:.2f}%")
     assert intervals in summary["the two Wilson intervals"]
