@@ -10,7 +10,8 @@ search spec ``search:MODEL:ROLLOUTS:SAMPLES:FROM_TURN``: the planner over the ne
 or by another shipped network named (``search:distilled-30:distilled:1024:18``),
 ``SAMPLES`` sampled orders a decision at most, planning from turn ``FROM_TURN``, then any
 other ``PlannerConfig`` fields as ``:NAME=VALUE`` (``:z=1.5:racks=14:min_samples=256``;
-``SAMPLES`` and ``FROM_TURN`` only by their place, any other name refused). Every agent
+``:racks=None``: every rack, unranked; ``SAMPLES`` and ``FROM_TURN`` only by their place,
+any other name refused). Every agent
 plays the same validation deals (``reset(seed=stream_seed(VALIDATION, SEED, k))``), split
 over ``--workers`` processes (each agent is reset with the evaluation's per-deal seeds, so
 the result does not depend on the split). The record keeps, per agent, its win rate with
@@ -80,8 +81,8 @@ def make(spec: str) -> Agent:
         key, _, value = item.partition("=")
         if key not in named:
             raise ValueError(f"{spec!r}: {key!r} is not one of {', '.join(sorted(named))}")
-        try:
-            extra[key] = float(value) if "." in value else int(value)
+        try:  # racks=None: every rack, unranked (planner-free: no hand-written ranking)
+            extra[key] = None if value == "None" else float(value) if "." in value else int(value)
         except ValueError:
             raise ValueError(f"{spec!r}: {key}={value!r} is not a number") from None
 

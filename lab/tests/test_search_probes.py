@@ -118,6 +118,8 @@ def test_a_named_field_overrides_what_the_spec_implies() -> None:
         1.0,
     )
     assert config("search:distilled:network:32:18") == (32, 32, 32, 2.0)
+    free = make("search:distilled:network:1024:18:racks=None")
+    assert isinstance(free, PlannerAgent) and free.config.racks is None  # planner-free's racks
     for bad in ("samples=2048", "plan_from_turn=16", "params=1", "zz=1.0"):  # not silently dropped
         with pytest.raises(ValueError, match=f"'{bad.partition('=')[0]}' is not one of"):
             make(f"search:distilled:network:1024:18:{bad}")
