@@ -113,7 +113,7 @@ def label(
     if isinstance(agent, str):
         agent = _worker_agent(agent)
     planner = search_over(agent, budget, compiled, rollouts)
-    played = PlayedBase(planner)
+    planner.base = played = PlayedBase(planner)  # in place of running the network again
     handicap = planner.config.z if soft_z is None else soft_z
 
     def soft_label(choice: int, actions: int) -> np.ndarray:
@@ -135,7 +135,7 @@ class PlayedBase:
     tested). The planner asks once a decision, in order; ``teacher`` starts each game's."""
 
     def __init__(self, planner: PlannerAgent) -> None:
-        self.planner, planner.base = planner, self
+        self.planner = planner
         self.actions: Iterator[int] = iter(())
 
     def teacher(self, moves: Sequence[Move]) -> PlannerAgent:
