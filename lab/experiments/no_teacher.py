@@ -3,6 +3,7 @@ a search over a network's own action scores.
 
     .venv/bin/python -m lab.experiments.no_teacher curves \\
         --run tabula-rasa-s0=runs/tabula-rasa-s0 --run no-teacher-rllib-ppo-10m=runs/rllib-10m \\
+        --run tabula-rasa-keep4=runs/tr-keep4@151 \\
         --json lab/records/no_teacher_curves.json
     .venv/bin/python -m lab.experiments.no_teacher plot \\
         --json lab/records/no_teacher_curves.json --png lab/docs/no_teacher.png
@@ -15,7 +16,9 @@ a search over a network's own action scores.
 
 ``curves`` reads each run's validation history as the run wrote it: an SB3 run directory's
 ``evaluations.csv`` (win rate against env steps) and ``expert_iteration.json`` (against
-rounds), or an RLlib record (``scripts/rllib_train.py --record``: its ``curve``). Every run
+rounds), or an RLlib record (``scripts/rllib_train.py --record``: its ``curve``);
+``ID=PATH@N`` numbers a ``scripts/distill.py`` leg's rounds after the N rounds of the run it
+continues. Every run
 named validates on the same 2,000 deals (validation seed 0, the configs' own), where
 ``heuristic``'s figure, played by this command, is the line to beat.
 
@@ -100,16 +103,19 @@ def kind_of_action() -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ curves
-def sb3_curves(folder: Path) -> dict[str, Any]:
+def sb3_curves(folder: Path, after: int = 0) -> dict[str, Any]:
     """An SB3 run directory's validation history: ``rl`` (env steps, win rate) from
-    ``evaluations.csv``, ``rounds`` (round, win rate) from ``expert_iteration.json``."""
-    rows = list(csv.DictReader((folder / "evaluations.csv").open()))
+    ``evaluations.csv`` (none in a ``scripts/distill.py`` folder), ``rounds`` (round, win
+    rate) from ``expert_iteration.json``, numbered from ``after`` (the rounds of the run
+    it continues)."""
+    csv_file = folder / "evaluations.csv"
+    rows = list(csv.DictReader(csv_file.open())) if csv_file.is_file() else []
     rl = [[int(r["timesteps"]), float(r["win_rate"])] for r in rows]
     rounds: list[list[float]] = []
     expert = folder / "expert_iteration.json"
     if expert.is_file():
         recorded = json.loads(expert.read_text())
-        rounds = [[r["round"] + 1, r["validation_win_rate"]] for r in recorded["rounds"]]
+        rounds = [[after + r["round"] + 1, r["validation_win_rate"]] for r in recorded["rounds"]]
     return {"rl": rl, "rounds": rounds}
 
 
@@ -119,11 +125,14 @@ def rllib_curves(record: Path) -> dict[str, Any]:
     return {"rl": [[p["env_steps"], p["win_rate"]] for p in curve], "rounds": []}
 
 
-def run_curves(path: Path) -> dict[str, Any]:
-    """The validation curves of a run: an SB3 run directory, or an RLlib record (a ``.json``
-    file, or a folder holding ``record.json``)."""
-    if path.is_dir() and (path / "evaluations.csv").is_file():
-        return sb3_curves(path)
+def run_curves(path: Path, after: int = 0) -> dict[str, Any]:
+    """The validation curves of a run: an SB3 run directory (or a ``scripts/distill.py``
+    folder, its rounds numbered from ``after``), or an RLlib record (a ``.json`` file, or a
+    folder holding ``record.json``)."""
+    if path.is_dir() and any(
+        (path / f).is_file() for f in ("evaluations.csv", "expert_iteration.json")
+    ):
+        return sb3_curves(path, after)
     record = path / "record.json" if path.is_dir() else path
     if record.is_file():
         return rllib_curves(record)
@@ -140,8 +149,10 @@ def collect(runs: Sequence[str], heuristic_rate: float) -> dict[str, Any]:
     for spec in runs:
         name, sep, path = spec.partition("=")
         if not sep:
-            raise SystemExit(f"--run {spec!r}: give ID=PATH")
-        out["runs"][name] = {"path": path, **run_curves(Path(path))}
+            raise SystemExit(f"--run {spec!r}: give ID=PATH or ID=PATH@ROUNDS")
+        path, at, after = path.partition("@")  # a distill leg after the ROUNDS of another run
+        entry = {"path": path, **run_curves(Path(path), int(after) if at else 0)}
+        out["runs"][name] = entry | ({"after_rounds": int(after)} if at else {})
     return out
 
 

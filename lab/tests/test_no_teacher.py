@@ -97,9 +97,18 @@ def test_curves_are_read_as_the_runs_wrote_them(tmp_path: Path) -> None:
     rllib.mkdir()
     curve = [{"env_steps": 1007887, "win_rate": 0.0345}]
     (rllib / "record.json").write_text(json.dumps({"curve": curve}))
-    record = no_teacher.collect([f"a={run}", f"b={rllib}"], heuristic_rate=0.17)
+    leg = tmp_path / "distill"  # a distill leg: rounds only, after the 2 of run a
+    leg.mkdir()
+    (leg / "expert_iteration.json").write_text(json.dumps({"rounds": rounds[:1]}))
+    record = no_teacher.collect([f"a={run}", f"b={rllib}", f"c={leg}@2"], heuristic_rate=0.17)
     assert record["runs"]["a"]["rl"] == [[0, 0.0], [2000896, 0.059]]
     assert record["runs"]["a"]["rounds"] == [[1, 0.1025], [2, 0.105]]
+    assert record["runs"]["c"] == {
+        "path": str(leg),
+        "rl": [],
+        "rounds": [[3, 0.1025]],
+        "after_rounds": 2,
+    }
     assert record["runs"]["b"]["rl"] == [[1007887, 0.0345]]
     with pytest.raises(SystemExit, match="ID=PATH"):
         no_teacher.collect([str(run)], 0.17)
