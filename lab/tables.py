@@ -99,11 +99,16 @@ def result_text(label: str, what: str) -> str:
 
 def shipped_rounds(name: str) -> int:
     """The rounds of expert iteration the shipped model ``name`` was distilled with, as its
-    run directory records them (``expert_iteration.json``, or an older run's ``meta.json``)."""
-    record = MODELS_DIR / name / "expert_iteration.json"
+    run directory records them (``expert_iteration.json``, or an older run's ``meta.json``),
+    and those of the run it continued where their record ships beside them
+    (``start_expert_iteration.json``)."""
+    folder = MODELS_DIR / name
+    start = folder / "start_expert_iteration.json"
+    before = len(_load(start)["rounds"]) if start.is_file() else 0
+    record = folder / "expert_iteration.json"
     if record.is_file():
-        return len(_load(record)["rounds"])
-    return len(_load(MODELS_DIR / name / "meta.json")["rounds"])
+        return before + len(_load(record)["rounds"])
+    return before + len(_load(folder / "meta.json")["rounds"])
 
 
 def _load(path: Path) -> Any:

@@ -219,3 +219,15 @@ def test_the_product_tests_heuristic_pin_is_the_record_it_was_copied_from() -> N
         heuristic["wins"],
     )
     assert pin["commit"] == heuristic["commit"]
+
+
+def test_a_shipped_models_rounds_count_the_run_it_continued(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    leg = tmp_path / "leg"
+    leg.mkdir()
+    (leg / "expert_iteration.json").write_text(json.dumps({"rounds": [{}, {}]}))
+    monkeypatch.setattr(tables, "MODELS_DIR", tmp_path)
+    assert tables.shipped_rounds("leg") == 2
+    (leg / "start_expert_iteration.json").write_text(json.dumps({"rounds": [{}] * 5}))
+    assert tables.shipped_rounds("leg") == 7
