@@ -38,7 +38,7 @@ def test_a_shipped_model_records_the_command_that_reproduces_it(name: str) -> No
     """docs/models.md's command trains the shipped config and seed (as its meta.json says)."""
     run = SHIPPED_MODELS[name]
     meta = json.loads((run / "meta.json").read_text(encoding="utf-8"))
-    assert meta["status"] == "completed"
+    assert meta["status"] == "completed"  # a run it continued may have been stopped by hand
     doc = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
     if "start" in meta:  # expert iteration over another shipped model (scripts/distill.py)
         record = run / "expert_iteration.json"  # meta.json held the rounds before it
@@ -60,7 +60,12 @@ def test_a_shipped_model_records_the_command_that_reproduces_it(name: str) -> No
             f"--seed {settings['seed']} --workers 2{options}"
         )
         assert command in doc and f"`{name}`" in doc
-        return
+        start_meta = run / "start_meta.json"  # the run it continued, when its record ships too
+        if not start_meta.is_file():
+            return
+        meta = json.loads(start_meta.read_text(encoding="utf-8"))
+        rounds = json.loads((run / "start_expert_iteration.json").read_text())["rounds"]
+        assert len(rounds) == meta["expert_iteration_rounds"]
     saved = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
     # read by today's schema: a setting added since, at its default, changes nothing trained
     shipped = config_from_dict(saved).to_dict()
@@ -69,6 +74,7 @@ def test_a_shipped_model_records_the_command_that_reproduces_it(name: str) -> No
     shipped.get("training", {}).pop("progress_bar", None)
     current.get("training", {}).pop("progress_bar", None)
     assert shipped == current, f"{config_file} changed since {name} was trained: retrain it"
+    assert shipped["expert_iteration"]["rounds"] == meta["expert_iteration_rounds"]
     command = f"scripts/train.py --config {meta['config_file']} --seed {meta['seed']}"
     assert command in doc and f"`{name}`" in doc
 
