@@ -103,12 +103,10 @@ def shipped_rounds(name: str) -> int:
     and those of the run it continued where their record ships beside them
     (``start_expert_iteration.json``)."""
     folder = MODELS_DIR / name
-    start = folder / "start_expert_iteration.json"
-    before = len(_load(start)["rounds"]) if start.is_file() else 0
     record = folder / "expert_iteration.json"
-    if record.is_file():
-        return before + len(_load(record)["rounds"])
-    return before + len(_load(folder / "meta.json")["rounds"])
+    rounds = len(_load(record if record.is_file() else folder / "meta.json")["rounds"])
+    start = folder / "start_expert_iteration.json"
+    return rounds + (len(_load(start)["rounds"]) if start.is_file() else 0)
 
 
 def _load(path: Path) -> Any:

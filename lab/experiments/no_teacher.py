@@ -150,9 +150,10 @@ def collect(runs: Sequence[str], heuristic_rate: float) -> dict[str, Any]:
         name, sep, path = spec.partition("=")
         if not sep:
             raise SystemExit(f"--run {spec!r}: give ID=PATH or ID=PATH@ROUNDS")
-        path, at, after = path.partition("@")  # a distill leg after the ROUNDS of another run
-        entry = {"path": path, **run_curves(Path(path), int(after) if at else 0)}
-        out["runs"][name] = entry | ({"after_rounds": int(after)} if at else {})
+        path, at, rounds = path.partition("@")  # a distill leg after the ROUNDS of another run
+        after = int(rounds) if at else 0
+        entry = {"path": path, **run_curves(Path(path), after)}
+        out["runs"][name] = entry | ({"after_rounds": after} if at else {})
     return out
 
 
